@@ -1,0 +1,88 @@
+// mkube-store: an etcd v3 compatible versioned key-value store on RocksDB.
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "spdlog/spdlog.h"
+#include "store/server/store_server.h"
+
+namespace {
+
+bool WriteAddressFile(const std::string& path, const std::string& address) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << address << "\n";
+    if (!out.flush()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using mkube::store::server::ServerOptions;
+  ServerOptions options;
+  std::string log_level = "info";
+  std::string address_file;
+  int64_t progress_ms = 10 * 60 * 1000;
+  double max_request_bytes = static_cast<double>(options.max_request_bytes);
+
+  CLI::App app{"mkube-store: a versioned key-value store speaking the etcd v3 API"};
+  app.add_option("--data-dir", options.store.data_dir, "Folder of the database")->required();
+  app.add_option("--listen", options.listen, "Address to serve on (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", max_request_bytes, "Largest write request accepted")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sync", options.store.sync,
+                 "Sync the WAL before acknowledging a write (false is unsafe)")
+      ->capture_default_str();
+  app.add_option("--name", options.name, "Member name reported by MemberList")
+      ->capture_default_str();
+  app.add_option("--watch-progress-notify-interval-ms", progress_ms,
+                 "Interval of watch progress notifications")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--address-file", address_file, "Write the bound address to this file");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+
+  options.max_request_bytes = static_cast<size_t>(max_request_bytes);
+  options.progress_interval = std::chrono::milliseconds(progress_ms);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ store %v");
+
+  // Signals are taken synchronously by this thread; every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = mkube::store::server::StoreServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "mkube-store: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  if (!address_file.empty() && !WriteAddressFile(address_file, (*server)->address())) {
+    std::fprintf(stderr, "mkube-store: cannot write address file %s\n", address_file.c_str());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  (*server)->Shutdown();
+  server->reset();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,579 @@
+#include "store/mvcc/kv_store.h"
+
+#include <filesystem>
+#include <random>
+#include <variant>
+
+#include "fmt/format.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "spdlog/spdlog.h"
+#include "store/mvcc/codec.h"
+#include "store/mvcc/validate.h"
+
+namespace mkube::store::mvcc {
+namespace {
+
+// Meta-family records.
+constexpr char kMetaIdentity[] = "I";        // cluster id, member id
+constexpr char kMetaRevision[] = "R";        // the store's revision
+constexpr char kMetaCompacted[] = "C";       // compaction requested up to
+constexpr char kMetaCompactDone[] = "F";     // compaction finished up to
+constexpr char kMetaAppliedIndex[] = "X";    // count of applied requests
+
+constexpr size_t kCompactBatch = 10000;
+
+std::string Encode64(int64_t v) {
+  std::string out;
+  AppendBigEndian64(&out, static_cast<uint64_t>(v));
+  return out;
+}
+
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::UnavailableError(fmt::format("mkube-store: {}: {}", what, s.ToString()));
+}
+
+size_t EventBytes(const mvccpb::Event& ev) {
+  return ev.kv().key().size() + ev.kv().value().size() + ev.prev_kv().value().size() + 64;
+}
+
+}  // namespace
+
+struct KvStore::Pending {
+  struct TxnOp {
+    etcdserverpb::TxnRequest req;
+    TxnDone done;
+  };
+  struct Exclusive {
+    ExclusiveOp op;
+    StatusDone done;
+  };
+  std::variant<TxnOp, Exclusive> op;
+  bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
+};
+
+KvStore::KvStore(const StoreOptions& options) : options_(options) {}
+
+absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        fmt::format("cannot create data dir {}: {}", options.data_dir, ec.message()));
+  }
+  std::unique_ptr<KvStore> store(new KvStore(options));
+  if (auto st = store->Recover(); !st.ok()) return st;
+  store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
+  store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
+  return store;
+}
+
+absl::Status KvStore::Recover() {
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 4;
+  // Reusing WAL files lets a sync skip the file-size metadata update.
+  db_options.recycle_log_file_num = 4;
+  if (options_.env) db_options.env = options_.env;
+
+  rocksdb::ColumnFamilyOptions cf_options;
+  cf_options.write_buffer_size = 32 << 20;
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
+      {rocksdb::kDefaultColumnFamilyName, cf_options},
+      {"rev", cf_options},
+      {"key", cf_options},
+      {"cur", cf_options},
+      {"meta", cf_options}};
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options_.data_dir, descriptors, &handles_, &raw);
+  if (!s.ok()) {
+    return absl::FailedPreconditionError(
+        fmt::format("cannot open store in {}: {}", options_.data_dir, s.ToString()));
+  }
+  db_.reset(raw);
+  families_ = {handles_[1], handles_[2], handles_[3], handles_[4]};
+
+  auto read64 = [&](const char* key, int64_t fallback) -> absl::StatusOr<int64_t> {
+    std::string v;
+    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), families_.meta, key, &v);
+    if (rs.IsNotFound()) return fallback;
+    if (!rs.ok()) return FromRocks(rs, "read meta");
+    if (v.size() != 8) return absl::DataLossError(fmt::format("corrupt meta record {}", key));
+    return static_cast<int64_t>(ReadBigEndian64(v));
+  };
+
+  std::string identity;
+  s = db_->Get(rocksdb::ReadOptions(), families_.meta, kMetaIdentity, &identity);
+  if (s.IsNotFound()) {
+    std::random_device rd;
+    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+    cluster_id_ = rng();
+    member_id_ = rng();
+    identity.clear();
+    AppendBigEndian64(&identity, cluster_id_);
+    AppendBigEndian64(&identity, member_id_);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = db_->Put(wo, families_.meta, kMetaIdentity, identity);
+    if (!s.ok()) return FromRocks(s, "write identity");
+  } else if (s.ok() && identity.size() == 16) {
+    cluster_id_ = ReadBigEndian64(identity);
+    member_id_ = ReadBigEndian64(identity.substr(8));
+  } else {
+    return absl::DataLossError("mkube-store: corrupt identity record");
+  }
+
+  auto revision = read64(kMetaRevision, 1);
+  if (!revision.ok()) return revision.status();
+  auto compacted = read64(kMetaCompacted, 0);
+  if (!compacted.ok()) return compacted.status();
+  auto compact_done = read64(kMetaCompactDone, 0);
+  if (!compact_done.ok()) return compact_done.status();
+  auto applied = read64(kMetaAppliedIndex, 0);
+  if (!applied.ok()) return applied.status();
+
+  next_base_revision_ = *revision;
+  compacted_ = *compacted;
+  applied_index_value_ = static_cast<uint64_t>(*applied);
+  applied_index_ = applied_index_value_;
+  {
+    std::lock_guard<std::mutex> lock(compact_mu_);
+    compact_target_ = *compacted;
+    compact_done_ = *compact_done;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    cache_floor_ = *revision + 1;
+  }
+  Publish(*revision, *compacted);
+  spdlog::info("store recovered in {}: revision {}, compacted {}", options_.data_dir, *revision,
+               *compacted);
+  return absl::OkStatus();
+}
+
+KvStore::~KvStore() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  {
+    std::lock_guard<std::mutex> lock(compact_mu_);
+    compact_stopping_ = true;
+  }
+  compact_cv_.notify_all();
+  if (compactor_.joinable()) compactor_.join();
+  {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    read_state_.reset();
+  }
+  if (db_) {
+    db_->FlushWAL(true).PermitUncheckedError();
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    db_->Close().PermitUncheckedError();
+  }
+}
+
+void KvStore::AddCommitListener(CommitListener* listener) { listeners_.push_back(listener); }
+
+ReadStatePtr KvStore::Read() const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return read_state_;
+}
+
+void KvStore::Publish(int64_t revision, int64_t compacted) {
+  auto state = std::make_shared<const ReadState>(db_.get(), revision, compacted);
+  std::lock_guard<std::mutex> lock(read_mu_);
+  read_state_ = std::move(state);
+}
+
+uint64_t KvStore::applied_index() const { return applied_index_.load(); }
+
+int64_t KvStore::DatabaseSize() const {
+  uint64_t sst = 0, mem = 0, wal = 0;
+  for (auto* h : handles_) {
+    uint64_t v = 0;
+    if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) sst += v;
+    if (db_->GetIntProperty(h, "rocksdb.cur-size-all-mem-tables", &v)) mem += v;
+  }
+  db_->GetIntProperty("rocksdb.live-wal-files-size", &wal);
+  return static_cast<int64_t>(sst + std::max(mem, wal));
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
+    const etcdserverpb::RangeRequest& req) const {
+  ReadStatePtr state = Read();
+  etcdserverpb::RangeResponse resp;
+  resp.mutable_header()->set_revision(state->revision);
+  const int64_t rev = req.revision() > 0 ? req.revision() : state->revision;
+  if (rev > state->revision) return absl::OutOfRangeError(kErrFutureRev);
+  if (rev < state->compacted) return absl::OutOfRangeError(kErrCompacted);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = state->snapshot;
+  KeyRange range(req.key(), req.range_end());
+  absl::Status st;
+  if (rev == state->revision) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.cur));
+    st = EvaluateRange(req, [&](KvVisitor v) { return ScanCurrent(it.get(), range, v); }, &resp);
+  } else {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.key));
+    st = EvaluateRange(req, [&](KvVisitor v) { return ScanAtRevision(it.get(), range, rev, v); },
+                       &resp);
+  }
+  if (!st.ok()) return st;
+  return resp;
+}
+
+void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!stopping_) {
+      queue_.push_back(Pending{Pending::TxnOp{std::move(req), std::move(done)}});
+      queue_cv_.notify_one();
+      return;
+    }
+  }
+  done(absl::UnavailableError("mkube-store: shutting down"));
+}
+
+void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!stopping_) {
+      queue_.push_back(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
+      queue_cv_.notify_one();
+      return;
+    }
+  }
+  done(absl::UnavailableError("mkube-store: shutting down"));
+}
+
+void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
+  Exclusive(
+      [this, revision](WriteGroup& group) -> absl::Status {
+        if (revision <= compacted_) return absl::OutOfRangeError(kErrCompacted);
+        if (revision > group.revision()) return absl::OutOfRangeError(kErrFutureRev);
+        group.PutMeta(kMetaCompacted, Encode64(revision));
+        compacted_ = revision;
+        return absl::OkStatus();
+      },
+      [this, revision, physical, done = std::move(done)](absl::Status st) mutable {
+        if (!st.ok()) {
+          done(st);
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lock(compact_mu_);
+          compact_target_ = std::max(compact_target_, revision);
+          if (physical && compact_done_ < revision) {
+            physical_waiters_.emplace_back(revision, std::move(done));
+            done = nullptr;
+          }
+        }
+        compact_cv_.notify_all();
+        if (done) done(absl::OkStatus());
+      });
+}
+
+void KvStore::WriterLoop() {
+  std::vector<Pending> ops;
+  for (;;) {
+    ops.clear();
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      // Exclusive requests commit alone; txns are taken up to the next exclusive one.
+      if (queue_.front().exclusive()) {
+        ops.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      } else {
+        while (!queue_.empty() && !queue_.front().exclusive() &&
+               ops.size() < options_.max_group_ops) {
+          ops.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+      }
+    }
+    CommitGroup(ops);
+  }
+}
+
+void KvStore::CommitGroup(std::vector<Pending>& ops) {
+  const int64_t compacted_before = compacted_;
+  WriteGroup group(db_.get(), families_, next_base_revision_);
+  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
+  std::vector<absl::Status> exclusive_results;
+  txn_results.reserve(ops.size());
+  for (auto& p : ops) {
+    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
+      auto r = ApplyTxn(group, *leases_, t->req);
+      if (r.ok()) r->mutable_header()->set_revision(group.revision());
+      txn_results.push_back(std::move(r));
+    } else {
+      auto& e = std::get<Pending::Exclusive>(p.op);
+      group.BeginTxn();
+      absl::Status st = e.op(group);
+      if (st.ok()) {
+        group.EndTxn();
+      } else {
+        group.AbortTxn();
+      }
+      exclusive_results.push_back(st);
+    }
+  }
+  applied_index_value_ += ops.size();
+
+  absl::Status commit = absl::OkStatus();
+  const int64_t final_revision = group.revision();
+  if (!group.empty()) {
+    group.PutMeta(kMetaRevision, Encode64(final_revision));
+    group.PutMeta(kMetaAppliedIndex, Encode64(static_cast<int64_t>(applied_index_value_)));
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.sync;
+    commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
+    if (!commit.ok()) {
+      spdlog::error("group commit of {} requests failed: {}", ops.size(), commit.ToString());
+      compacted_ = compacted_before;
+      // The database refuses writes after an I/O error until resumed; try once per group.
+      db_->Resume().PermitUncheckedError();
+    }
+  }
+  // Revision numbers of a failed group are never reused: they may sit in the WAL.
+  next_base_revision_ = final_revision;
+  if (commit.ok()) {
+    applied_index_ = applied_index_value_;
+    if (!group.empty()) {
+      Publish(final_revision, compacted_);
+      if (!group.events().empty()) {
+        CacheEvents(group.events());
+        for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
+      }
+    }
+  }
+
+  size_t ti = 0, ei = 0;
+  for (auto& p : ops) {
+    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
+      auto& r = txn_results[ti++];
+      if (r.ok() && !commit.ok()) r = commit;
+      if (r.ok()) {
+        auto* h = r->mutable_header();
+        h->set_cluster_id(cluster_id_);
+        h->set_member_id(member_id_);
+        h->set_raft_term(kRaftTerm);
+      }
+      t->done(std::move(r));
+    } else {
+      absl::Status st = exclusive_results[ei++];
+      if (st.ok() && !commit.ok()) st = commit;
+      std::get<Pending::Exclusive>(p.op).done(st);
+    }
+  }
+}
+
+void KvStore::CacheEvents(const std::vector<mvccpb::Event>& events) {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  for (const auto& ev : events) {
+    cache_bytes_ += EventBytes(ev);
+    cache_.push_back(ev);
+  }
+  // Trim whole revisions from the front.
+  while (cache_bytes_ > options_.event_cache_bytes && !cache_.empty()) {
+    const int64_t rev = cache_.front().kv().mod_revision();
+    while (!cache_.empty() && cache_.front().kv().mod_revision() == rev) {
+      cache_bytes_ -= EventBytes(cache_.front());
+      cache_.pop_front();
+    }
+    cache_floor_ = rev + 1;
+  }
+}
+
+absl::StatusOr<int64_t> KvStore::ReadEvents(int64_t from, int64_t to, size_t max_events,
+                                            std::vector<mvccpb::Event>* out) const {
+  int64_t last = from - 1;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (from >= cache_floor_) {
+      // Binary search the first event at or after `from` (the cache is in revision order).
+      auto it = std::lower_bound(cache_.begin(), cache_.end(), from,
+                                 [](const mvccpb::Event& ev, int64_t r) {
+                                   return ev.kv().mod_revision() < r;
+                                 });
+      size_t taken = 0;
+      for (; it != cache_.end(); ++it) {
+        const int64_t rev = it->kv().mod_revision();
+        if (rev > to) break;
+        if (taken >= max_events && rev != last) break;
+        out->push_back(*it);
+        ++taken;
+        last = rev;
+      }
+      // Revisions without events up to `to` are read too.
+      if (it == cache_.end() || it->kv().mod_revision() > to) last = to;
+      return last;
+    }
+  }
+  ReadStatePtr state = Read();
+  if (from < state->compacted) return absl::OutOfRangeError(kErrCompacted);
+  if (auto st = ReadEventsFromDb(*state, from, std::min(to, state->revision), max_events, out,
+                                 &last);
+      !st.ok()) {
+    return st;
+  }
+  return last;
+}
+
+absl::Status KvStore::ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
+                                       size_t max_events, std::vector<mvccpb::Event>* out,
+                                       int64_t* last) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = state.snapshot;
+  std::unique_ptr<rocksdb::Iterator> revs(db_->NewIterator(ro, families_.rev));
+  std::unique_ptr<rocksdb::Iterator> keys(db_->NewIterator(ro, families_.key));
+  size_t taken = 0;
+  bool ended = true;
+  for (revs->Seek(EncodeRevision({from, 0})); revs->Valid(); revs->Next()) {
+    auto rev = DecodeRevision(revs->key().ToStringView());
+    std::string_view v = revs->value().ToStringView();
+    if (!rev || v.empty()) return absl::DataLossError("mkube-store: corrupt revision entry");
+    if (rev->main > to) break;
+    if (taken >= max_events && rev->main != *last) {
+      ended = false;
+      break;
+    }
+    std::string_view user_key = v.substr(1);
+    mvccpb::Event& ev = out->emplace_back();
+    const bool is_delete = v[0] == static_cast<char>(EntryType::kTombstone);
+    ev.set_type(is_delete ? mvccpb::Event::DELETE : mvccpb::Event::PUT);
+    keys->Seek(EncodeKeyEntry(user_key, rev->main));
+    if (!keys->Valid()) return absl::DataLossError("mkube-store: history entry missing");
+    bool tombstone = false;
+    if (is_delete) {
+      ev.mutable_kv()->set_key(user_key.data(), user_key.size());
+      ev.mutable_kv()->set_mod_revision(rev->main);
+    } else if (!DecodeHistory(user_key, keys->value().ToStringView(), ev.mutable_kv(),
+                              &tombstone)) {
+      return absl::DataLossError("mkube-store: corrupt history entry");
+    }
+    keys->Next();
+    if (keys->Valid()) {
+      auto prev = DecodeKeyEntry(keys->key().ToStringView());
+      mvccpb::KeyValue prev_kv;
+      if (prev && prev->user_key == user_key &&
+          DecodeHistory(user_key, keys->value().ToStringView(), &prev_kv, &tombstone) &&
+          !tombstone) {
+        *ev.mutable_prev_kv() = std::move(prev_kv);
+      }
+    }
+    ++taken;
+    *last = rev->main;
+  }
+  if (!revs->status().ok()) return FromRocks(revs->status(), "read history");
+  if (ended) *last = to;
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::ScanMeta(
+    std::string_view prefix,
+    const std::function<void(std::string_view, std::string_view)>& visit) const {
+  ReadStatePtr state = Read();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = state->snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.meta));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    visit(it->key().ToStringView(), it->value().ToStringView());
+  }
+  return FromRocks(it->status(), "read meta");
+}
+
+void KvStore::CompactorLoop() {
+  for (;;) {
+    int64_t target = 0;
+    {
+      std::unique_lock<std::mutex> lock(compact_mu_);
+      compact_cv_.wait(lock, [&] { return compact_stopping_ || compact_target_ > compact_done_; });
+      if (compact_stopping_) return;
+      target = compact_target_;
+    }
+    absl::Status st = CompactHistory(target);
+    if (!st.ok()) {
+      spdlog::error("compaction to revision {} failed: {}", target, st.ToString());
+      std::unique_lock<std::mutex> lock(compact_mu_);
+      compact_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return compact_stopping_; });
+      continue;
+    }
+    std::vector<StatusDone> done;
+    {
+      std::lock_guard<std::mutex> lock(compact_mu_);
+      compact_done_ = std::max(compact_done_, target);
+      for (auto it = physical_waiters_.begin(); it != physical_waiters_.end();) {
+        if (it->first <= compact_done_) {
+          done.push_back(std::move(it->second));
+          it = physical_waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& d : done) d(absl::OkStatus());
+  }
+}
+
+absl::Status KvStore::CompactHistory(int64_t target) {
+  // Keep, per key, every entry above the target and the newest one at or below it (unless
+  // that one is a deletion below the target); everything older is history nobody can read.
+  const rocksdb::Snapshot* snap = db_->GetSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.key));
+  rocksdb::WriteBatch batch;
+  rocksdb::WriteOptions wo;  // Losing these deletes in a crash only means redoing them.
+  std::string current;
+  bool kept = false;
+  absl::Status st;
+  size_t removed = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto entry = DecodeKeyEntry(it->key().ToStringView());
+    if (!entry) continue;
+    if (entry->user_key != current) {
+      current = entry->user_key;
+      kept = false;
+    }
+    if (entry->main > target) continue;
+    bool remove = kept;
+    if (!kept) {
+      kept = true;
+      const bool tombstone = it->value().size() == 1 &&
+                             it->value()[0] == static_cast<char>(EntryType::kTombstone);
+      remove = tombstone && entry->main < target;
+    }
+    if (remove) {
+      batch.Delete(families_.key, it->key()).PermitUncheckedError();
+      ++removed;
+      if (batch.Count() >= static_cast<int>(kCompactBatch)) {
+        st = FromRocks(db_->Write(wo, &batch), "compaction write");
+        if (!st.ok()) break;
+        batch.Clear();
+      }
+    }
+  }
+  if (st.ok()) st = FromRocks(it->status(), "compaction scan");
+  it.reset();
+  db_->ReleaseSnapshot(snap);
+  if (!st.ok()) return st;
+  batch.DeleteRange(families_.rev, EncodeRevision({0, 0}), EncodeRevision({target, 0}))
+      .PermitUncheckedError();
+  batch.Put(families_.meta, kMetaCompactDone, Encode64(target)).PermitUncheckedError();
+  st = FromRocks(db_->Write(wo, &batch), "compaction write");
+  if (st.ok()) spdlog::info("compacted history to revision {}: {} entries removed", target, removed);
+  return st;
+}
+
+}  // namespace mkube::store::mvcc

@@ -1,0 +1,167 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "proto/etcd/rpc.pb.h"
+#include "rocksdb/db.h"
+#include "store/mvcc/families.h"
+#include "store/mvcc/txn.h"
+#include "store/mvcc/write_group.h"
+
+namespace mkube::store::mvcc {
+
+// A single member is always its own leader, in a term that never changes.
+inline constexpr uint64_t kRaftTerm = 2;
+
+struct StoreOptions {
+  std::string data_dir;
+  // Acknowledge writes only after their WAL is synced. Off only for benchmarks and tests.
+  bool sync = true;
+  // The most requests one group commit takes.
+  size_t max_group_ops = 8192;
+  // Recent events kept in memory for watchers; older ones are read back from the database.
+  size_t event_cache_bytes = 64 << 20;
+  // Optional environment (tests inject faults through it); not owned.
+  rocksdb::Env* env = nullptr;
+};
+
+// A committed view: a database snapshot and the revision it shows.
+struct ReadState {
+  ReadState(rocksdb::DB* db, int64_t revision, int64_t compacted)
+      : revision(revision), compacted(compacted), snapshot(db->GetSnapshot()), db_(db) {}
+  ~ReadState() { db_->ReleaseSnapshot(snapshot); }
+  ReadState(const ReadState&) = delete;
+  ReadState& operator=(const ReadState&) = delete;
+
+  const int64_t revision;
+  const int64_t compacted;
+  const rocksdb::Snapshot* const snapshot;
+
+ private:
+  rocksdb::DB* db_;
+};
+using ReadStatePtr = std::shared_ptr<const ReadState>;
+
+// Told of each commit on the writer thread, before the writers' callbacks run. Must be quick
+// and must not call back into the store's write path.
+class CommitListener {
+ public:
+  virtual ~CommitListener() = default;
+  virtual void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) = 0;
+};
+
+// The MVCC key-value store on RocksDB. Reads run on the caller's thread against the latest
+// committed snapshot. Writes are queued to one writer thread that applies them in order and
+// commits them in groups, each group with one WAL sync; callbacks run after the sync.
+class KvStore {
+ public:
+  using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
+  using StatusDone = absl::AnyInvocable<void(absl::Status)>;
+  // Runs on the writer thread inside a group of its own; returns an error to abort it.
+  using ExclusiveOp = absl::AnyInvocable<absl::Status(WriteGroup&)>;
+
+  static absl::StatusOr<std::unique_ptr<KvStore>> Open(const StoreOptions& options);
+  ~KvStore();
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+
+  // Not owned; must outlive the store. Set before the first write.
+  void SetLeaseView(const LeaseView* leases) { leases_ = leases; }
+  void AddCommitListener(CommitListener* listener);
+
+  ReadStatePtr Read() const;
+  int64_t Revision() const { return Read()->revision; }
+  int64_t CompactedRevision() const { return Read()->compacted; }
+
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& req) const;
+
+  // Queues a (validated) txn. Put and DeleteRange are single-op txns.
+  void Txn(etcdserverpb::TxnRequest req, TxnDone done);
+  // Marks history before `revision` as gone. With physical, done runs once it is deleted.
+  void Compact(int64_t revision, bool physical, StatusDone done);
+  // Queues a write that must not share its group: leases, store bookkeeping.
+  void Exclusive(ExclusiveOp op, StatusDone done);
+
+  // Appends the events with revisions in [from, to] to out, whole revisions only, stopping
+  // after the revision where out passes max_events. Returns the last revision read (from-1
+  // when none). from must not be below the compacted revision.
+  absl::StatusOr<int64_t> ReadEvents(int64_t from, int64_t to, size_t max_events,
+                                     std::vector<mvccpb::Event>* out) const;
+
+  // Meta-family reads for components that keep their state in the store (leases).
+  absl::Status ScanMeta(std::string_view prefix,
+                        const std::function<void(std::string_view, std::string_view)>& visit) const;
+
+  uint64_t cluster_id() const { return cluster_id_; }
+  uint64_t member_id() const { return member_id_; }
+  uint64_t applied_index() const;
+  int64_t DatabaseSize() const;
+
+ private:
+  struct Pending;
+  KvStore(const StoreOptions& options);
+  absl::Status Recover();
+  void Publish(int64_t revision, int64_t compacted);
+  void WriterLoop();
+  void CommitGroup(std::vector<Pending>& ops);
+  void CompactorLoop();
+  absl::Status CompactHistory(int64_t revision);
+  void CacheEvents(const std::vector<mvccpb::Event>& events);
+  absl::Status ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
+                                size_t max_events, std::vector<mvccpb::Event>* out,
+                                int64_t* last) const;
+
+  StoreOptions options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  Families families_;
+  const LeaseView* leases_ = nullptr;
+  uint64_t cluster_id_ = 0;
+  uint64_t member_id_ = 0;
+
+  mutable std::mutex read_mu_;
+  ReadStatePtr read_state_ ABSL_GUARDED_BY(read_mu_);
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Pending> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  // Writer-thread state.
+  int64_t next_base_revision_ = 0;
+  int64_t compacted_ = 0;
+  uint64_t applied_index_value_ = 0;
+  std::atomic<uint64_t> applied_index_{0};
+  std::vector<CommitListener*> listeners_;
+
+  mutable std::mutex cache_mu_;
+  std::deque<mvccpb::Event> cache_ ABSL_GUARDED_BY(cache_mu_);
+  size_t cache_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
+  // Every event of a revision at or above the floor is in the cache.
+  int64_t cache_floor_ ABSL_GUARDED_BY(cache_mu_) = 0;
+
+  std::mutex compact_mu_;
+  std::condition_variable compact_cv_;
+  int64_t compact_target_ ABSL_GUARDED_BY(compact_mu_) = 0;
+  int64_t compact_done_ ABSL_GUARDED_BY(compact_mu_) = 0;
+  std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
+  bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
+
+  std::thread writer_;
+  std::thread compactor_;
+};
+using KvStorePtr = std::unique_ptr<KvStore>;
+
+}  // namespace mkube::store::mvcc

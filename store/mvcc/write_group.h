@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/etcd/kv.pb.h"
+#include "rocksdb/db.h"
+#include "rocksdb/utilities/write_batch_with_index.h"
+#include "store/mvcc/families.h"
+#include "store/mvcc/key_range.h"
+#include "store/mvcc/reader.h"
+
+namespace mkube::store::mvcc {
+
+// The writes of one group commit, not yet in the database. Reads through it see the database
+// overlaid with the group's own writes, so the requests of a group apply one after another
+// exactly as if each had been committed alone; the group is then written with one sync.
+class WriteGroup {
+ public:
+  WriteGroup(rocksdb::DB* db, const Families& families, int64_t base_revision);
+
+  // The store's revision with the group's writes so far.
+  int64_t revision() const { return revision_; }
+  // Begins a write transaction: its writes get main revision revision()+1.
+  void BeginTxn();
+  // Ends it; the revision advances only if it wrote anything.
+  void EndTxn();
+  // Drops every write since BeginTxn.
+  void AbortTxn();
+  bool txn_wrote() const { return txn_sub_ > 0; }
+  int64_t txn_revision() const { return revision_ + 1; }
+
+  absl::StatusOr<std::optional<mvccpb::KeyValue>> GetCurrent(std::string_view key);
+  absl::Status ScanCurrent(const KeyRange& range, KvVisitor visit);
+  absl::Status ScanAt(const KeyRange& range, int64_t rev, KvVisitor visit);
+
+  // Writes kv (its revisions already set by the caller) as the key's new version.
+  void Put(const mvccpb::KeyValue& kv, const mvccpb::KeyValue* prev);
+  // Deletes the live key whose current version is prev.
+  void Delete(const mvccpb::KeyValue& prev);
+  // Raw bookkeeping writes in the same batch.
+  void PutMeta(std::string_view key, std::string_view value);
+  void DeleteMeta(std::string_view key);
+
+  // Every key event of the group, in revision order, each with prev_kv when there was one.
+  std::vector<mvccpb::Event>& events() { return events_; }
+  rocksdb::WriteBatch* batch() { return batch_.GetWriteBatch(); }
+  bool empty() { return batch_.GetWriteBatch()->Count() == 0; }
+
+ private:
+  void AttachLease(int64_t lease, std::string_view key, bool attach);
+
+  rocksdb::DB* db_;
+  Families families_;
+  rocksdb::WriteBatchWithIndex batch_;
+  int64_t revision_;
+  int64_t txn_sub_ = 0;
+  size_t txn_first_event_ = 0;
+  std::vector<mvccpb::Event> events_;
+};
+
+// The meta-family key that records lease `lease` holds `key`.
+std::string LeaseAttachmentKey(int64_t lease, std::string_view key);
+inline constexpr char kMetaLeaseAttachment = 'a';
+
+}  // namespace mkube::store::mvcc

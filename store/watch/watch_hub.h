@@ -1,0 +1,125 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "proto/etcd/rpc.pb.h"
+#include "store/mvcc/key_range.h"
+#include "store/mvcc/kv_store.h"
+
+namespace mkube::store::watch {
+
+// Where the responses of one Watch stream go.
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  // Queues a response without blocking. Returns false, queueing nothing, when the stream's
+  // buffer is over its limit; `force` (control messages) always queues.
+  virtual bool Send(etcdserverpb::WatchResponse&& resp, bool force) = 0;
+  // Whether a refused stream has drained enough to be offered more.
+  virtual bool HasRoom() const = 0;
+};
+using WatchSinkPtr = std::shared_ptr<WatchSink>;
+
+struct WatchSpec {
+  std::string key;
+  std::string range_end;
+  bool prev_kv = false;
+  bool progress_notify = false;
+  bool no_put = false;
+  bool no_delete = false;
+};
+
+struct HubOptions {
+  // Interval of progress notifications to watchers that asked for them.
+  std::chrono::milliseconds progress_interval = std::chrono::minutes(10);
+  // Events read from history per step when a watcher catches up.
+  size_t catchup_batch = 1000;
+  // Events one response holds at most (a revision is never split).
+  size_t max_events_per_response = 1000;
+};
+
+// Fans committed events out to every watcher from one thread. A watcher is synced when it
+// has everything up to the hub's revision: it gets new events as they commit. A watcher whose
+// stream refuses (full) becomes unsynced and catches up from the store's history when its
+// stream has room, so a slow watcher costs bounded memory and never delays anyone else.
+class WatchHub : public mvcc::CommitListener {
+ public:
+  WatchHub(mvcc::KvStore* store, HubOptions options);
+  ~WatchHub() override;
+
+  void Start();
+  void Stop();
+
+  // Adds a watcher whose first wanted revision is next_rev. The created response must
+  // already be queued on the sink: every later response for it comes from the hub.
+  void Add(const WatchSinkPtr& sink, int64_t watch_id, WatchSpec spec, int64_t next_rev);
+  // Removes a watcher; the hub queues its canceled response.
+  void Cancel(const WatchSinkPtr& sink, int64_t watch_id);
+  // Forgets every watcher of a closed stream.
+  void RemoveSink(const WatchSink* sink);
+  // Queues {watch_id:-1, header.revision} once every watcher of the sink is synced.
+  void RequestProgress(const WatchSinkPtr& sink);
+  // A sink that refused a response has room again.
+  void Wake();
+
+  void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) override;
+
+  size_t watcher_count() const;
+
+ private:
+  struct Watcher {
+    WatchSinkPtr sink;
+    int64_t id = 0;
+    WatchSpec spec;
+    mvcc::KeyRange range{"", ""};
+    int64_t next_rev = 0;
+    bool synced = false;
+  };
+  struct Command {
+    enum Kind { kAdd, kCancel, kRemoveSink, kProgress } kind;
+    WatchSinkPtr sink;
+    const WatchSink* raw = nullptr;
+    int64_t watch_id = 0;
+    WatchSpec spec;
+    int64_t next_rev = 0;
+  };
+  using Key = std::pair<const WatchSink*, int64_t>;
+
+  void Loop();
+  void Apply(Command& cmd);
+  void FanOut(int64_t target);
+  void CatchUp();
+  void SendProgress();
+  // Sends w the events of `events` it wants; false when its sink refused.
+  bool Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, int64_t header_rev);
+  etcdserverpb::WatchResponse NewResponse(int64_t watch_id, int64_t revision) const;
+
+  mvcc::KvStore* store_;
+  HubOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Command> inbox_ ABSL_GUARDED_BY(mu_);
+  int64_t committed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  size_t count_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Hub-thread state.
+  int64_t hub_rev_ = 0;
+  std::map<Key, Watcher> watchers_;
+  std::vector<WatchSinkPtr> progress_waiting_;
+  std::chrono::steady_clock::time_point next_progress_;
+  std::thread thread_;
+};
+
+}  // namespace mkube::store::watch
