@@ -78,6 +78,7 @@ absl::Status KvStore::Recover() {
   db_options.keep_log_file_num = 4;
   // Reusing WAL files lets a sync skip the file-size metadata update.
   db_options.recycle_log_file_num = 4;
+  db_options.bgerror_resume_retry_interval = 200 * 1000;  // microseconds
   if (options_.env) db_options.env = options_.env;
 
   rocksdb::ColumnFamilyOptions cf_options;
@@ -341,8 +342,8 @@ void KvStore::CommitGroup(std::vector<Pending>& ops) {
     if (!commit.ok()) {
       spdlog::error("group commit of {} requests failed: {}", ops.size(), commit.ToString());
       compacted_ = compacted_before;
-      // The database refuses writes after an I/O error until resumed; try once per group.
-      db_->Resume().PermitUncheckedError();
+      // After an I/O error RocksDB refuses writes; for retryable ones (a full disk) it
+      // resumes by itself in the background, so later groups succeed once the disk does.
     }
   }
   // Revision numbers of a failed group are never reused: they may sit in the WAL.

@@ -1,0 +1,339 @@
+#include <gtest/gtest.h>
+
+#include "store/mvcc/kv_store.h"
+#include "store/mvcc/validate.h"
+#include "tests/store/store_fixture.h"
+
+namespace mkube::store::mvcc {
+namespace {
+
+using etcdserverpb::Compare;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::TxnRequest;
+
+class MvccTest : public StoreFixture {};
+
+TEST_F(MvccTest, RevisionsVersionsAndCreateRevisions) {
+  EXPECT_EQ(store_->Revision(), 1);
+  EXPECT_EQ(*Put("a", "1"), 2);
+  EXPECT_EQ(*Put("a", "2"), 3);
+  EXPECT_EQ(*Put("b", "1"), 4);
+  auto r = Range("a");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).create_revision(), 2);
+  EXPECT_EQ(r->kvs(0).mod_revision(), 3);
+  EXPECT_EQ(r->kvs(0).version(), 2);
+  EXPECT_EQ(r->header().revision(), 4);
+
+  EXPECT_EQ(*Delete("a"), 1);
+  EXPECT_EQ(store_->Revision(), 5);
+  // A delete of nothing writes nothing and takes no revision.
+  EXPECT_EQ(*Delete("a"), 0);
+  EXPECT_EQ(store_->Revision(), 5);
+  EXPECT_EQ(*Put("a", "3"), 6);
+  r = Range("a");
+  EXPECT_EQ(r->kvs(0).version(), 1) << "version restarts after a delete";
+  EXPECT_EQ(r->kvs(0).create_revision(), 6);
+}
+
+TEST_F(MvccTest, RangeAtPastRevisionsSeesHistory) {
+  ASSERT_TRUE(Put("k", "v1").ok());   // 2
+  ASSERT_TRUE(Put("k", "v2").ok());   // 3
+  ASSERT_TRUE(Delete("k").ok());      // 4
+  ASSERT_TRUE(Put("k", "v3").ok());   // 5
+  ASSERT_TRUE(Put("k2", "x").ok());   // 6
+  const std::vector<std::pair<int64_t, std::string>> expect = {
+      {1, "<none>"}, {2, "v1"}, {3, "v2"}, {4, "<none>"}, {5, "v3"}, {6, "v3"}, {0, "v3"}};
+  for (const auto& [rev, value] : expect) EXPECT_EQ(ValueAt("k", rev), value) << "rev " << rev;
+  EXPECT_EQ(ValueAt("k", 7), kErrFutureRev);
+  auto all = Range("k", std::string("\0", 1), 5);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->kvs_size(), 1) << "k2 did not exist yet at 5";
+}
+
+TEST_F(MvccTest, RangeOptions) {
+  for (auto k : {"p/a", "p/b", "p/c", "p/d", "q"}) ASSERT_TRUE(Put(k, std::string("v-") + k).ok());
+  ASSERT_TRUE(Put("p/b", "v-p/b2").ok());
+  struct Case {
+    const char* name;
+    RangeRequest req;
+    std::vector<std::string> keys;
+    int64_t count;
+    bool more;
+  };
+  auto req = [](std::string k, std::string end) {
+    RangeRequest r;
+    r.set_key(k);
+    r.set_range_end(end);
+    return r;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"prefix", req("p/", "p0"), {"p/a", "p/b", "p/c", "p/d"}, 4, false});
+  cases.push_back({"from key", req("p/c", std::string("\0", 1)), {"p/c", "p/d", "q"}, 3, false});
+  {
+    auto r = req("p/", "p0");
+    r.set_limit(2);
+    cases.push_back({"limit cuts and counts all", r, {"p/a", "p/b"}, 4, true});
+  }
+  {
+    auto r = req("p/", "p0");
+    r.set_sort_order(RangeRequest::DESCEND);
+    r.set_sort_target(RangeRequest::MOD);
+    r.set_limit(1);
+    cases.push_back({"sort by mod descending", r, {"p/b"}, 4, true});
+  }
+  {
+    auto r = req("p/", "p0");
+    r.set_sort_order(RangeRequest::DESCEND);
+    cases.push_back({"keys descending", r, {"p/d", "p/c", "p/b", "p/a"}, 4, false});
+  }
+  {
+    auto r = req("p/", "p0");
+    r.set_min_mod_revision(4);
+    cases.push_back({"min mod revision", r, {"p/b", "p/c", "p/d"}, 4, false});
+  }
+  {
+    auto r = req("p/", "p0");
+    r.set_count_only(true);
+    cases.push_back({"count only", r, {}, 4, false});
+  }
+  cases.push_back({"empty interval", req("z", "a"), {}, 0, false});
+  for (const auto& c : cases) {
+    auto r = store_->Range(c.req);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status();
+    std::vector<std::string> keys;
+    for (const auto& kv : r->kvs()) keys.push_back(kv.key());
+    EXPECT_EQ(keys, c.keys) << c.name;
+    EXPECT_EQ(r->count(), c.count) << c.name;
+    EXPECT_EQ(r->more(), c.more) << c.name;
+  }
+  RangeRequest keys_only = req("p/a", "");
+  keys_only.set_keys_only(true);
+  auto r = store_->Range(keys_only);
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).value(), "");
+}
+
+TEST_F(MvccTest, TxnCompares) {
+  leases_.ids.insert(77);
+  ASSERT_TRUE(Put("k", "v", 77).ok());  // rev 2, version 1
+  ASSERT_TRUE(Put("k", "w", 77).ok());  // rev 3, version 2
+  struct Case {
+    const char* name;
+    Compare cmp;
+    bool expect;
+  };
+  auto cmp = [](std::string key, Compare::CompareTarget t, Compare::CompareResult res) {
+    Compare c;
+    c.set_key(key);
+    c.set_target(t);
+    c.set_result(res);
+    return c;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* name, Compare c, bool e) { cases.push_back({name, c, e}); };
+  { auto c = cmp("k", Compare::VERSION, Compare::EQUAL); c.set_version(2); add("version equal", c, true); }
+  { auto c = cmp("k", Compare::VERSION, Compare::GREATER); c.set_version(2); add("version greater", c, false); }
+  { auto c = cmp("k", Compare::CREATE, Compare::EQUAL); c.set_create_revision(2); add("create equal", c, true); }
+  { auto c = cmp("k", Compare::MOD, Compare::LESS); c.set_mod_revision(4); add("mod less", c, true); }
+  { auto c = cmp("k", Compare::MOD, Compare::NOT_EQUAL); c.set_mod_revision(3); add("mod not equal", c, false); }
+  { auto c = cmp("k", Compare::VALUE, Compare::EQUAL); c.set_value("w"); add("value equal", c, true); }
+  { auto c = cmp("k", Compare::VALUE, Compare::GREATER); c.set_value("v"); add("value greater", c, true); }
+  { auto c = cmp("k", Compare::LEASE, Compare::EQUAL); c.set_lease(77); add("lease equal", c, true); }
+  { auto c = cmp("missing", Compare::CREATE, Compare::EQUAL); c.set_create_revision(0); add("missing key has create 0", c, true); }
+  { auto c = cmp("missing", Compare::VERSION, Compare::EQUAL); c.set_version(0); add("missing key has version 0", c, true); }
+  { auto c = cmp("missing", Compare::VALUE, Compare::EQUAL); c.set_value(""); add("missing key matches no value", c, false); }
+  { auto c = cmp("a", Compare::VERSION, Compare::GREATER); c.set_version(0); c.set_range_end("z"); add("range compare over all keys", c, true); }
+  for (const auto& c : cases) {
+    TxnRequest t;
+    *t.add_compare() = c.cmp;
+    auto r = Txn(t);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status();
+    EXPECT_EQ(r->succeeded(), c.expect) << c.name;
+  }
+  EXPECT_EQ(store_->Revision(), 3) << "read-only txns take no revision";
+}
+
+TEST_F(MvccTest, TxnBranchesWriteOneRevisionAndSeeTheirOwnWrites) {
+  ASSERT_TRUE(Put("x", "1").ok());  // 2
+  TxnRequest t;
+  auto* c = t.add_compare();
+  c->set_key("x");
+  c->set_target(Compare::VALUE);
+  c->set_value("1");
+  auto* p1 = t.add_success()->mutable_request_put();
+  p1->set_key("y");
+  p1->set_value("from-success");
+  t.add_success()->mutable_request_range()->set_key("y");
+  auto* nested = t.add_success()->mutable_request_txn();
+  auto* p2 = nested->add_success()->mutable_request_put();
+  p2->set_key("z");
+  p2->set_value("nested");
+  t.add_failure()->mutable_request_delete_range()->set_key("x");
+  auto r = Txn(t);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->succeeded());
+  EXPECT_EQ(r->header().revision(), 3);
+  ASSERT_EQ(r->responses_size(), 3);
+  ASSERT_EQ(r->responses(1).response_range().kvs_size(), 1);
+  EXPECT_EQ(r->responses(1).response_range().kvs(0).value(), "from-success");
+  EXPECT_TRUE(r->responses(2).response_txn().succeeded());
+  EXPECT_EQ(ValueAt("z"), "nested");
+  EXPECT_EQ(Range("y")->kvs(0).mod_revision(), 3);
+  EXPECT_EQ(Range("z")->kvs(0).mod_revision(), 3);
+  EXPECT_EQ(store_->Revision(), 3);
+}
+
+TEST_F(MvccTest, TxnErrorsLeaveNothingBehind) {
+  TxnRequest t;
+  auto* p = t.add_success()->mutable_request_put();
+  p->set_key("a");
+  p->set_value("1");
+  auto* bad = t.add_success()->mutable_request_put();
+  bad->set_key("b");
+  bad->set_lease(12345);  // no such lease
+  auto r = Txn(t);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.status().message(), kErrLeaseNotFound);
+  EXPECT_EQ(ValueAt("a"), "<none>");
+  EXPECT_EQ(store_->Revision(), 1);
+
+  TxnRequest ignore;
+  auto* iv = ignore.add_success()->mutable_request_put();
+  iv->set_key("nothing-here");
+  iv->set_ignore_value(true);
+  EXPECT_EQ(Txn(ignore).status().message(), kErrKeyNotFound);
+}
+
+TEST_F(MvccTest, ValidationGivesEtcdErrors) {
+  struct Case {
+    const char* name;
+    TxnRequest req;
+    std::string error;
+  };
+  std::vector<Case> cases;
+  {
+    TxnRequest t;
+    t.add_success()->mutable_request_put()->set_key("a");
+    t.add_success()->mutable_request_put()->set_key("a");
+    cases.push_back({"two puts of one key", t, kErrDuplicateKey});
+  }
+  {
+    TxnRequest t;
+    t.add_success()->mutable_request_put()->set_key("a/1");
+    auto* d = t.add_success()->mutable_request_delete_range();
+    d->set_key("a/");
+    d->set_range_end("a0");
+    cases.push_back({"a put inside a deleted range", t, kErrDuplicateKey});
+  }
+  {
+    TxnRequest t;
+    t.add_success()->mutable_request_put()->set_key("a");
+    t.add_failure()->mutable_request_put()->set_key("a");
+    cases.push_back({"the same key in both branches is fine", t, ""});
+  }
+  {
+    TxnRequest t;
+    for (int i = 0; i < 129; ++i) t.add_success()->mutable_request_put()->set_key("k" + std::to_string(i));
+    cases.push_back({"too many operations", t, kErrTooManyOps});
+  }
+  {
+    TxnRequest t;
+    t.add_success()->mutable_request_put()->set_key("");
+    cases.push_back({"empty key", t, kErrEmptyKey});
+  }
+  {
+    TxnRequest t;
+    auto* p = t.add_success()->mutable_request_put();
+    p->set_key("a");
+    p->set_ignore_value(true);
+    p->set_value("x");
+    cases.push_back({"ignore_value with a value", t, kErrValueProvided});
+  }
+  for (const auto& c : cases) {
+    auto st = ValidateTxn(c.req, 128);
+    if (c.error.empty()) {
+      EXPECT_TRUE(st.ok()) << c.name << ": " << st;
+    } else {
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.name;
+      EXPECT_EQ(st.message(), c.error) << c.name;
+    }
+  }
+}
+
+TEST_F(MvccTest, CompactionRemovesHistoryButKeepsTheVisibleState) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Put("k", "v" + std::to_string(i)).ok());  // 2..6
+  ASSERT_TRUE(Put("gone", "x").ok());  // 7
+  ASSERT_TRUE(Delete("gone").ok());    // 8
+  ASSERT_TRUE(Put("other", "o").ok());  // 9
+
+  EXPECT_EQ(Compact(100, false).message(), kErrFutureRev);
+  ASSERT_TRUE(Compact(8, /*physical=*/true).ok());
+  EXPECT_EQ(store_->CompactedRevision(), 8);
+  EXPECT_EQ(ValueAt("k", 7), kErrCompacted);
+  EXPECT_EQ(ValueAt("k", 8), "v4");
+  EXPECT_EQ(ValueAt("gone", 8), "<none>");
+  EXPECT_EQ(ValueAt("other"), "o");
+  EXPECT_EQ(Compact(8, false).message(), kErrCompacted);
+  EXPECT_EQ(Compact(5, false).message(), kErrCompacted);
+
+  // Events from the compaction point on are still there, older ones are not.
+  std::vector<mvccpb::Event> events;
+  auto last = store_->ReadEvents(8, 9, 100, &events);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, 9);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].type(), mvccpb::Event::DELETE);
+  EXPECT_EQ(events[1].kv().key(), "other");
+
+  // Survives a restart.
+  Open();
+  EXPECT_EQ(store_->CompactedRevision(), 8);
+  EXPECT_EQ(ValueAt("k", 7), kErrCompacted);
+  EXPECT_EQ(ValueAt("k"), "v4");
+  EXPECT_EQ(store_->Revision(), 9);
+}
+
+TEST_F(MvccTest, EventsFromDiskEqualEventsFromMemory) {
+  ASSERT_TRUE(Put("a", "1").ok());
+  ASSERT_TRUE(Put("a", "2").ok());
+  TxnRequest t;
+  t.add_success()->mutable_request_put()->set_key("b");
+  t.add_success()->mutable_request_delete_range()->set_key("a");
+  ASSERT_TRUE(Txn(t).ok());
+  std::vector<mvccpb::Event> cached;
+  ASSERT_EQ(*store_->ReadEvents(2, 4, 100, &cached), 4);
+  Open();  // empty cache: history comes from RocksDB
+  std::vector<mvccpb::Event> disk;
+  ASSERT_EQ(*store_->ReadEvents(2, 4, 100, &disk), 4);
+  ASSERT_EQ(cached.size(), 4u);
+  ASSERT_EQ(disk.size(), cached.size());
+  for (size_t i = 0; i < disk.size(); ++i) {
+    EXPECT_EQ(disk[i].DebugString(), cached[i].DebugString()) << i;
+  }
+  EXPECT_EQ(disk[1].prev_kv().value(), "1");
+  EXPECT_EQ(disk[3].type(), mvccpb::Event::DELETE);
+  EXPECT_EQ(disk[3].kv().mod_revision(), 4);
+  EXPECT_EQ(disk[3].prev_kv().value(), "2");
+
+  // Whole revisions only: a limit of one event still returns both events of revision 4.
+  std::vector<mvccpb::Event> limited;
+  EXPECT_EQ(*store_->ReadEvents(4, 4, 1, &limited), 4);
+  EXPECT_EQ(limited.size(), 2u);
+}
+
+TEST_F(MvccTest, StateSurvivesReopen) {
+  ASSERT_TRUE(Put("a", "1").ok());
+  ASSERT_TRUE(Put("b", "2").ok());
+  const uint64_t member = store_->member_id();
+  Open();
+  EXPECT_EQ(store_->Revision(), 3);
+  EXPECT_EQ(ValueAt("a"), "1");
+  EXPECT_EQ(ValueAt("a", 2), "1");
+  EXPECT_EQ(store_->member_id(), member);
+  EXPECT_EQ(*Put("c", "3"), 4);
+}
+
+}  // namespace
+}  // namespace mkube::store::mvcc

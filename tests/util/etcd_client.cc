@@ -1,0 +1,125 @@
+#include "tests/util/etcd_client.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace mkube::testing {
+
+absl::Status FromGrpc(const grpc::Status& st) {
+  if (st.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+}
+
+EtcdClient::EtcdClient(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT32_MAX);
+  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  kv_ = etcdserverpb::KV::NewStub(channel_);
+  watch_ = etcdserverpb::Watch::NewStub(channel_);
+  lease_ = etcdserverpb::Lease::NewStub(channel_);
+}
+
+absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(const std::string& key,
+                                                          const std::string& value,
+                                                          int64_t lease) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::PutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  req.set_lease(lease);
+  etcdserverpb::PutResponse resp;
+  auto st = kv_->Put(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpc(st);
+  return resp;
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
+    const etcdserverpb::RangeRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::RangeResponse resp;
+  auto st = kv_->Range(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpc(st);
+  return resp;
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Get(const std::string& key,
+                                                            int64_t revision) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(key);
+  req.set_revision(revision);
+  return Range(req);
+}
+
+absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::Delete(const std::string& key,
+                                                                     const std::string& end) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::DeleteRangeRequest req;
+  req.set_key(key);
+  req.set_range_end(end);
+  etcdserverpb::DeleteRangeResponse resp;
+  auto st = kv_->DeleteRange(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpc(st);
+  return resp;
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  etcdserverpb::TxnResponse resp;
+  auto st = kv_->Txn(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpc(st);
+  return resp;
+}
+
+absl::Status EtcdClient::Compact(int64_t revision, bool physical) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  etcdserverpb::CompactionRequest req;
+  req.set_revision(revision);
+  req.set_physical(physical);
+  etcdserverpb::CompactionResponse resp;
+  return FromGrpc(kv_->Compact(&ctx, req, &resp));
+}
+
+WatchStream::WatchStream(EtcdClient& client) : stream_(client.watch()->Watch(&context_)) {}
+
+WatchStream::~WatchStream() {
+  context_.TryCancel();
+  etcdserverpb::WatchResponse drain;
+  while (stream_->Read(&drain)) {
+  }
+  stream_->Finish().ok();
+}
+
+bool WatchStream::Create(const etcdserverpb::WatchCreateRequest& req) {
+  etcdserverpb::WatchRequest w;
+  *w.mutable_create_request() = req;
+  return Send(w);
+}
+
+bool WatchStream::Send(const etcdserverpb::WatchRequest& req) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return stream_->Write(req);
+}
+
+bool WatchStream::Read(etcdserverpb::WatchResponse* resp) { return stream_->Read(resp); }
+
+int PickFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+}  // namespace mkube::testing

@@ -1,0 +1,173 @@
+#include "tests/util/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace mkube::testing {
+namespace {
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+void ApplyEnv(const std::map<std::string, std::string>& env) {
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/mkube-test-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::string log_path,
+                       std::map<std::string, std::string> env) {
+  auto args = CStrings(argv);
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    setpgid(0, 0);
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    ApplyEnv(env);
+    execv(args[0], args.data());
+    std::fprintf(stderr, "exec %s failed: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+}
+
+Subprocess::~Subprocess() {
+  if (!reaped_) Kill();
+}
+
+bool Subprocess::Running() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void Subprocess::Signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
+  if (reaped_) return 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      return status;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Subprocess::Kill() {
+  if (reaped_) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  reaped_ = true;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv_in,
+                         const std::map<std::string, std::string>& env,
+                         const std::string& stdin_text, std::chrono::milliseconds timeout) {
+  TempDir dir;
+  const std::string out_path = dir.Sub("out"), err_path = dir.Sub("err"), in_path = dir.Sub("in");
+  {
+    std::ofstream in(in_path);
+    in << stdin_text;
+  }
+  std::vector<std::string> argv = argv_in;
+  auto args = CStrings(argv);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    int in = open(in_path.c_str(), O_RDONLY);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    ApplyEnv(env);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "exec %s failed: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  CommandResult result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  return result;
+}
+
+std::optional<std::string> WaitForFileLine(const std::string& path,
+                                           std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path);
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) return line;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string BinDir() { return MKUBE_BIN_DIR; }
+std::string EtcdctlPath() { return MKUBE_ETCDCTL; }
+std::string EtcdPath() { return MKUBE_ETCD; }
+
+}  // namespace mkube::testing

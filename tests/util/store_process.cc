@@ -1,0 +1,87 @@
+#include "tests/util/store_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "tests/util/etcd_client.h"
+
+namespace mkube::testing {
+
+StoreProcess::StoreProcess(std::string data_dir, std::string log_path,
+                           std::vector<std::string> extra)
+    : data_dir_(std::move(data_dir)), log_path_(std::move(log_path)), extra_(std::move(extra)) {}
+
+StoreProcess::~StoreProcess() { Kill9(); }
+
+absl::Status StoreProcess::Start() {
+  const std::string addr_file = data_dir_ + ".addr";
+  std::filesystem::remove(addr_file);
+  std::vector<std::string> argv = {BinDir() + "/mkube-store", "--data-dir", data_dir_,
+                                   "--listen", "127.0.0.1:0", "--address-file", addr_file};
+  argv.insert(argv.end(), extra_.begin(), extra_.end());
+  proc_ = std::make_unique<Subprocess>(argv, log_path_);
+  auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
+  if (!line) {
+    return absl::UnavailableError("mkube-store did not start; log:\n" + ReadFile(log_path_));
+  }
+  address_ = *line;
+  return absl::OkStatus();
+}
+
+void StoreProcess::Kill9() {
+  if (proc_) proc_->Kill();
+}
+
+int StoreProcess::Stop() {
+  if (!proc_) return -1;
+  proc_->Signal(SIGTERM);
+  auto status = proc_->Wait(std::chrono::seconds(30));
+  if (!status) {
+    proc_->Kill();
+    return -1;
+  }
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+}
+
+EtcdProcess::EtcdProcess(std::string data_dir, std::string log_path,
+                         std::vector<std::string> extra)
+    : data_dir_(std::move(data_dir)), log_path_(std::move(log_path)), extra_(std::move(extra)) {}
+
+EtcdProcess::~EtcdProcess() { Kill9(); }
+
+absl::Status EtcdProcess::Start() {
+  const int client = PickFreePort();
+  const int peer = PickFreePort();
+  address_ = "127.0.0.1:" + std::to_string(client);
+  const std::string client_url = "http://" + address_;
+  const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer);
+  std::vector<std::string> argv = {EtcdPath(),
+                                   "--data-dir", data_dir_,
+                                   "--listen-client-urls", client_url,
+                                   "--advertise-client-urls", client_url,
+                                   "--listen-peer-urls", peer_url,
+                                   "--initial-advertise-peer-urls", peer_url,
+                                   "--initial-cluster", "default=" + peer_url,
+                                   "--log-level", "warn",
+                                   "--logger", "zap"};
+  argv.insert(argv.end(), extra_.begin(), extra_.end());
+  proc_ = std::make_unique<Subprocess>(argv, log_path_);
+  EtcdClient client_conn(address_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (client_conn.Get("health").ok()) return absl::OkStatus();
+    if (!proc_->Running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::UnavailableError("etcd did not start; log:\n" + ReadFile(log_path_));
+}
+
+void EtcdProcess::Kill9() {
+  if (proc_) proc_->Kill();
+}
+
+}  // namespace mkube::testing
