@@ -65,7 +65,6 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
   }
   std::unique_ptr<KvStore> store(new KvStore(options));
   if (auto st = store->Recover(); !st.ok()) return st;
-  store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
   return store;
 }
@@ -159,11 +158,11 @@ absl::Status KvStore::Recover() {
 
 KvStore::~KvStore() {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    // New writes are refused; the last leader finishes what was queued.
+    std::unique_lock<std::mutex> lock(queue_mu_);
     stopping_ = true;
+    queue_cv_.wait(lock, [&] { return !leading_ && queue_.empty(); });
   }
-  queue_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
   {
     std::lock_guard<std::mutex> lock(compact_mu_);
     compact_stopping_ = true;
@@ -175,7 +174,8 @@ KvStore::~KvStore() {
     read_state_.reset();
   }
   if (db_) {
-    db_->FlushWAL(true).PermitUncheckedError();
+    // Synced writes are on disk already; without sync, a clean stop still syncs the tail.
+    if (!options_.sync && !write_failed_) db_->FlushWAL(true).PermitUncheckedError();
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     db_->Close().PermitUncheckedError();
   }
@@ -232,27 +232,35 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
 }
 
 void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done) {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    if (!stopping_) {
-      queue_.push_back(Pending{Pending::TxnOp{std::move(req), std::move(done)}});
-      queue_cv_.notify_one();
-      return;
-    }
-  }
-  done(absl::UnavailableError("mkube-store: shutting down"));
+  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}});
 }
 
 void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
+  Submit(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
+}
+
+void KvStore::Submit(Pending pending) {
+  bool refused = false;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
-    if (!stopping_) {
-      queue_.push_back(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
-      queue_cv_.notify_one();
-      return;
+    if (stopping_) {
+      refused = true;
+    } else {
+      queue_.push_back(std::move(pending));
+      if (leading_) return;  // the leader will take it
+      leading_ = true;
     }
   }
-  done(absl::UnavailableError("mkube-store: shutting down"));
+  if (!refused) {
+    Lead();
+    return;
+  }
+  const absl::Status gone = absl::UnavailableError("mkube-store: shutting down");
+  if (auto* t = std::get_if<Pending::TxnOp>(&pending.op)) {
+    t->done(gone);
+  } else {
+    std::get<Pending::Exclusive>(pending.op).done(gone);
+  }
 }
 
 void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
@@ -282,14 +290,17 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
       });
 }
 
-void KvStore::WriterLoop() {
+void KvStore::Lead() {
   std::vector<Pending> ops;
   for (;;) {
     ops.clear();
     {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (queue_.empty()) {
+        leading_ = false;
+        queue_cv_.notify_all();
+        return;
+      }
       // Exclusive requests commit alone; txns are taken up to the next exclusive one.
       if (queue_.front().exclusive()) {
         ops.push_back(std::move(queue_.front()));
@@ -336,15 +347,30 @@ void KvStore::CommitGroup(std::vector<Pending>& ops) {
   if (!group.empty()) {
     group.PutMeta(kMetaRevision, Encode64(final_revision));
     group.PutMeta(kMetaAppliedIndex, Encode64(static_cast<int64_t>(applied_index_value_)));
-    rocksdb::WriteOptions wo;
-    wo.sync = options_.sync;
-    commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
-    if (!commit.ok()) {
-      spdlog::error("group commit of {} requests failed: {}", ops.size(), commit.ToString());
-      compacted_ = compacted_before;
-      // After an I/O error RocksDB refuses writes; for retryable ones (a full disk) it
-      // resumes by itself in the background, so later groups succeed once the disk does.
+    // After a failed write the WAL is not touched again until RocksDB says it recovered:
+    // it resumes by itself after retryable errors (a full disk), never after others (a
+    // failed sync leaves the WAL in doubt; a restart recovers from what it really holds).
+    if (write_failed_) {
+      rocksdb::Status resumed = db_->Resume();
+      if (resumed.ok()) {
+        write_failed_ = false;
+        spdlog::info("storage recovered; accepting writes again");
+      } else {
+        commit = absl::UnavailableError(fmt::format(
+            "mkube-store: storage failed and has not recovered ({}); writes are refused",
+            resumed.ToString()));
+      }
     }
+    if (commit.ok()) {
+      rocksdb::WriteOptions wo;
+      wo.sync = options_.sync;
+      commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
+      if (!commit.ok()) {
+        spdlog::error("group commit of {} requests failed: {}", ops.size(), commit.ToString());
+        write_failed_ = true;
+      }
+    }
+    if (!commit.ok()) compacted_ = compacted_before;
   }
   // Revision numbers of a failed group are never reused: they may sit in the WAL.
   next_base_revision_ = final_revision;

@@ -14,7 +14,8 @@ namespace {
 
 class FaultState {
  public:
-  std::atomic<bool> fail_wal{false};
+  std::atomic<bool> fail_wal{false};   // appends and syncs fail: a full disk
+  std::atomic<bool> fail_sync{false};  // only syncs fail: a failing disk
 };
 
 // What a full disk looks like to RocksDB: its POSIX file system marks ENOSPC retryable.
@@ -41,10 +42,12 @@ class FaultFile : public rocksdb::FSWritableFileOwnerWrapper {
     return FSWritableFileOwnerWrapper::Append(data, o, v, d);
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
+    if (state_->fail_sync) return rocksdb::IOStatus::IOError("injected: sync failed");
     if (state_->fail_wal) return DiskFull();
     return FSWritableFileOwnerWrapper::Sync(o, d);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
+    if (state_->fail_sync) return rocksdb::IOStatus::IOError("injected: sync failed");
     if (state_->fail_wal) return DiskFull();
     return FSWritableFileOwnerWrapper::Fsync(o, d);
   }
@@ -134,6 +137,34 @@ TEST_F(FaultTest, FailedWritesAreNotAcknowledgedAndReadsKeepWorking) {
   Open(options);
   EXPECT_EQ(ValueAt("k"), "after");
   EXPECT_GE(store_->Revision(), final_rev);
+}
+
+// A sync that fails leaves the page cache untrustworthy: the write is not acknowledged, the
+// store keeps serving reads at the last good revision and refuses writes until a restart
+// recovers whatever the WAL really holds.
+TEST_F(FaultTest, FailedSyncRefusesWritesUntilRestart) {
+  ASSERT_TRUE(Put("k", "before").ok());
+  const int64_t rev = store_->Revision();
+  state_.fail_sync = true;
+  auto failed = Put("k", "during");
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(store_->Revision(), rev);
+  EXPECT_EQ(ValueAt("k"), "before");
+  state_.fail_sync = false;
+  auto refused = Put("k", "refused");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ValueAt("k"), "before");
+  EXPECT_EQ(store_->Revision(), rev);
+
+  StoreOptions options;
+  options.env = env_.get();
+  Open(options);
+  EXPECT_GE(store_->Revision(), rev);
+  EXPECT_NE(ValueAt("k"), "refused");
+  auto after = Put("k", "after");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_GT(*after, rev);
+  EXPECT_EQ(ValueAt("k"), "after");
 }
 
 }  // namespace

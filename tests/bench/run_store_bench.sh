@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs store_bench against mkube-store and a real etcd side by side (same machine, same
+# client, loopback, temp dirs, both syncing every write) and prints one table with ratios.
+#   tests/bench/run_store_bench.sh [--seconds S] [--rounds R] [--build DIR]
+# Each figure is the best of R interleaved rounds, so a noisy neighbour hurts both alike.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build
+seconds=3
+rounds=2
+watchers=1000
+streams=10
+watch_puts=1000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --watch-puts) watch_puts=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+bench=$build/bench/store_bench
+[ -x "$bench" ] || { echo "build first: $bench is missing" >&2; exit 1; }
+command -v etcd >/dev/null || { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+start_mkube() {
+  rm -rf "$tmp/mkube" "$tmp/mkube.addr"
+  "$build/bin/mkube-store" --data-dir "$tmp/mkube" --listen 127.0.0.1:0 \
+    --address-file "$tmp/mkube.addr" --log-level warn >"$tmp/mkube.log" 2>&1 &
+  pids+=($!)
+  mkube_pid=$!
+  for _ in $(seq 1 100); do [ -s "$tmp/mkube.addr" ] && break; sleep 0.1; done
+  mkube=$(cat "$tmp/mkube.addr")
+}
+start_etcd() {
+  rm -rf "$tmp/etcd"
+  local cp pp
+  cp=$(free_port); pp=$(free_port)
+  etcd --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cp" \
+    --advertise-client-urls "http://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "default=http://127.0.0.1:$pp" \
+    --log-level warn --logger zap >"$tmp/etcd.log" 2>&1 &
+  pids+=($!)
+  etcd_pid=$!
+  etcd_ep=127.0.0.1:$cp
+  for _ in $(seq 1 100); do
+    ETCDCTL_API=3 etcdctl --endpoints="$etcd_ep" endpoint health >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+}
+rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
+
+# field LINE NAME -> value of NAME= in LINE
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+
+start_mkube
+start_etcd
+declare -A best
+run() {  # run SYSTEM LABEL ARGS...
+  local sys=$1 label=$2; shift 2
+  local ep=$mkube
+  [ "$sys" = etcd ] && ep=$etcd_ep
+  local line
+  line=$("$bench" --endpoint "$ep" "$@")
+  local tp p50 p99
+  tp=$(field "$line" throughput); p50=$(field "$line" p50_ms); p99=$(field "$line" p99_ms)
+  local key="$sys|$label"
+  if [ -z "${best[$key.tp]:-}" ] || awk "BEGIN{exit !($tp > ${best[$key.tp]})}"; then
+    best[$key.tp]=$tp; best[$key.p50]=$p50; best[$key.p99]=$p99
+  fi
+}
+
+labels=()
+for c in 1 16 256 1000; do labels+=("put c=$c"); done
+labels+=("range c=16" "watch ${watchers}w")
+for r in $(seq 1 "$rounds"); do
+  for c in 1 16 256 1000; do
+    for sys in mkube etcd; do run "$sys" "put c=$c" put --clients "$c" --seconds "$seconds"; done
+  done
+  for sys in mkube etcd; do run "$sys" "range c=16" range --clients 16 --seconds "$seconds"; done
+  for sys in mkube etcd; do
+    run "$sys" "watch ${watchers}w" watch --watchers "$watchers" --streams "$streams" --puts "$watch_puts"
+  done
+done
+mkube_rss=$(rss_mb "$mkube_pid"); etcd_rss=$(rss_mb "$etcd_pid")
+
+printf '%-14s | %12s %12s %7s | %9s %9s | %9s %9s\n' "workload" "mkube ops/s" "etcd ops/s" "ratio" \
+  "mk p50ms" "etcd p50" "mk p99ms" "etcd p99"
+printf -- '---------------+------------------------------------+---------------------+--------------------\n'
+for l in "${labels[@]}"; do
+  mt=${best["mkube|$l.tp"]}; et=${best["etcd|$l.tp"]}
+  printf '%-14s | %12.0f %12.0f %6.2fx | %9.3f %9.3f | %9.3f %9.3f\n' "$l" "$mt" "$et" \
+    "$(awk "BEGIN{print $mt/$et}")" "${best["mkube|$l.p50"]}" "${best["etcd|$l.p50"]}" \
+    "${best["mkube|$l.p99"]}" "${best["etcd|$l.p99"]}"
+done
+echo "RSS after the run: mkube-store ${mkube_rss} MiB, etcd ${etcd_rss} MiB"
+echo "(watch: events delivered per second to all watchers; latency from put to delivery)"
