@@ -67,7 +67,7 @@ bool Lessor::LeaseExists(int64_t id) const {
   return leases_.contains(id);
 }
 
-void Lessor::OnCommit(int64_t, const std::vector<mvccpb::Event>& events) {
+void Lessor::OnCommit(int64_t, const mvcc::EventList& events) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& ev : events) {
     const int64_t old_lease = ev.has_prev_kv() ? ev.prev_kv().lease() : 0;
@@ -130,7 +130,7 @@ void Lessor::Revoke(int64_t id, RevokeDone done) {
           auto kv = group.GetCurrent(key);
           if (!kv.ok()) return kv.status();
           if (kv->has_value() && (*kv)->lease() == id) {
-            group.Delete(**kv);
+            group.Delete(std::move(**kv));
           } else {
             group.DeleteMeta(mvcc::LeaseAttachmentKey(id, key));
           }

@@ -58,7 +58,7 @@ class Lessor : public mvcc::LeaseView, public mvcc::CommitListener {
   void ExpireDue();
 
   bool LeaseExists(int64_t id) const override;
-  void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) override;
+  void OnCommit(int64_t revision, const mvcc::EventList& events) override;
 
  private:
   struct Lease {

@@ -379,8 +379,9 @@ void KvStore::CommitGroup(std::vector<Pending>& ops) {
     if (!group.empty()) {
       Publish(final_revision, compacted_);
       if (!group.events().empty()) {
-        CacheEvents(group.events());
         for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
+        CacheEvents(std::move(group.events()));
+        for (auto* l : listeners_) l->OnPublished(final_revision);
       }
     }
   }
@@ -405,11 +406,11 @@ void KvStore::CommitGroup(std::vector<Pending>& ops) {
   }
 }
 
-void KvStore::CacheEvents(const std::vector<mvccpb::Event>& events) {
+void KvStore::CacheEvents(EventList&& events) {
   std::lock_guard<std::mutex> lock(cache_mu_);
-  for (const auto& ev : events) {
+  for (auto& ev : events) {
     cache_bytes_ += EventBytes(ev);
-    cache_.push_back(ev);
+    cache_.push_back(std::move(ev));
   }
   // Trim whole revisions from the front.
   while (cache_bytes_ > options_.event_cache_bytes && !cache_.empty()) {

@@ -59,7 +59,10 @@ using ReadStatePtr = std::shared_ptr<const ReadState>;
 class CommitListener {
  public:
   virtual ~CommitListener() = default;
-  virtual void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) = 0;
+  // The group's events, before anyone else can read them.
+  virtual void OnCommit(int64_t revision, const EventList& events) {}
+  // The revision is published: Read() and ReadEvents() now include it.
+  virtual void OnPublished(int64_t revision) {}
 };
 
 // The MVCC key-value store on RocksDB. Reads run on the caller's thread against the latest
@@ -123,7 +126,7 @@ class KvStore {
   void CommitGroup(std::vector<Pending>& ops);
   void CompactorLoop();
   absl::Status CompactHistory(int64_t revision);
-  void CacheEvents(const std::vector<mvccpb::Event>& events);
+  void CacheEvents(EventList&& events);
   absl::Status ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
                                 size_t max_events, std::vector<mvccpb::Event>* out,
                                 int64_t* last) const;

@@ -114,7 +114,7 @@ class Applier {
       kv.set_create_revision(group_.txn_revision());
       kv.set_version(1);
     }
-    group_.Put(kv, prev->has_value() ? &**prev : nullptr);
+    group_.Put(std::move(kv), std::move(*prev));
     return absl::OkStatus();
   }
 
@@ -127,8 +127,8 @@ class Applier {
     });
     if (!st.ok()) return st;
     for (auto& kv : doomed) {
-      group_.Delete(kv);
-      if (req.prev_kv()) *resp->add_prev_kvs() = std::move(kv);
+      if (req.prev_kv()) *resp->add_prev_kvs() = kv;
+      group_.Delete(std::move(kv));
     }
     resp->set_deleted(static_cast<int64_t>(doomed.size()));
     return absl::OkStatus();

@@ -1,23 +1,32 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <deque>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/etcd/kv.pb.h"
 #include "rocksdb/db.h"
-#include "rocksdb/utilities/write_batch_with_index.h"
+#include "rocksdb/write_batch.h"
 #include "store/mvcc/families.h"
 #include "store/mvcc/key_range.h"
 #include "store/mvcc/reader.h"
 
 namespace mkube::store::mvcc {
 
+// Every key event of one group, in revision order. A deque, so the group's overlay can point
+// into it while it grows.
+using EventList = std::deque<mvccpb::Event>;
+
 // The writes of one group commit, not yet in the database. Reads through it see the database
 // overlaid with the group's own writes, so the requests of a group apply one after another
 // exactly as if each had been committed alone; the group is then written with one sync.
+//
+// The overlay keeps, per key the group wrote, the versions it wrote (pointing into the
+// events); point reads look there first, and range reads merge it with the database.
 class WriteGroup {
  public:
   WriteGroup(rocksdb::DB* db, const Families& families, int64_t base_revision);
@@ -38,28 +47,39 @@ class WriteGroup {
   absl::Status ScanAt(const KeyRange& range, int64_t rev, KvVisitor visit);
 
   // Writes kv (its revisions already set by the caller) as the key's new version.
-  void Put(const mvccpb::KeyValue& kv, const mvccpb::KeyValue* prev);
+  void Put(mvccpb::KeyValue kv, std::optional<mvccpb::KeyValue> prev);
   // Deletes the live key whose current version is prev.
-  void Delete(const mvccpb::KeyValue& prev);
+  void Delete(mvccpb::KeyValue prev);
   // Raw bookkeeping writes in the same batch.
   void PutMeta(std::string_view key, std::string_view value);
   void DeleteMeta(std::string_view key);
 
-  // Every key event of the group, in revision order, each with prev_kv when there was one.
-  std::vector<mvccpb::Event>& events() { return events_; }
-  rocksdb::WriteBatch* batch() { return batch_.GetWriteBatch(); }
-  bool empty() { return batch_.GetWriteBatch()->Count() == 0; }
+  EventList& events() { return events_; }
+  rocksdb::WriteBatch* batch() { return &batch_; }
+  bool empty() const { return batch_.Count() == 0; }
 
  private:
+  struct Version {
+    int64_t revision;
+    const mvccpb::KeyValue* kv;  // null: deleted
+  };
+  void Record(const std::string& key, const mvccpb::KeyValue* kv);
   void AttachLease(int64_t lease, std::string_view key, bool attach);
+  // Scans the database (as of the group's start) into `out`, then applies the overlay's
+  // versions at or below rev (rev 0: the newest).
+  absl::Status Merge(const KeyRange& range, int64_t rev,
+                     std::map<std::string, mvccpb::KeyValue>* out);
 
   rocksdb::DB* db_;
   Families families_;
-  rocksdb::WriteBatchWithIndex batch_;
+  rocksdb::WriteBatch batch_;
+  const int64_t base_revision_;
   int64_t revision_;
   int64_t txn_sub_ = 0;
   size_t txn_first_event_ = 0;
-  std::vector<mvccpb::Event> events_;
+  std::vector<std::string> txn_keys_;
+  EventList events_;
+  std::map<std::string, std::vector<Version>, std::less<>> overlay_;
 };
 
 // The meta-family key that records lease `lease` holds `key`.

@@ -58,7 +58,7 @@ void WatchHub::Wake() {
   cv_.notify_one();
 }
 
-void WatchHub::OnCommit(int64_t revision, const std::vector<mvccpb::Event>&) {
+void WatchHub::OnPublished(int64_t revision) {
   std::lock_guard<std::mutex> lock(mu_);
   committed_ = revision;
   cv_.notify_one();

@@ -71,7 +71,7 @@ class WatchHub : public mvcc::CommitListener {
   // A sink that refused a response has room again.
   void Wake();
 
-  void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) override;
+  void OnPublished(int64_t revision) override;
 
   size_t watcher_count() const;
 

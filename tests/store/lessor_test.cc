@@ -18,7 +18,7 @@ class FakeClock : public Clock {
 
 class RecordingListener : public mvcc::CommitListener {
  public:
-  void OnCommit(int64_t revision, const std::vector<mvccpb::Event>& events) override {
+  void OnCommit(int64_t revision, const mvcc::EventList& events) override {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& e : events) seen.push_back(e);
   }
