@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 #include "store/server/store_server.h"
 
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
+  // absl::Mutex (under gRPC) otherwise tracks lock order on every acquisition in this build.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   options.max_request_bytes = static_cast<size_t>(max_request_bytes);
   options.progress_interval = std::chrono::milliseconds(progress_ms);
