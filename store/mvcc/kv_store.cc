@@ -6,7 +6,6 @@
 
 #include "fmt/format.h"
 #include "rocksdb/options.h"
-#include "rocksdb/slice_transform.h"
 #include "rocksdb/table.h"
 #include "spdlog/spdlog.h"
 #include "store/mvcc/codec.h"
@@ -84,14 +83,10 @@ absl::Status KvStore::Recover() {
 
   rocksdb::ColumnFamilyOptions cf_options;
   cf_options.write_buffer_size = 32 << 20;
-  // Revisions only ever grow: a hint from the last insert makes each insert nearly free.
-  rocksdb::ColumnFamilyOptions rev_options = cf_options;
-  rev_options.memtable_insert_with_hint_prefix_extractor.reset(
-      rocksdb::NewCappedPrefixTransform(0));
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, cf_options},
-      {"rev", rev_options},
+      {"rev", cf_options},
       {"key", cf_options},
       {"cur", cf_options},
       {"meta", cf_options}};
