@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "rocksdb/options.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "rocksdb/table.h"
 #include "spdlog/spdlog.h"
 #include "store/mvcc/codec.h"
@@ -74,6 +75,9 @@ absl::Status KvStore::Recover() {
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_background_jobs = 2;
+  // All families' memtables share one budget; the one holding most is flushed first.
+  db_options.write_buffer_manager =
+      std::make_shared<rocksdb::WriteBufferManager>(options_.memtable_bytes);
   db_options.keep_log_file_num = 4;
   // Reusing WAL files lets a sync skip the file-size metadata update.
   db_options.recycle_log_file_num = 4;
@@ -82,7 +86,7 @@ absl::Status KvStore::Recover() {
 
 
   rocksdb::ColumnFamilyOptions cf_options;
-  cf_options.write_buffer_size = 32 << 20;
+  cf_options.write_buffer_size = options_.memtable_bytes / 4;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, cf_options},

@@ -32,7 +32,9 @@ struct StoreOptions {
   // The most requests one group commit takes.
   size_t max_group_ops = 8192;
   // Recent events kept in memory for watchers; older ones are read back from the database.
-  size_t event_cache_bytes = 64 << 20;
+  size_t event_cache_bytes = 32 << 20;
+  // Memory for RocksDB's memtables, over all column families.
+  size_t memtable_bytes = 64 << 20;
   // Optional environment (tests inject faults through it); not owned.
   rocksdb::Env* env = nullptr;
 };
