@@ -20,29 +20,36 @@ EtcdClient::EtcdClient(const std::string& address) {
   lease_ = etcdserverpb::Lease::NewStub(channel_);
 }
 
-absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(const std::string& key,
-                                                          const std::string& value,
-                                                          int64_t lease) {
+namespace {
+
+// One blocking unary call with a deadline.
+template <typename Stub, typename Req, typename Resp>
+absl::StatusOr<Resp> Unary(Stub* stub,
+                           grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                           const Req& req, std::chrono::seconds deadline = std::chrono::seconds(10)) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  etcdserverpb::PutRequest req;
-  req.set_key(key);
-  req.set_value(value);
-  req.set_lease(lease);
-  etcdserverpb::PutResponse resp;
-  auto st = kv_->Put(&ctx, req, &resp);
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  Resp resp;
+  auto st = (stub->*method)(&ctx, req, &resp);
   if (!st.ok()) return FromGrpc(st);
   return resp;
 }
 
+}  // namespace
+
+absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(const std::string& key,
+                                                          const std::string& value,
+                                                          int64_t lease) {
+  etcdserverpb::PutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  req.set_lease(lease);
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::Put, req);
+}
+
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
     const etcdserverpb::RangeRequest& req) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  etcdserverpb::RangeResponse resp;
-  auto st = kv_->Range(&ctx, req, &resp);
-  if (!st.ok()) return FromGrpc(st);
-  return resp;
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::Range, req);
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Get(const std::string& key,
@@ -55,34 +62,22 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Get(const std::string& k
 
 absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::Delete(const std::string& key,
                                                                      const std::string& end) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   etcdserverpb::DeleteRangeRequest req;
   req.set_key(key);
   req.set_range_end(end);
-  etcdserverpb::DeleteRangeResponse resp;
-  auto st = kv_->DeleteRange(&ctx, req, &resp);
-  if (!st.ok()) return FromGrpc(st);
-  return resp;
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::DeleteRange, req);
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& req) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  etcdserverpb::TxnResponse resp;
-  auto st = kv_->Txn(&ctx, req, &resp);
-  if (!st.ok()) return FromGrpc(st);
-  return resp;
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::Txn, req);
 }
 
 absl::Status EtcdClient::Compact(int64_t revision, bool physical) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   etcdserverpb::CompactionRequest req;
   req.set_revision(revision);
   req.set_physical(physical);
-  etcdserverpb::CompactionResponse resp;
-  return FromGrpc(kv_->Compact(&ctx, req, &resp));
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::Compact, req, std::chrono::seconds(30))
+      .status();
 }
 
 WatchStream::WatchStream(EtcdClient& client) : stream_(client.watch()->Watch(&context_)) {}
