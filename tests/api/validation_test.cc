@@ -1,0 +1,178 @@
+#include "api/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/codec.h"
+#include "api/defaults.h"
+#include "proto/api/apps.pb.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::api {
+namespace {
+
+Object Decode(const std::string& text) {
+  auto objs = DecodeManifests(text);
+  EXPECT_TRUE(objs.ok()) << objs.status();
+  return std::move((*objs)[0]);
+}
+
+std::string ReadText(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Validation, SeedManifestsAreValidOnceDefaulted) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(MKUBE_TEST_DATA) / "seed")) {
+    Object obj = Decode(ReadText(entry.path()));
+    Default(obj);
+    EXPECT_TRUE(Validate(obj).ok()) << entry.path().filename() << ": " << Validate(obj);
+    // Defaulting twice changes nothing.
+    const std::string once = ToJson(*obj.message);
+    Default(obj);
+    EXPECT_EQ(ToJson(*obj.message), once) << entry.path().filename();
+  }
+}
+
+TEST(Defaults, WhatKubernetesFillsIn) {
+  Object pod = Decode("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+                      "  - name: c\n    image: soscscs/myapp:v1\n    ports:\n    - containerPort: 80\n");
+  Default(pod);
+  const auto& p = static_cast<const Pod&>(*pod.message);
+  EXPECT_EQ(p.metadata().namespace_(), "default");
+  EXPECT_EQ(p.spec().restart_policy(), "Always");
+  EXPECT_EQ(p.spec().termination_grace_period_seconds(), 30);
+  EXPECT_EQ(p.spec().containers(0).image_pull_policy(), "IfNotPresent");
+  EXPECT_EQ(p.spec().containers(0).ports(0).protocol(), "TCP");
+  ASSERT_EQ(p.spec().tolerations_size(), 2);
+  EXPECT_EQ(p.spec().tolerations(0).key(), "node.kubernetes.io/not-ready");
+  EXPECT_EQ(p.spec().tolerations(1).key(), "node.kubernetes.io/unreachable");
+  EXPECT_EQ(p.spec().tolerations(1).effect(), "NoExecute");
+  EXPECT_EQ(p.spec().tolerations(1).toleration_seconds(), 300);
+
+  // A pod tolerating everything gets no extra tolerations.
+  Object all = Decode("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+                      "  - name: c\n    image: busybox\n  tolerations:\n  - operator: Exists\n");
+  Default(all);
+  EXPECT_EQ(static_cast<const Pod&>(*all.message).spec().tolerations_size(), 1);
+  EXPECT_EQ(static_cast<const Pod&>(*all.message).spec().containers(0).image_pull_policy(),
+            "Always");
+
+  Object legacy = Decode(ReadText(std::filesystem::path(MKUBE_TEST_DATA) / "seed/myapp1.yaml"));
+  Default(legacy);
+  const auto& d = static_cast<const Deployment&>(*legacy.message);
+  EXPECT_EQ(d.spec().selector().match_labels().at("app"), "myapp1");
+  EXPECT_EQ(d.spec().strategy().type(), "RollingUpdate");
+  EXPECT_EQ(d.spec().strategy().rolling_update().max_surge().string_value(), "25%");
+  EXPECT_EQ(d.spec().template_().spec().tolerations_size(), 0) << "pods get them when created";
+  EXPECT_TRUE(Validate(legacy).ok()) << Validate(legacy);
+
+  // apps/v1 has no such default: the selector is required.
+  Object current = Decode(
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n"
+      "    metadata:\n      labels:\n        app: x\n    spec:\n      containers:\n"
+      "      - name: c\n        image: nginx\n");
+  Default(current);
+  EXPECT_EQ(Validate(current).message(), "Deployment \"d\" is invalid: spec.selector: Required value");
+}
+
+TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
+  const std::string pod_head = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n";
+  struct Case {
+    const char* name;
+    std::string text;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"image is required", pod_head + "  containers:\n  - name: c\n",
+       "Pod \"p\" is invalid: spec.containers[0].image: Required value"},
+      {"containers are required", pod_head + "  restartPolicy: Always\n",
+       "spec.containers: Required value"},
+      {"names are DNS-1123",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers:\n"
+       "  - name: c\n    image: x\n",
+       "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"},
+      {"restart policy", pod_head + "  restartPolicy: Sometimes\n  containers:\n  - name: c\n    image: x\n",
+       "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", "
+       "\"OnFailure\", \"Never\""},
+      {"duplicate container names",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  - name: c\n    image: y\n",
+       "spec.containers[1].name: Duplicate value: \"c\""},
+      {"bad quantity",
+       pod_head + "  containers:\n  - name: c\n    image: x\n    resources:\n      limits:\n"
+                  "        cpu: lots\n",
+       "spec.containers[0].resources.limits[cpu]: Invalid value: \"lots\": quantities must match"},
+      {"requests above limits",
+       pod_head + "  containers:\n  - name: c\n    image: x\n    resources:\n      requests:\n"
+                  "        memory: 1Gi\n      limits:\n        memory: 128Mi\n",
+       "must be less than or equal to memory limit of 128Mi"},
+      {"toleration seconds need NoExecute",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  tolerations:\n  - key: k\n"
+                  "    operator: Exists\n    effect: NoSchedule\n    tolerationSeconds: 5\n",
+       "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' "
+       "when `tolerationSeconds` is set"},
+      {"toleration operator",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  tolerations:\n  - key: k\n"
+                  "    operator: Maybe\n",
+       "spec.tolerations[0].operator: Unsupported value: \"Maybe\""},
+      {"node affinity operator",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  affinity:\n    nodeAffinity:\n"
+                  "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                  "        nodeSelectorTerms:\n        - matchExpressions:\n"
+                  "          - key: kubernetes.io/hostname\n            operator: Near\n",
+       "\"Near\" is not a valid selector operator"},
+      {"pod affinity needs a topology key",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  affinity:\n    podAffinity:\n"
+                  "      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n"
+                  "          matchLabels:\n            app: a\n",
+       "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
+       "Required value"},
+      {"taint effect",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: node01\nspec:\n  taints:\n  - key: k\n"
+       "    value: v\n    effect: Sometimes\n",
+       "spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: "
+       "\"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""},
+      {"selector must match the template",
+       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector:\n"
+       "    matchLabels:\n      app: other\n  template:\n    metadata:\n      labels:\n"
+       "        app: x\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+       "spec.template.metadata.labels: Invalid value: \"map[app:x]\": `selector` does not match "
+       "template `labels`"},
+      {"jobs do not restart always",
+       "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\nspec:\n  template:\n    spec:\n"
+       "      containers:\n      - name: c\n        image: busybox\n",
+       "spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: "
+       "\"OnFailure\", \"Never\""},
+      {"label syntax",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"bad key\": x\n",
+       "metadata.labels: Invalid value: \"bad key\""},
+  };
+  for (const auto& c : cases) {
+    Object obj = Decode(c.text);
+    Default(obj);
+    const absl::Status st = Validate(obj);
+    ASSERT_FALSE(st.ok()) << c.name;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(std::string(st.message()).find(c.error), std::string::npos)
+        << c.name << ":\n  got:  " << st.message() << "\n  want: " << c.error;
+  }
+}
+
+TEST(Validation, SeveralErrorsAreListedTogether) {
+  Object obj = Decode(
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  restartPolicy: Sometimes\n"
+      "  containers:\n  - name: c\n");
+  const std::string msg(Validate(obj).message());
+  EXPECT_EQ(msg.rfind("Pod \"p\" is invalid: [", 0), 0u) << msg;
+  EXPECT_NE(msg.find("spec.containers[0].image: Required value"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("spec.restartPolicy: Unsupported value"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace mkube::api
