@@ -1,0 +1,70 @@
+#include "api/object.h"
+
+#include <chrono>
+#include <ctime>
+#include <random>
+
+#include "fmt/format.h"
+
+namespace mkube::api {
+namespace {
+
+const google::protobuf::FieldDescriptor* Field(const google::protobuf::Message& m,
+                                               const char* name) {
+  return m.GetDescriptor()->FindFieldByName(name);
+}
+
+}  // namespace
+
+const ObjectMeta& MetaOf(const google::protobuf::Message& obj) {
+  return static_cast<const ObjectMeta&>(obj.GetReflection()->GetMessage(obj, Field(obj, "metadata")));
+}
+
+ObjectMeta* MutableMetaOf(google::protobuf::Message* obj) {
+  return static_cast<ObjectMeta*>(
+      obj->GetReflection()->MutableMessage(obj, Field(*obj, "metadata")));
+}
+
+std::string SpecBytes(const google::protobuf::Message& obj) {
+  const auto* f = Field(obj, "spec");
+  if (!f) return "";
+  return obj.GetReflection()->GetMessage(obj, f).SerializeAsString();
+}
+
+void CopyPart(const google::protobuf::Message& from, google::protobuf::Message* to,
+              const char* part) {
+  const auto* f = Field(from, part);
+  if (!f) return;
+  const auto* r = from.GetReflection();
+  if (r->HasField(from, f)) {
+    to->GetReflection()->MutableMessage(to, f)->CopyFrom(r->GetMessage(from, f));
+  } else {
+    to->GetReflection()->ClearField(to, f);
+  }
+}
+
+void SetTypeMeta(google::protobuf::Message* obj, const std::string& api_version,
+                 const std::string& kind) {
+  const auto* r = obj->GetReflection();
+  r->SetString(obj, Field(*obj, "api_version"), api_version);
+  r->SetString(obj, Field(*obj, "kind"), kind);
+}
+
+std::string NowRfc3339() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string NewUid() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  const uint64_t a = rng(), b = rng();
+  // A version 4, variant 1 UUID.
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
+                     a & 0xfff, ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
+}
+
+}  // namespace mkube::api

@@ -1,0 +1,348 @@
+#include "apiserver/cache/watch_cache.h"
+
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "proto/api/meta.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace mkube::apiserver::cache {
+namespace {
+
+api::ObjectMeta* MutableMeta(google::protobuf::Message* m) {
+  const auto* f = m->GetDescriptor()->FindFieldByName("metadata");
+  return static_cast<api::ObjectMeta*>(m->GetReflection()->MutableMessage(m, f));
+}
+
+const api::ObjectMeta& Meta(const google::protobuf::Message& m) {
+  const auto* f = m.GetDescriptor()->FindFieldByName("metadata");
+  return static_cast<const api::ObjectMeta&>(m.GetReflection()->GetMessage(m, f));
+}
+
+}  // namespace
+
+const char* EventTypeName(EventType t) {
+  switch (t) {
+    case EventType::kAdded: return "ADDED";
+    case EventType::kModified: return "MODIFIED";
+    case EventType::kDeleted: return "DELETED";
+    case EventType::kBookmark: return "BOOKMARK";
+  }
+  return "";
+}
+
+bool Filter::Matches(const Entry& e) const {
+  if (kind && e.kind != kind) return false;
+  if (!ns.empty() && e.ns != ns) return false;
+  if (!labels.empty() && !labels.Matches(Meta(*e.object).labels())) return false;
+  if (!fields.empty() && !fields.Matches(*e.object)) return false;
+  return true;
+}
+
+WatchCache::WatchCache(storage::StoreClient* store, CacheOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+WatchCache::~WatchCache() { Stop(); }
+
+absl::StatusOr<EntryPtr> WatchCache::Decode(const std::string& key, const std::string& value,
+                                            int64_t revision) {
+  // /registry/<resource>/[<namespace>/]<name>
+  std::vector<std::string> parts = absl::StrSplit(key, '/');
+  if (parts.size() < 4 || parts[1] != "registry") {
+    return absl::InvalidArgumentError(fmt::format("unexpected key {}", key));
+  }
+  const api::KindInfo* kind = api::FindResource(parts[2]);
+  if (!kind) return absl::InvalidArgumentError(fmt::format("unknown resource in key {}", key));
+  auto entry = std::make_shared<Entry>();
+  entry->key = key;
+  entry->kind = kind;
+  if (kind->namespaced) {
+    if (parts.size() != 5) return absl::InvalidArgumentError(fmt::format("bad key {}", key));
+    entry->ns = parts[3];
+    entry->name = parts[4];
+  } else {
+    if (parts.size() != 4) return absl::InvalidArgumentError(fmt::format("bad key {}", key));
+    entry->name = parts[3];
+  }
+  entry->revision = revision;
+  std::unique_ptr<google::protobuf::Message> obj = kind->New();
+  if (!obj->ParseFromString(value)) {
+    return absl::DataLossError(fmt::format("cannot decode the object stored at {}", key));
+  }
+  MutableMeta(obj.get())->set_resource_version(std::to_string(revision));
+  entry->bytes = obj->SerializeAsString();
+  entry->object = std::move(obj);
+  return EntryPtr(std::move(entry));
+}
+
+absl::Status WatchCache::Start() {
+  if (auto st = Relist(); !st.ok()) return st;
+  feed_ = std::thread([this] { Feed(); });
+  bookmarks_ = std::thread([this] { Bookmarks(); });
+  return absl::OkStatus();
+}
+
+void WatchCache::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (watch_ctx_) watch_ctx_->TryCancel();
+    DropAll(absl::UnavailableError("apiserver shutting down"));
+  }
+  cv_.notify_all();
+  if (feed_.joinable()) feed_.join();
+  if (bookmarks_.joinable()) bookmarks_.join();
+}
+
+absl::Status WatchCache::Relist() {
+  auto list = store_->List(options_.prefix);
+  if (!list.ok()) return list.status();
+  std::map<std::string, EntryPtr> objects;
+  for (const auto& kv : list->kvs()) {
+    auto e = Decode(kv.key(), kv.value(), kv.mod_revision());
+    if (!e.ok()) {
+      spdlog::warn("cache: skipping {}: {}", kv.key(), e.status().ToString());
+      continue;
+    }
+    objects[kv.key()] = *e;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  objects_ = std::move(objects);
+  window_.clear();
+  revision_ = list->header().revision();
+  window_start_ = revision_;
+  cv_.notify_all();
+  spdlog::info("cache: listed {} objects at revision {}", objects_.size(), revision_);
+  return absl::OkStatus();
+}
+
+void WatchCache::Feed() {
+  bool relist = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    if (relist) {
+      if (auto st = Relist(); !st.ok()) {
+        spdlog::warn("cache: relist failed: {}", st.ToString());
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        continue;
+      }
+      relist = false;
+    }
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    grpc::ClientContext* raw = ctx.get();
+    int64_t from;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      watch_ctx_ = std::move(ctx);
+      from = revision_ + 1;
+    }
+    auto stream = store_->watch()->Watch(raw);
+    etcdserverpb::WatchRequest req;
+    auto* c = req.mutable_create_request();
+    c->set_key(options_.prefix);
+    c->set_range_end(storage::PrefixEnd(options_.prefix));
+    c->set_start_revision(from);
+    stream->Write(req);
+    etcdserverpb::WatchResponse resp;
+    while (stream->Read(&resp)) {
+      if (resp.created()) continue;
+      if (resp.canceled()) {
+        spdlog::warn("cache: store watch canceled (compact revision {}): relisting",
+                     resp.compact_revision());
+        relist = resp.compact_revision() > 0;
+        std::lock_guard<std::mutex> lock(mu_);
+        DropAll(absl::OutOfRangeError("too old resource version: the cache relists"));
+        break;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& ev : resp.events()) Apply(ev, ev.kv().mod_revision());
+      if (resp.events().empty() && resp.header().revision() > revision_) {
+        // A progress notification: everything up to it has been delivered.
+        revision_ = resp.header().revision();
+      }
+      cv_.notify_all();
+    }
+    stream->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_ctx_.reset();
+      if (stopping_) return;
+    }
+    if (!relist) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
+  const std::string& key = ev.kv().key();
+  auto it = objects_.find(key);
+  EntryPtr prev = it == objects_.end() ? nullptr : it->second;
+  Event out{EventType::kAdded, nullptr, revision};
+  if (ev.type() == mvccpb::Event::PUT) {
+    auto e = Decode(key, ev.kv().value(), revision);
+    if (!e.ok()) {
+      spdlog::warn("cache: skipping {}: {}", key, e.status().ToString());
+      return;
+    }
+    objects_[key] = *e;
+    out.type = prev ? EventType::kModified : EventType::kAdded;
+    out.entry = *e;
+  } else {
+    if (!prev) return;
+    objects_.erase(it);
+    // The last state, at the revision of its deletion.
+    auto gone = std::make_shared<Entry>(*prev);
+    auto obj = std::unique_ptr<google::protobuf::Message>(prev->object->New());
+    obj->CopyFrom(*prev->object);
+    MutableMeta(obj.get())->set_resource_version(std::to_string(revision));
+    gone->revision = revision;
+    gone->bytes = obj->SerializeAsString();
+    gone->object = std::move(obj);
+    out.type = EventType::kDeleted;
+    out.entry = std::move(gone);
+  }
+  revision_ = std::max(revision_, revision);
+  window_.push_back(out);
+  while (window_.size() > options_.window_events) {
+    const int64_t r = window_.front().revision;
+    while (!window_.empty() && window_.front().revision == r) window_.pop_front();
+    window_start_ = r;
+  }
+  Dispatch(out, out.type == EventType::kModified ? prev.get() : nullptr);
+}
+
+void WatchCache::Dispatch(const Event& e, const Entry* before) {
+  // Watchers with selectors see objects enter (ADDED) and leave (DELETED) their selection.
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    Watcher& w = it->second;
+    const bool now = w.filter.Matches(*e.entry);
+    Event send = e;
+    if (e.type == EventType::kModified && before) {
+      const bool was = w.filter.Matches(*before);
+      if (!now && !was) {
+        ++it;
+        continue;
+      }
+      if (now && !was) send.type = EventType::kAdded;
+      if (!now && was) send.type = EventType::kDeleted;
+    } else if (!now) {
+      ++it;
+      continue;
+    }
+    if (!w.sink->Push(send)) {
+      w.sink->Close(absl::ResourceExhaustedError(
+          "watch closed: the client did not keep up; resume from its last resourceVersion"));
+      it = watchers_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void WatchCache::DropAll(const absl::Status& why) {
+  for (auto& [id, w] : watchers_) w.sink->Close(why);
+  watchers_.clear();
+}
+
+void WatchCache::Bookmarks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, options_.bookmark_interval);
+    if (stopping_) return;
+    Event bookmark{EventType::kBookmark, nullptr, revision_};
+    for (auto it = watchers_.begin(); it != watchers_.end();) {
+      if (it->second.bookmarks && !it->second.sink->Push(bookmark)) {
+        it->second.sink->Close(absl::ResourceExhaustedError(
+            "watch closed: the client did not keep up; resume from its last resourceVersion"));
+        it = watchers_.erase(it);
+        continue;
+      }
+      ++it;
+    }
+  }
+}
+
+int64_t WatchCache::revision() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return revision_;
+}
+
+absl::Status WatchCache::WaitFor(int64_t rv, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (revision_ >= rv) return absl::OkStatus();
+  if (!cv_.wait_for(lock, timeout, [&] { return stopping_ || revision_ >= rv; })) {
+    return absl::DeadlineExceededError(fmt::format(
+        "Timeout: too large resource version: {}, current: {}", rv, revision_));
+  }
+  return absl::OkStatus();
+}
+
+WatchCache::ListResult WatchCache::List(const Filter& filter, int64_t limit,
+                                        const std::string& continue_after) const {
+  ListResult out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.revision = revision_;
+  // Keys sort by resource, then namespace, then name: start at the narrowest prefix.
+  std::string prefix = options_.prefix;
+  if (filter.kind) {
+    prefix += filter.kind->resource + "/";
+    if (!filter.ns.empty() && filter.kind->namespaced) prefix += filter.ns + "/";
+  }
+  auto it = continue_after.empty() ? objects_.lower_bound(prefix)
+                                   : objects_.upper_bound(continue_after);
+  for (; it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (!filter.Matches(*it->second)) continue;
+    if (limit > 0 && static_cast<int64_t>(out.items.size()) == limit) {
+      out.continue_key = out.items.back()->key;
+      for (; it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        if (filter.Matches(*it->second)) ++out.remaining;
+      }
+      break;
+    }
+    out.items.push_back(it->second);
+  }
+  return out;
+}
+
+EntryPtr WatchCache::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(key);
+  return it == objects_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool bookmarks,
+                                           WatchSinkPtr sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return absl::UnavailableError("apiserver shutting down");
+  if (from_rv == 0) {
+    for (const auto& [key, e] : objects_) {
+      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision});
+    }
+  } else {
+    if (from_rv < window_start_) {
+      return absl::OutOfRangeError(
+          fmt::format("too old resource version: {} ({})", from_rv, window_start_ + 1));
+    }
+    for (const auto& e : window_) {
+      if (e.revision > from_rv && filter.Matches(*e.entry)) sink->Push(e);
+    }
+  }
+  const uint64_t id = next_id_++;
+  watchers_[id] = Watcher{std::move(filter), bookmarks, std::move(sink)};
+  return id;
+}
+
+void WatchCache::Unwatch(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(id);
+}
+
+size_t WatchCache::watcher_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_.size();
+}
+
+}  // namespace mkube::apiserver::cache

@@ -1,0 +1,135 @@
+// mkube-apiserver: the API every other part of mkube talks to.
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
+#include "apiserver/auth/auth.h"
+#include "apiserver/cache/watch_cache.h"
+#include "apiserver/registry/registry.h"
+#include "apiserver/server/api_service.h"
+#include "apiserver/storage/store_client.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "mkube-apiserver: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:6443";
+  std::string store_endpoints = "127.0.0.1:2379";
+  std::string token_file, address_file, log_level = "info";
+  std::string tls_cert, tls_key, client_ca;
+  bool insecure = false;
+  size_t max_request_bytes = 3 << 20;
+  size_t watch_queue = 10000;
+
+  CLI::App app{"mkube-apiserver: the mkube API over gRPC"};
+  app.add_option("--listen", listen, "Address to serve on (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--store-endpoints", store_endpoints,
+                 "Comma-separated etcd v3 endpoints (mkube-store or an etcd cluster)")
+      ->capture_default_str();
+  app.add_option("--token-file", token_file, "Static bearer tokens: token,user,uid,\"groups\"")
+      ->required();
+  app.add_option("--tls-cert-file", tls_cert, "Serving certificate (PEM)");
+  app.add_option("--tls-private-key-file", tls_key, "Serving key (PEM)");
+  app.add_option("--client-ca-file", client_ca, "CA for client certificates (optional)");
+  app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
+  app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
+      ->capture_default_str();
+  app.add_option("--watch-queue-events", watch_queue,
+                 "Events one watch may have waiting before it is closed as too slow")
+      ->capture_default_str();
+  app.add_option("--address-file", address_file, "Write the bound address to this file");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ apiserver %v");
+
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (!tls_cert.empty() || !tls_key.empty()) {
+    if (tls_cert.empty() || tls_key.empty()) {
+      return Fail("--tls-cert-file and --tls-private-key-file go together");
+    }
+    grpc::SslServerCredentialsOptions ssl(client_ca.empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_key_cert_pairs.push_back({Slurp(tls_key), Slurp(tls_cert)});
+    if (!client_ca.empty()) ssl.pem_root_certs = Slurp(client_ca);
+    creds = grpc::SslServerCredentials(ssl);
+  } else if (insecure) {
+    creds = grpc::InsecureServerCredentials();
+  } else {
+    return Fail("no TLS certificate given: pass --tls-cert-file and --tls-private-key-file, "
+                "or --insecure-plaintext to serve without TLS");
+  }
+
+  auto authn = mkube::apiserver::auth::TokenAuthenticator::FromFile(token_file);
+  if (!authn.ok()) return Fail(authn.status().ToString());
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  mkube::apiserver::storage::StoreClient store(store_endpoints);
+  mkube::apiserver::cache::WatchCache cache(&store);
+  absl::Status started = cache.Start();
+  for (int i = 0; !started.ok() && i < 60; ++i) {
+    spdlog::warn("store not ready ({}); retrying", started.ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    started = cache.Start();
+  }
+  if (!started.ok()) return Fail("cannot reach the store: " + started.ToString());
+  mkube::apiserver::registry::Registry registry(&store, &cache);
+  if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
+  mkube::apiserver::server::ApiService service(&registry, &*authn, watch_queue);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, creds, &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_request_bytes));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) return Fail("cannot listen on " + listen);
+  const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
+  if (!address_file.empty()) {
+    std::ofstream(address_file + ".tmp") << address << "\n";
+    std::filesystem::rename(address_file + ".tmp", address_file);
+  }
+  spdlog::info("mkube-apiserver serving on {} ({}), store {}", address,
+               insecure && tls_cert.empty() ? "plaintext" : "TLS", store_endpoints);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  cache.Stop();
+  return 0;
+}

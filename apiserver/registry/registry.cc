@@ -1,0 +1,354 @@
+#include "apiserver/registry/registry.h"
+
+#include <charconv>
+#include <random>
+
+#include "api/codec.h"
+#include "api/defaults.h"
+#include "api/object.h"
+#include "api/validation.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "proto/api/core.pb.h"
+
+namespace mkube::apiserver::registry {
+namespace {
+
+constexpr auto kCacheWait = std::chrono::seconds(5);
+constexpr int kPatchRetries = 5;
+
+std::string Msg(const absl::Status& st) { return std::string(st.message()); }
+
+absl::Status NotFound(const api::KindInfo& kind, const std::string& name) {
+  return absl::NotFoundError(
+      fmt::format("{} \"{}\" not found", Registry::QualifiedResource(kind), name));
+}
+
+absl::Status Conflict(const api::KindInfo& kind, const std::string& name) {
+  return absl::AbortedError(fmt::format(
+      "Operation cannot be fulfilled on {} \"{}\": the object has been modified; please apply "
+      "your changes to the latest version and try again",
+      Registry::QualifiedResource(kind), name));
+}
+
+bool ParseRevision(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string RandomSuffix() {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  static constexpr char kChars[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::string s;
+  for (int i = 0; i < 5; ++i) s.push_back(kChars[rng() % (sizeof(kChars) - 1)]);
+  return s;
+}
+
+}  // namespace
+
+std::string Key(const api::KindInfo& kind, const std::string& ns, const std::string& name) {
+  if (kind.namespaced) return fmt::format("/registry/{}/{}/{}", kind.resource, ns, name);
+  return fmt::format("/registry/{}/{}", kind.resource, name);
+}
+
+std::string Registry::QualifiedResource(const api::KindInfo& kind) {
+  return kind.group.empty() ? kind.resource : kind.resource + "." + kind.group;
+}
+
+Registry::Registry(storage::StoreClient* store, cache::WatchCache* cache)
+    : store_(store), cache_(cache) {}
+
+absl::StatusOr<const api::KindInfo*> Registry::Resolve(const std::string& resource) const {
+  const api::KindInfo* kind = api::FindResource(resource);
+  if (!kind) {
+    return absl::NotFoundError(
+        fmt::format("the server doesn't have a resource type \"{}\"", resource));
+  }
+  return kind;
+}
+
+absl::Status Registry::Bootstrap() {
+  for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    api::Namespace obj;
+    obj.mutable_metadata()->set_name(ns);
+    CreateRequest req;
+    req.set_resource("namespaces");
+    req.set_object(obj.SerializeAsString());
+    auto r = Create(req);
+    if (!r.ok() && r.status().code() != absl::StatusCode::kAlreadyExists) return r.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cache::EntryPtr> Registry::Current(const api::KindInfo& kind,
+                                                  const std::string& key,
+                                                  const std::string& name) {
+  auto r = store_->Get(key);
+  if (!r.ok()) return r.status();
+  if (r->kvs().empty()) return NotFound(kind, name);
+  return cache::WatchCache::Decode(key, r->kvs(0).value(), r->kvs(0).mod_revision());
+}
+
+// Writes obj at key if its revision is still `revision` (0: only if absent); returns the
+// stored object as clients see it.
+absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std::string& key,
+                                            const std::string& name, int64_t revision,
+                                            google::protobuf::Message& obj) {
+  api::MutableMetaOf(&obj)->clear_resource_version();
+  const std::string value = obj.SerializeAsString();
+  auto r = revision == 0 ? store_->Create(key, value) : store_->Update(key, revision, value);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded()) {
+    if (revision == 0) {
+      return absl::AlreadyExistsError(
+          fmt::format("{} \"{}\" already exists", QualifiedResource(kind), name));
+    }
+    if (r->responses(0).response_range().kvs().empty()) return NotFound(kind, name);
+    return Conflict(kind, name);
+  }
+  api::MutableMetaOf(&obj)->set_resource_version(std::to_string(r->header().revision()));
+  return obj.SerializeAsString();
+}
+
+absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  if (!req.subresource().empty()) {
+    return absl::UnimplementedError(
+        fmt::format("the server does not support subresource \"{}\" yet", req.subresource()));
+  }
+  api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
+  if (!obj.message->ParseFromString(req.object())) {
+    return absl::InvalidArgumentError("the request body is not a valid object");
+  }
+  api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
+  if ((*kind)->namespaced) {
+    if (!req.namespace_().empty() && !meta->namespace_().empty() &&
+        req.namespace_() != meta->namespace_()) {
+      return absl::InvalidArgumentError(
+          "the namespace of the provided object does not match the namespace sent on the "
+          "request");
+    }
+    if (meta->namespace_().empty()) meta->set_namespace_(req.namespace_());
+  } else {
+    meta->clear_namespace_();
+  }
+  if (meta->name().empty() && !meta->generate_name().empty()) {
+    meta->set_name(meta->generate_name() + RandomSuffix());
+  }
+  api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
+  api::Default(obj);
+  if (auto st = api::Validate(obj); !st.ok()) return st;
+  if ((*kind)->namespaced) {
+    auto ns = store_->Get(Key(*api::FindResource("namespaces"), "", meta->namespace_()));
+    if (!ns.ok()) return ns.status();
+    if (ns->kvs().empty()) {
+      return absl::NotFoundError(fmt::format("namespaces \"{}\" not found", meta->namespace_()));
+    }
+  }
+  meta->set_uid(api::NewUid());
+  meta->set_creation_timestamp(api::NowRfc3339());
+  meta->set_generation(1);
+  meta->clear_deletion_timestamp();
+  meta->clear_deletion_grace_period_seconds();
+  if (req.dry_run()) return obj.message->SerializeAsString();
+  return Store(**kind, Key(**kind, meta->namespace_(), meta->name()), meta->name(), 0,
+               *obj.message);
+}
+
+absl::StatusOr<std::string> Registry::Get(const GetRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  auto cur = Current(**kind, Key(**kind, req.namespace_(), req.name()), req.name());
+  if (!cur.ok()) return cur.status();
+  return (*cur)->bytes;
+}
+
+absl::StatusOr<cache::Filter> Registry::MakeFilter(const api::KindInfo& kind,
+                                                   const std::string& ns,
+                                                   const std::string& labels,
+                                                   const std::string& fields) const {
+  cache::Filter f;
+  f.kind = &kind;
+  f.ns = kind.namespaced ? ns : "";
+  auto l = api::Selector::Parse(labels);
+  if (!l.ok()) return absl::InvalidArgumentError(fmt::format("unable to parse requirement: {}", Msg(l.status())));
+  f.labels = std::move(*l);
+  auto fs = api::FieldSelector::Parse(fields);
+  if (!fs.ok()) return fs.status();
+  if (auto st = fs->CheckSupported(kind); !st.ok()) return st;
+  f.fields = std::move(*fs);
+  return f;
+}
+
+absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  auto filter = MakeFilter(**kind, req.namespace_(), req.label_selector(), req.field_selector());
+  if (!filter.ok()) return filter.status();
+  int64_t min_rv = 0;
+  if (req.resource_version().empty() && req.continue_().empty()) {
+    // A consistent list: the cache must have caught up with the store's current revision.
+    auto head = store_->Get("/registry/");
+    if (!head.ok()) return head.status();
+    min_rv = head->header().revision();
+  } else if (req.resource_version() != "0" && !req.resource_version().empty() &&
+             !ParseRevision(req.resource_version(), &min_rv)) {
+    return absl::InvalidArgumentError(
+        fmt::format("invalid resource version \"{}\"", req.resource_version()));
+  }
+  if (min_rv > 0) {
+    if (auto st = cache_->WaitFor(min_rv, kCacheWait); !st.ok()) return st;
+  }
+  auto result = cache_->List(*filter, req.limit(), req.continue_());
+  ListReply reply;
+  reply.set_resource_version(std::to_string(result.revision));
+  reply.set_continue_(result.continue_key);
+  reply.set_remaining_item_count(result.remaining);
+  for (const auto& e : result.items) reply.add_items(e->bytes);
+  return reply;
+}
+
+absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  if (!req.subresource().empty() && req.subresource() != "status") {
+    return absl::UnimplementedError(
+        fmt::format("the server does not support subresource \"{}\" yet", req.subresource()));
+  }
+  api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
+  if (!obj.message->ParseFromString(req.object())) {
+    return absl::InvalidArgumentError("the request body is not a valid object");
+  }
+  api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
+  const std::string ns = (*kind)->namespaced ? (req.namespace_().empty() ? meta->namespace_() : req.namespace_()) : "";
+  const std::string key = Key(**kind, ns, meta->name());
+  auto cur = Current(**kind, key, meta->name());
+  if (!cur.ok()) return cur.status();
+  int64_t want = 0;
+  if (!meta->resource_version().empty()) {
+    if (!ParseRevision(meta->resource_version(), &want) || want != (*cur)->revision) {
+      return Conflict(**kind, meta->name());
+    }
+  }
+  const google::protobuf::Message& current = *(*cur)->object;
+  const api::ObjectMeta& cur_meta = api::MetaOf(current);
+  if (req.subresource() == "status") {
+    // Only the status changes; everything else stays as stored.
+    std::unique_ptr<google::protobuf::Message> merged(current.New());
+    merged->CopyFrom(current);
+    api::CopyPart(*obj.message, merged.get(), "status");
+    obj.message = std::move(merged);
+    meta = api::MutableMetaOf(obj.message.get());
+  } else {
+    // Identity and status are the server's; the spec and user metadata are the caller's.
+    meta->set_uid(cur_meta.uid());
+    meta->set_creation_timestamp(cur_meta.creation_timestamp());
+    meta->set_namespace_(cur_meta.namespace_());
+    meta->set_deletion_timestamp(cur_meta.deletion_timestamp());
+    if (cur_meta.has_deletion_grace_period_seconds()) {
+      meta->set_deletion_grace_period_seconds(cur_meta.deletion_grace_period_seconds());
+    }
+    api::CopyPart(current, obj.message.get(), "status");
+    api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
+    api::Default(obj);
+    meta->set_generation(cur_meta.generation() +
+                         (api::SpecBytes(*obj.message) != api::SpecBytes(current) ? 1 : 0));
+  }
+  if (auto st = api::Validate(obj); !st.ok()) return st;
+  if (req.dry_run()) return obj.message->SerializeAsString();
+  return Store(**kind, key, meta->name(), (*cur)->revision, *obj.message);
+}
+
+absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  nlohmann::json patch;
+  try {
+    patch = nlohmann::json::parse(req.merge_patch());
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("invalid JSON merge patch: {}", e.what()));
+  }
+  const std::string key = Key(**kind, req.namespace_(), req.name());
+  for (int attempt = 0;; ++attempt) {
+    auto cur = Current(**kind, key, req.name());
+    if (!cur.ok()) return cur.status();
+    nlohmann::json doc = nlohmann::json::parse(api::EncodeJson(*(*cur)->object).dump());
+    doc.merge_patch(patch);
+    std::unique_ptr<google::protobuf::Message> patched = (*kind)->New();
+    if (auto st = api::DecodeNode(YAML::Load(doc.dump()), patched.get()); !st.ok()) return st;
+    UpdateRequest update;
+    update.set_resource(req.resource());
+    update.set_namespace_(req.namespace_());
+    update.set_subresource(req.subresource());
+    update.set_dry_run(req.dry_run());
+    api::MutableMetaOf(patched.get())->set_resource_version(std::to_string((*cur)->revision));
+    update.set_object(patched->SerializeAsString());
+    auto r = Update(update);
+    // A patch does not name a version: on a concurrent change, apply it again.
+    if (r.ok() || r.status().code() != absl::StatusCode::kAborted || attempt == kPatchRetries) {
+      return r;
+    }
+  }
+}
+
+absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  const std::string key = Key(**kind, req.namespace_(), req.name());
+  auto cur = Current(**kind, key, req.name());
+  if (!cur.ok()) return cur.status();
+  const api::ObjectMeta& meta = api::MetaOf(*(*cur)->object);
+  const auto& pre = req.preconditions();
+  if (!pre.uid().empty() && pre.uid() != meta.uid()) {
+    return absl::AbortedError(fmt::format(
+        "Precondition failed: UID in precondition: {}, UID in object meta: {}", pre.uid(),
+        meta.uid()));
+  }
+  if (!pre.resource_version().empty() && pre.resource_version() != meta.resource_version()) {
+    return absl::AbortedError(fmt::format(
+        "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object "
+        "meta: {}",
+        pre.resource_version(), meta.resource_version()));
+  }
+  // Pods on a node terminate gracefully: marked now, removed by their node when stopped.
+  if ((*kind)->kind == "Pod") {
+    const auto& pod = static_cast<const api::Pod&>(*(*cur)->object);
+    const int64_t grace = req.has_grace_period_seconds()
+                              ? req.grace_period_seconds()
+                              : pod.spec().termination_grace_period_seconds();
+    if (!pod.spec().node_name().empty() && grace > 0) {
+      if (!meta.deletion_timestamp().empty()) return (*cur)->bytes;  // already terminating
+      api::Pod marked = pod;
+      marked.mutable_metadata()->set_deletion_timestamp(api::NowRfc3339());
+      marked.mutable_metadata()->set_deletion_grace_period_seconds(grace);
+      if (req.dry_run()) return marked.SerializeAsString();
+      return Store(**kind, key, req.name(), (*cur)->revision, marked);
+    }
+  }
+  if (req.dry_run()) return (*cur)->bytes;
+  auto r = store_->Delete(key, (*cur)->revision);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded()) return Conflict(**kind, req.name());
+  std::unique_ptr<google::protobuf::Message> gone((*cur)->object->New());
+  gone->CopyFrom(*(*cur)->object);
+  api::MutableMetaOf(gone.get())->set_resource_version(std::to_string(r->header().revision()));
+  return gone->SerializeAsString();
+}
+
+absl::StatusOr<uint64_t> Registry::Watch(const WatchRequest& req, cache::WatchSinkPtr sink) {
+  auto kind = Resolve(req.resource());
+  if (!kind.ok()) return kind.status();
+  auto filter = MakeFilter(**kind, req.namespace_(), req.label_selector(), req.field_selector());
+  if (!filter.ok()) return filter.status();
+  int64_t from = 0;
+  if (!req.resource_version().empty() && req.resource_version() != "0" &&
+      !ParseRevision(req.resource_version(), &from)) {
+    return absl::InvalidArgumentError(
+        fmt::format("invalid resource version \"{}\"", req.resource_version()));
+  }
+  return cache_->Watch(std::move(*filter), from, req.allow_bookmarks(), std::move(sink));
+}
+
+}  // namespace mkube::apiserver::registry

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "api/kinds.h"
+#include "apiserver/cache/watch_cache.h"
+#include "apiserver/storage/store_client.h"
+#include "proto/apiserver/apiserver.pb.h"
+
+namespace mkube::apiserver::registry {
+
+// Who is asking, once authenticated.
+struct Caller {
+  std::string user;
+  std::vector<std::string> groups;
+};
+
+// Request handling independent of the transport: defaulting, validation, optimistic
+// concurrency and storage. Reads of single objects go to the store; lists and watches are
+// served by the watch cache at a revision at least as new as the store's.
+class Registry {
+ public:
+  Registry(storage::StoreClient* store, cache::WatchCache* cache);
+
+  // Creates the namespaces every cluster has.
+  absl::Status Bootstrap();
+
+  absl::StatusOr<std::string> Create(const CreateRequest& req);
+  absl::StatusOr<std::string> Get(const GetRequest& req);
+  absl::StatusOr<ListReply> List(const ListRequest& req);
+  absl::StatusOr<std::string> Update(const UpdateRequest& req);
+  absl::StatusOr<std::string> Patch(const PatchRequest& req);
+  absl::StatusOr<std::string> Delete(const DeleteRequest& req);
+  absl::StatusOr<uint64_t> Watch(const WatchRequest& req, cache::WatchSinkPtr sink);
+  void Unwatch(uint64_t id) { cache_->Unwatch(id); }
+
+  // "pods", or "deployments.apps": how Kubernetes names a resource in messages.
+  static std::string QualifiedResource(const api::KindInfo& kind);
+
+ private:
+  absl::StatusOr<const api::KindInfo*> Resolve(const std::string& resource) const;
+  absl::StatusOr<cache::EntryPtr> Current(const api::KindInfo& kind, const std::string& key,
+                                          const std::string& name);
+  absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
+                                    const std::string& name, int64_t revision,
+                                    google::protobuf::Message& obj);
+  absl::StatusOr<cache::Filter> MakeFilter(const api::KindInfo& kind, const std::string& ns,
+                                           const std::string& labels,
+                                           const std::string& fields) const;
+
+  storage::StoreClient* store_;
+  cache::WatchCache* cache_;
+};
+
+std::string Key(const api::KindInfo& kind, const std::string& ns, const std::string& name);
+
+}  // namespace mkube::apiserver::registry

@@ -1,0 +1,124 @@
+#include "apiserver/storage/store_client.h"
+
+#include "absl/strings/str_split.h"
+
+namespace mkube::apiserver::storage {
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(10);
+
+absl::Status FromGrpc(const grpc::Status& st) {
+  if (st.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+}
+
+std::string Target(const std::string& endpoints) {
+  std::vector<std::string> list = absl::StrSplit(endpoints, ',', absl::SkipEmpty());
+  if (list.size() == 1) return list[0];
+  // pick_first over the members: the first that connects, the next when it fails.
+  std::string target = "ipv4:";
+  for (size_t i = 0; i < list.size(); ++i) target += (i ? "," : "") + list[i];
+  return target;
+}
+
+template <typename Req, typename Resp>
+absl::StatusOr<Resp> Call(etcdserverpb::KV::Stub* stub,
+                          grpc::Status (etcdserverpb::KV::Stub::*m)(grpc::ClientContext*, const Req&, Resp*),
+                          const Req& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kTimeout);
+  ctx.set_wait_for_ready(true);
+  Resp resp;
+  auto st = (stub->*m)(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpc(st);
+  return resp;
+}
+
+}  // namespace
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(end.back() + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+StoreClient::StoreClient(const std::string& endpoints) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT32_MAX);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  channel_ = grpc::CreateCustomChannel(Target(endpoints), grpc::InsecureChannelCredentials(), args);
+  kv_ = etcdserverpb::KV::NewStub(channel_);
+  watch_ = etcdserverpb::Watch::NewStub(channel_);
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> StoreClient::List(const std::string& prefix,
+                                                              int64_t limit) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(prefix);
+  req.set_range_end(PrefixEnd(prefix));
+  req.set_limit(limit);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Range, req);
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> StoreClient::Get(const std::string& key) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(key);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Range, req);
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Create(const std::string& key,
+                                                              const std::string& value) {
+  etcdserverpb::TxnRequest t;
+  auto* c = t.add_compare();
+  c->set_key(key);
+  c->set_target(etcdserverpb::Compare::CREATE);
+  c->set_result(etcdserverpb::Compare::EQUAL);
+  c->set_create_revision(0);
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Update(const std::string& key,
+                                                              int64_t revision,
+                                                              const std::string& value) {
+  etcdserverpb::TxnRequest t;
+  auto* c = t.add_compare();
+  c->set_key(key);
+  c->set_target(etcdserverpb::Compare::MOD);
+  c->set_result(etcdserverpb::Compare::EQUAL);
+  c->set_mod_revision(revision);
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  t.add_failure()->mutable_request_range()->set_key(key);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Delete(const std::string& key,
+                                                              int64_t revision) {
+  etcdserverpb::TxnRequest t;
+  auto* c = t.add_compare();
+  c->set_key(key);
+  c->set_target(etcdserverpb::Compare::MOD);
+  c->set_result(etcdserverpb::Compare::EQUAL);
+  c->set_mod_revision(revision);
+  auto* del = t.add_success()->mutable_request_delete_range();
+  del->set_key(key);
+  del->set_prev_kv(true);
+  t.add_failure()->mutable_request_range()->set_key(key);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+}
+
+}  // namespace mkube::apiserver::storage

@@ -1,0 +1,426 @@
+// The real mkube-apiserver on the real mkube-store: CRUD, conflicts, watches across an
+// apiserver kill -9, too-old versions, slow watchers, authentication and authorization.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "api/codec.h"
+#include "api/kinds.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/api/core.pb.h"
+#include "proto/apiserver/apiserver.grpc.pb.h"
+#include "tests/util/etcd_client.h"
+#include "tests/util/process.h"
+#include "tests/util/store_process.h"
+
+namespace mkube::testing {
+namespace {
+
+using apiserver::Api;
+
+constexpr char kTokens[] =
+    "admin-token,admin,1,\"system:masters\"\n"
+    "node01-token,system:node:node01,2,\"system:nodes\"\n"
+    "sched-token,system:kube-scheduler,3,\n";
+
+class ApiServerProcess {
+ public:
+  ApiServerProcess(std::string dir, std::string store) : dir_(std::move(dir)), store_(std::move(store)) {}
+  absl::Status Start() {
+    const std::string addr_file = dir_ + "/apiserver.addr";
+    std::filesystem::remove(addr_file);
+    std::ofstream(dir_ + "/tokens.csv") << kTokens;
+    proc_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
+                                 "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
+                                 "--insecure-plaintext", "--watch-queue-events", "50",
+                                 "--address-file", addr_file},
+        dir_ + "/apiserver.log");
+    auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
+    if (!line) return absl::UnavailableError("apiserver did not start:\n" + ReadFile(dir_ + "/apiserver.log"));
+    address_ = *line;
+    return absl::OkStatus();
+  }
+  void Kill9() { proc_->Kill(); }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_, store_, address_;
+  std::unique_ptr<Subprocess> proc_;
+};
+
+class Client {
+ public:
+  Client(const std::string& address, std::string token) : token_(std::move(token)) {
+    stub_ = Api::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  void Auth(grpc::ClientContext* ctx) {
+    if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+  }
+  absl::StatusOr<api::Pod> CreatePod(const api::Pod& pod, const std::string& ns = "default") {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_(ns);
+    req.set_object(pod.SerializeAsString());
+    apiserver::ObjectReply reply;
+    return Out<api::Pod>(stub_->Create(&ctx, req, &reply), reply);
+  }
+  template <typename T>
+  absl::StatusOr<T> Out(const grpc::Status& st, const apiserver::ObjectReply& reply) {
+    if (!st.ok()) return FromGrpc(st);
+    T obj;
+    obj.ParseFromString(reply.object());
+    return obj;
+  }
+  absl::StatusOr<api::Pod> GetPod(const std::string& name) {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::GetRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name(name);
+    apiserver::ObjectReply reply;
+    return Out<api::Pod>(stub_->Get(&ctx, req, &reply), reply);
+  }
+  absl::StatusOr<api::Pod> Update(const api::Pod& pod, const std::string& sub = "") {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::UpdateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_subresource(sub);
+    req.set_object(pod.SerializeAsString());
+    apiserver::ObjectReply reply;
+    return Out<api::Pod>(stub_->Update(&ctx, req, &reply), reply);
+  }
+  template <typename T>
+  absl::StatusOr<T> Patch(const std::string& resource, const std::string& ns,
+                          const std::string& name, const std::string& patch,
+                          const std::string& sub = "") {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::PatchRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    req.set_subresource(sub);
+    req.set_merge_patch(patch);
+    apiserver::ObjectReply reply;
+    return Out<T>(stub_->Patch(&ctx, req, &reply), reply);
+  }
+  absl::Status Delete(const std::string& resource, const std::string& ns, const std::string& name,
+                      std::optional<int64_t> grace = std::nullopt) {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::DeleteRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    if (grace) req.set_grace_period_seconds(*grace);
+    apiserver::ObjectReply reply;
+    return FromGrpc(stub_->Delete(&ctx, req, &reply));
+  }
+  absl::StatusOr<apiserver::ListReply> List(const std::string& resource, const std::string& ns,
+                                            const std::string& labels = "",
+                                            const std::string& fields = "", int64_t limit = 0,
+                                            const std::string& cont = "") {
+    grpc::ClientContext ctx;
+    Auth(&ctx);
+    apiserver::ListRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_label_selector(labels);
+    req.set_field_selector(fields);
+    req.set_limit(limit);
+    req.set_continue_(cont);
+    apiserver::ListReply reply;
+    auto st = stub_->List(&ctx, req, &reply);
+    if (!st.ok()) return FromGrpc(st);
+    return reply;
+  }
+  Api::Stub* stub() { return stub_.get(); }
+  const std::string& token() const { return token_; }
+
+ private:
+  std::string token_;
+  std::unique_ptr<Api::Stub> stub_;
+};
+
+api::Pod NewPod(const std::string& name, const std::string& node = "") {
+  api::Pod p;
+  p.mutable_metadata()->set_name(name);
+  (*p.mutable_metadata()->mutable_labels())["app"] = "web";
+  auto* c = p.mutable_spec()->add_containers();
+  c->set_name("c");
+  c->set_image("soscscs/myapp:v1");
+  p.mutable_spec()->set_node_name(node);
+  return p;
+}
+
+// Reads a watch stream on a thread, collecting events.
+class Watcher {
+ public:
+  Watcher(Client& client, const std::string& rv, const std::string& fields = "") {
+    client.Auth(&ctx_);
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    apiserver::WatchRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_resource_version(rv);
+    req.set_field_selector(fields);
+    reader_ = client.stub()->Watch(&ctx_, req);
+    thread_ = std::thread([this] {
+      apiserver::WatchEvent ev;
+      while (reader_->Read(&ev)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        events_.push_back(ev);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = reader_->Finish();
+      done_ = true;
+    });
+  }
+  ~Watcher() {
+    ctx_.TryCancel();
+    thread_.join();
+  }
+  // Waits for n events (or the end of the stream); returns what arrived.
+  std::vector<apiserver::WatchEvent> Wait(size_t n) {
+    for (int i = 0; i < 3000; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (events_.size() >= n || done_) return events_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  std::optional<grpc::Status> Ended() {
+    for (int i = 0; i < 3000; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (done_) return status_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<apiserver::WatchEvent>> reader_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<apiserver::WatchEvent> events_;
+  grpc::Status status_;
+  bool done_ = false;
+};
+
+std::string NameOf(const apiserver::WatchEvent& ev) {
+  api::Pod p;
+  p.ParseFromString(ev.object());
+  return ev.type() + ":" + p.metadata().name();
+}
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
+    ASSERT_TRUE(store_->Start().ok());
+    api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+    auto st = api_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  }
+  TempDir dir_;
+  std::unique_ptr<StoreProcess> store_;
+  std::unique_ptr<ApiServerProcess> api_;
+  std::unique_ptr<Client> admin_;
+};
+
+TEST_F(ApiServerTest, CrudWithDefaultsConflictsAndErrors) {
+  auto created = admin_->CreatePod(NewPod("web-1"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_FALSE(created->metadata().uid().empty());
+  EXPECT_FALSE(created->metadata().resource_version().empty());
+  EXPECT_EQ(created->metadata().namespace_(), "default");
+  EXPECT_EQ(created->spec().restart_policy(), "Always");
+  EXPECT_EQ(created->spec().tolerations_size(), 2);
+
+  auto again = admin_->CreatePod(NewPod("web-1"));
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(again.status().message(), "pods \"web-1\" already exists");
+  auto bad = NewPod("bad");
+  bad.mutable_spec()->mutable_containers(0)->clear_image();
+  EXPECT_EQ(admin_->CreatePod(bad).status().message(),
+            "Pod \"bad\" is invalid: spec.containers[0].image: Required value");
+  EXPECT_EQ(admin_->CreatePod(NewPod("x"), "nowhere").status().message(),
+            "namespaces \"nowhere\" not found");
+
+  // Optimistic concurrency: an update from a stale version conflicts.
+  auto v1 = *created;
+  (*v1.mutable_metadata()->mutable_labels())["tier"] = "front";
+  auto updated = admin_->Update(v1);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(admin_->Update(v1).status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(std::string(admin_->Update(v1).status().message()).find("the object has been modified"),
+            std::string::npos);
+  EXPECT_EQ(updated->metadata().generation(), 1) << "labels are not the spec";
+
+  auto patched = admin_->Patch<api::Pod>("pods", "default", "web-1",
+                                         R"({"metadata":{"labels":{"tier":null,"env":"prod"}}})");
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  EXPECT_EQ(patched->metadata().labels().count("tier"), 0u);
+  EXPECT_EQ(patched->metadata().labels().at("env"), "prod");
+
+  auto status = admin_->Patch<api::Pod>("pods", "default", "web-1",
+                                        R"({"status":{"phase":"Running"}})", "status");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->status().phase(), "Running");
+  auto spec_via_status = admin_->Patch<api::Pod>("pods", "default", "web-1",
+                                                 R"({"spec":{"nodeName":"sneaky"}})", "status");
+  ASSERT_TRUE(spec_via_status.ok());
+  EXPECT_EQ(spec_via_status->spec().node_name(), "") << "the status subresource changes status only";
+
+  ASSERT_TRUE(admin_->CreatePod(NewPod("web-2")).ok());
+  auto other = NewPod("db-1");
+  (*other.mutable_metadata()->mutable_labels())["app"] = "db";
+  ASSERT_TRUE(admin_->CreatePod(other).ok());
+  auto list = admin_->List("pods", "default", "app=web");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->items_size(), 2);
+  auto page = admin_->List("po", "default", "", "", 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->items_size(), 2);
+  EXPECT_EQ(page->remaining_item_count(), 1);
+  auto rest = admin_->List("pods", "default", "", "", 2, page->continue_());
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->items_size(), 1);
+  EXPECT_EQ(admin_->List("pods", "", "", "spec.containers=x").status().message(),
+            "field label not supported: spec.containers");
+  EXPECT_EQ(admin_->List("pdos", "").status().message(),
+            "the server doesn't have a resource type \"pdos\"");
+
+  ASSERT_TRUE(admin_->Delete("pods", "default", "web-2").ok());
+  EXPECT_EQ(admin_->GetPod("web-2").status().message(), "pods \"web-2\" not found");
+  // A pod on a node terminates gracefully: it is only marked.
+  ASSERT_TRUE(admin_->CreatePod(NewPod("bound", "node01")).ok());
+  ASSERT_TRUE(admin_->Delete("pods", "default", "bound").ok());
+  auto marked = admin_->GetPod("bound");
+  ASSERT_TRUE(marked.ok());
+  EXPECT_FALSE(marked->metadata().deletion_timestamp().empty());
+  EXPECT_EQ(marked->metadata().deletion_grace_period_seconds(), 30);
+  ASSERT_TRUE(admin_->Delete("pods", "default", "bound", 0).ok());
+  EXPECT_EQ(admin_->GetPod("bound").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
+  auto list = admin_->List("pods", "default");
+  ASSERT_TRUE(list.ok());
+  std::string rv = list->resource_version();
+  {
+    Watcher w(*admin_, rv);
+    ASSERT_TRUE(admin_->CreatePod(NewPod("a")).ok());
+    ASSERT_TRUE(admin_->Patch<api::Pod>("pods", "default", "a", R"({"metadata":{"labels":{"x":"1"}}})").ok());
+    ASSERT_TRUE(admin_->Delete("pods", "default", "a").ok());
+    auto events = w.Wait(3);
+    ASSERT_EQ(events.size(), 3u);
+    EXPECT_EQ(NameOf(events[0]), "ADDED:a");
+    EXPECT_EQ(NameOf(events[1]), "MODIFIED:a");
+    EXPECT_EQ(NameOf(events[2]), "DELETED:a");
+    rv = events[2].resource_version();
+  }
+  // Changes while no apiserver runs are not lost: a new one resumes from the last version.
+  api_->Kill9();
+  EtcdClient raw(store_->address());
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+  ASSERT_TRUE(api_->Start().ok());
+  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  ASSERT_TRUE(admin_->CreatePod(NewPod("b")).ok());
+  {
+    // Written before the watch starts but after rv: still delivered, exactly once.
+    Watcher w(*admin_, rv);
+    ASSERT_TRUE(admin_->CreatePod(NewPod("c")).ok());
+    auto events = w.Wait(2);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(NameOf(events[0]), "ADDED:b");
+    EXPECT_EQ(NameOf(events[1]), "ADDED:c");
+  }
+  // A version from before this apiserver's window is too old: the client must relist.
+  Watcher old(*admin_, "1");
+  auto ended = old.Ended();
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(ended->error_message().find("too old resource version"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
+  Watcher w(*admin_, "0", "spec.nodeName=node01");
+  ASSERT_TRUE(admin_->CreatePod(NewPod("p")).ok());
+  ASSERT_TRUE(admin_->Patch<api::Pod>("pods", "default", "p", R"({"spec":{"nodeName":"node01"}})").ok());
+  auto events = w.Wait(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(NameOf(events[0]), "ADDED:p") << "bound to node01: it enters the selection";
+}
+
+TEST_F(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthers) {
+  auto list = admin_->List("pods", "default");
+  // The stalled watcher never reads; the server keeps at most 50 events for it.
+  grpc::ClientContext stalled_ctx;
+  admin_->Auth(&stalled_ctx);
+  apiserver::WatchRequest req;
+  req.set_resource("pods");
+  req.set_namespace_("default");
+  req.set_resource_version(list->resource_version());
+  auto stalled = admin_->stub()->Watch(&stalled_ctx, req);
+  Watcher reader(*admin_, list->resource_version());
+  const std::string big(200 * 1024, 'x');
+  constexpr int kPods = 200;
+  for (int i = 0; i < kPods; ++i) {
+    auto p = NewPod("p" + std::to_string(i));
+    (*p.mutable_metadata()->mutable_annotations())["blob"] = big;
+    ASSERT_TRUE(admin_->CreatePod(p).ok()) << i;
+  }
+  EXPECT_EQ(reader.Wait(kPods).size(), static_cast<size_t>(kPods)) << "the reading watcher got all";
+  // The stalled one was closed with a resumable error once it fell behind.
+  apiserver::WatchEvent ev;
+  int got = 0;
+  while (stalled->Read(&ev)) ++got;
+  auto st = stalled->Finish();
+  EXPECT_LT(got, kPods);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+}
+
+TEST_F(ApiServerTest, AuthenticationAndNodeRestriction) {
+  Client anonymous(api_->address(), "");
+  EXPECT_EQ(anonymous.List("pods", "").status().code(), absl::StatusCode::kUnauthenticated);
+  Client wrong(api_->address(), "nope");
+  EXPECT_EQ(wrong.List("pods", "").status().code(), absl::StatusCode::kUnauthenticated);
+
+  Client node01(api_->address(), "node01-token");
+  EXPECT_TRUE(node01.List("pods", "").ok()) << "nodes may read";
+  EXPECT_EQ(node01.CreatePod(NewPod("sneaky")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  ASSERT_TRUE(admin_->CreatePod(NewPod("on-01", "node01")).ok());
+  ASSERT_TRUE(admin_->CreatePod(NewPod("on-02", "node02")).ok());
+  EXPECT_TRUE(node01.Patch<api::Pod>("pods", "default", "on-01", R"({"status":{"phase":"Running"}})", "status").ok());
+  auto denied = node01.Patch<api::Pod>("pods", "default", "on-02", R"({"status":{"phase":"Failed"}})", "status");
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(std::string(denied.status().message()).find("system:node:node01"), std::string::npos);
+  EXPECT_EQ(admin_->GetPod("on-02")->status().phase(), "") << "nothing changed";
+  EXPECT_EQ(node01.Patch<api::Pod>("pods", "default", "on-01", R"({"spec":{"nodeName":"x"}})").status().code(),
+            absl::StatusCode::kPermissionDenied) << "only the status";
+
+  Client sched(api_->address(), "sched-token");
+  EXPECT_TRUE(sched.List("nodes", "").ok());
+  EXPECT_EQ(sched.Delete("pods", "default", "on-01").code(), absl::StatusCode::kPermissionDenied);
+}
+
+}  // namespace
+}  // namespace mkube::testing
