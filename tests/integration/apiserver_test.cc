@@ -227,23 +227,34 @@ std::string NameOf(const apiserver::WatchEvent& ev) {
   return ev.type() + ":" + p.metadata().name();
 }
 
-class ApiServerTest : public ::testing::Test {
+// The same suite runs with the apiserver on mkube-store and on a real etcd 3.4.
+class ApiServerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+    if (GetParam() == "etcd") {
+      etcd_ = std::make_unique<EtcdProcess>(dir_.Sub("etcd"), dir_.Sub("etcd.log"));
+      auto st = etcd_->Start();
+      ASSERT_TRUE(st.ok()) << st;
+      store_address_ = etcd_->address();
+    } else {
+      store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
+      ASSERT_TRUE(store_->Start().ok());
+      store_address_ = store_->address();
+    }
+    api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
     auto st = api_->Start();
     ASSERT_TRUE(st.ok()) << st;
     admin_ = std::make_unique<Client>(api_->address(), "admin-token");
   }
   TempDir dir_;
   std::unique_ptr<StoreProcess> store_;
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::string store_address_;
   std::unique_ptr<ApiServerProcess> api_;
   std::unique_ptr<Client> admin_;
 };
 
-TEST_F(ApiServerTest, CrudWithDefaultsConflictsAndErrors) {
+TEST_P(ApiServerTest, CrudWithDefaultsConflictsAndErrors) {
   auto created = admin_->CreatePod(NewPod("web-1"));
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_FALSE(created->metadata().uid().empty());
@@ -319,7 +330,7 @@ TEST_F(ApiServerTest, CrudWithDefaultsConflictsAndErrors) {
   EXPECT_EQ(admin_->GetPod("bound").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
+TEST_P(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
   auto list = admin_->List("pods", "default");
   ASSERT_TRUE(list.ok());
   std::string rv = list->resource_version();
@@ -337,8 +348,7 @@ TEST_F(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
   }
   // Changes while no apiserver runs are not lost: a new one resumes from the last version.
   api_->Kill9();
-  EtcdClient raw(store_->address());
-  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
   ASSERT_TRUE(api_->Start().ok());
   admin_ = std::make_unique<Client>(api_->address(), "admin-token");
   ASSERT_TRUE(admin_->CreatePod(NewPod("b")).ok());
@@ -359,7 +369,7 @@ TEST_F(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
   EXPECT_NE(ended->error_message().find("too old resource version"), std::string::npos);
 }
 
-TEST_F(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
+TEST_P(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
   Watcher w(*admin_, "0", "spec.nodeName=node01");
   ASSERT_TRUE(admin_->CreatePod(NewPod("p")).ok());
   ASSERT_TRUE(admin_->Patch<api::Pod>("pods", "default", "p", R"({"spec":{"nodeName":"node01"}})").ok());
@@ -368,7 +378,7 @@ TEST_F(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
   EXPECT_EQ(NameOf(events[0]), "ADDED:p") << "bound to node01: it enters the selection";
 }
 
-TEST_F(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthers) {
+TEST_P(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthers) {
   auto list = admin_->List("pods", "default");
   // The stalled watcher never reads; the server keeps at most 50 events for it.
   grpc::ClientContext stalled_ctx;
@@ -396,7 +406,7 @@ TEST_F(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthers) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
 }
 
-TEST_F(ApiServerTest, AuthenticationAndNodeRestriction) {
+TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
   Client anonymous(api_->address(), "");
   EXPECT_EQ(anonymous.List("pods", "").status().code(), absl::StatusCode::kUnauthenticated);
   Client wrong(api_->address(), "nope");
@@ -421,6 +431,9 @@ TEST_F(ApiServerTest, AuthenticationAndNodeRestriction) {
   EXPECT_TRUE(sched.List("nodes", "").ok());
   EXPECT_EQ(sched.Delete("pods", "default", "on-01").code(), absl::StatusCode::kPermissionDenied);
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, ApiServerTest, ::testing::Values("mkube", "etcd"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace mkube::testing

@@ -14,6 +14,9 @@ absl::Status FromGrpc(const grpc::Status& st) {
 EtcdClient::EtcdClient(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);
+  // Servers under test start and restart all the time: reconnect quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   kv_ = etcdserverpb::KV::NewStub(channel_);
   watch_ = etcdserverpb::Watch::NewStub(channel_);
@@ -26,7 +29,7 @@ namespace {
 template <typename Stub, typename Req, typename Resp>
 absl::StatusOr<Resp> Unary(Stub* stub,
                            grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-                           const Req& req, std::chrono::seconds deadline = std::chrono::seconds(10)) {
+                           const Req& req, std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline);
   Resp resp;
@@ -58,6 +61,12 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Get(const std::string& k
   req.set_key(key);
   req.set_revision(revision);
   return Range(req);
+}
+
+bool EtcdClient::Ready() {
+  etcdserverpb::RangeRequest req;
+  req.set_key("health");
+  return Unary(kv_.get(), &etcdserverpb::KV::Stub::Range, req, std::chrono::seconds(1)).ok();
 }
 
 absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::Delete(const std::string& key,

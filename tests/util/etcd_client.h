@@ -22,6 +22,8 @@ class EtcdClient {
                                                 int64_t lease = 0);
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& req);
   absl::StatusOr<etcdserverpb::RangeResponse> Get(const std::string& key, int64_t revision = 0);
+  // A quick read with a short deadline: is the endpoint serving yet?
+  bool Ready();
   absl::StatusOr<etcdserverpb::DeleteRangeResponse> Delete(const std::string& key,
                                                            const std::string& range_end = "");
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req);

@@ -70,10 +70,10 @@ absl::Status EtcdProcess::Start() {
                                    "--logger", "zap"};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   proc_ = std::make_unique<Subprocess>(argv, log_path_);
-  EtcdClient client_conn(address_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (client_conn.Get("health").ok()) return absl::OkStatus();
+    // A fresh channel each time: a refused first connection would otherwise back off.
+    if (EtcdClient(address_).Ready()) return absl::OkStatus();
     if (!proc_->Running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
