@@ -9,6 +9,7 @@
 #include "api/validation.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::apiserver::registry {
@@ -114,10 +115,7 @@ absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std
 absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
-  if (!req.subresource().empty()) {
-    return absl::UnimplementedError(
-        fmt::format("the server does not support subresource \"{}\" yet", req.subresource()));
-  }
+  if (!req.subresource().empty()) return CreateSubresource(**kind, req);
   api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
   if (!obj.message->ParseFromString(req.object())) {
     return absl::InvalidArgumentError("the request body is not a valid object");
@@ -162,6 +160,10 @@ absl::StatusOr<std::string> Registry::Get(const GetRequest& req) {
   if (!kind.ok()) return kind.status();
   auto cur = Current(**kind, Key(**kind, req.namespace_(), req.name()), req.name());
   if (!cur.ok()) return cur.status();
+  if (req.subresource() == "scale") return ScaleOf(**kind, **cur);
+  if (!req.subresource().empty() && req.subresource() != "status") {
+    return NoSubresource(**kind, req.subresource());
+  }
   return (*cur)->bytes;
 }
 
@@ -213,9 +215,9 @@ absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
 absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
+  if (req.subresource() == "scale") return UpdateScale(**kind, req);
   if (!req.subresource().empty() && req.subresource() != "status") {
-    return absl::UnimplementedError(
-        fmt::format("the server does not support subresource \"{}\" yet", req.subresource()));
+    return NoSubresource(**kind, req.subresource());
   }
   api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
   if (!obj.message->ParseFromString(req.object())) {
@@ -335,6 +337,141 @@ absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
   gone->CopyFrom(*(*cur)->object);
   api::MutableMetaOf(gone.get())->set_resource_version(std::to_string(r->header().revision()));
   return gone->SerializeAsString();
+}
+
+absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::string& sub) {
+  return absl::NotFoundError(fmt::format("the server could not find the requested resource: {}/{}",
+                                         kind.resource, sub));
+}
+
+absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kind,
+                                                        const CreateRequest& req) {
+  if (kind.kind != "Pod" || (req.subresource() != "binding" && req.subresource() != "eviction")) {
+    return NoSubresource(kind, req.subresource());
+  }
+  if (req.subresource() == "eviction") {
+    api::Eviction eviction;
+    if (!eviction.ParseFromString(req.object())) {
+      return absl::InvalidArgumentError("the request body is not a valid Eviction");
+    }
+    DeleteRequest del;
+    del.set_resource("pods");
+    del.set_namespace_(req.namespace_());
+    del.set_name(req.name().empty() ? eviction.metadata().name() : req.name());
+    if (eviction.delete_options().has_grace_period_seconds()) {
+      del.set_grace_period_seconds(eviction.delete_options().grace_period_seconds());
+    }
+    del.set_dry_run(req.dry_run());
+    return Delete(del);
+  }
+  api::Binding binding;
+  if (!binding.ParseFromString(req.object())) {
+    return absl::InvalidArgumentError("the request body is not a valid Binding");
+  }
+  const std::string name = req.name().empty() ? binding.metadata().name() : req.name();
+  if (binding.target().name().empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("Binding \"{}\" is invalid: target.name: Required value", name));
+  }
+  const std::string key = Key(kind, req.namespace_(), name);
+  auto cur = Current(kind, key, name);
+  if (!cur.ok()) return cur.status();
+  api::Pod pod = static_cast<const api::Pod&>(*(*cur)->object);
+  if (!pod.spec().node_name().empty()) {
+    return absl::AbortedError(fmt::format(
+        "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to "
+        "node \"{}\"",
+        name, name, pod.spec().node_name()));
+  }
+  if (!pod.metadata().deletion_timestamp().empty()) {
+    return absl::AbortedError(fmt::format(
+        "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted", name,
+        name));
+  }
+  pod.mutable_spec()->set_node_name(binding.target().name());
+  if (req.dry_run()) return pod.SerializeAsString();
+  auto stored = Store(kind, key, name, (*cur)->revision, pod);
+  if (!stored.ok() && stored.status().code() == absl::StatusCode::kAborted) {
+    // Changed meanwhile: bound by someone else, or just updated; the caller retries.
+    return absl::AbortedError(fmt::format(
+        "Operation cannot be fulfilled on pods/binding \"{}\": the object has been modified",
+        name));
+  }
+  return stored;
+}
+
+absl::StatusOr<std::string> Registry::ScaleOf(const api::KindInfo& kind, const cache::Entry& e) {
+  if (kind.kind != "Deployment" && kind.kind != "ReplicaSet") {
+    return NoSubresource(kind, "scale");
+  }
+  api::Scale scale;
+  scale.set_api_version("autoscaling/v1");
+  scale.set_kind("Scale");
+  const api::LabelSelector* selector = nullptr;
+  if (kind.kind == "Deployment") {
+    const auto& d = static_cast<const api::Deployment&>(*e.object);
+    scale.mutable_spec()->set_replicas(d.spec().replicas());
+    scale.mutable_status()->set_replicas(d.status().replicas());
+    selector = &d.spec().selector();
+  } else {
+    const auto& rs = static_cast<const api::ReplicaSet&>(*e.object);
+    scale.mutable_spec()->set_replicas(rs.spec().replicas());
+    scale.mutable_status()->set_replicas(rs.status().replicas());
+    selector = &rs.spec().selector();
+  }
+  const auto& meta = api::MetaOf(*e.object);
+  scale.mutable_metadata()->set_name(meta.name());
+  scale.mutable_metadata()->set_namespace_(meta.namespace_());
+  scale.mutable_metadata()->set_uid(meta.uid());
+  scale.mutable_metadata()->set_resource_version(meta.resource_version());
+  scale.mutable_metadata()->set_creation_timestamp(meta.creation_timestamp());
+  if (auto sel = api::Selector::FromLabelSelector(*selector); sel.ok()) {
+    scale.mutable_status()->set_selector(sel->String());
+  }
+  return scale.SerializeAsString();
+}
+
+absl::StatusOr<std::string> Registry::UpdateScale(const api::KindInfo& kind,
+                                                  const UpdateRequest& req) {
+  if (kind.kind != "Deployment" && kind.kind != "ReplicaSet") {
+    return NoSubresource(kind, "scale");
+  }
+  api::Scale scale;
+  if (!scale.ParseFromString(req.object())) {
+    return absl::InvalidArgumentError("the request body is not a valid Scale");
+  }
+  if (scale.spec().replicas() < 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "Scale \"{}\" is invalid: spec.replicas: Invalid value: {}: must be greater than or "
+        "equal to 0",
+        scale.metadata().name(), scale.spec().replicas()));
+  }
+  const std::string& name = scale.metadata().name();
+  const std::string key = Key(kind, req.namespace_(), name);
+  auto cur = Current(kind, key, name);
+  if (!cur.ok()) return cur.status();
+  int64_t want = 0;
+  if (!scale.metadata().resource_version().empty() &&
+      (!ParseRevision(scale.metadata().resource_version(), &want) || want != (*cur)->revision)) {
+    return Conflict(kind, name);
+  }
+  std::unique_ptr<google::protobuf::Message> obj((*cur)->object->New());
+  obj->CopyFrom(*(*cur)->object);
+  if (kind.kind == "Deployment") {
+    static_cast<api::Deployment*>(obj.get())->mutable_spec()->set_replicas(scale.spec().replicas());
+  } else {
+    static_cast<api::ReplicaSet*>(obj.get())->mutable_spec()->set_replicas(scale.spec().replicas());
+  }
+  auto* meta = api::MutableMetaOf(obj.get());
+  meta->set_generation(meta->generation() + (api::SpecBytes(*obj) != api::SpecBytes(*(*cur)->object) ? 1 : 0));
+  if (!req.dry_run()) {
+    auto stored = Store(kind, key, name, (*cur)->revision, *obj);
+    if (!stored.ok()) return stored.status();
+    obj->ParseFromString(*stored);
+  }
+  cache::Entry entry;
+  entry.object = std::shared_ptr<const google::protobuf::Message>(std::move(obj));
+  return ScaleOf(kind, entry);
 }
 
 absl::StatusOr<uint64_t> Registry::Watch(const WatchRequest& req, cache::WatchSinkPtr sink) {

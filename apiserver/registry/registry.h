@@ -46,6 +46,11 @@ class Registry {
   absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
                                     const std::string& name, int64_t revision,
                                     google::protobuf::Message& obj);
+  static absl::Status NoSubresource(const api::KindInfo& kind, const std::string& sub);
+  absl::StatusOr<std::string> CreateSubresource(const api::KindInfo& kind,
+                                                const CreateRequest& req);
+  static absl::StatusOr<std::string> ScaleOf(const api::KindInfo& kind, const cache::Entry& e);
+  absl::StatusOr<std::string> UpdateScale(const api::KindInfo& kind, const UpdateRequest& req);
   absl::StatusOr<cache::Filter> MakeFilter(const api::KindInfo& kind, const std::string& ns,
                                            const std::string& labels,
                                            const std::string& fields) const;

@@ -8,6 +8,7 @@
 #include "api/codec.h"
 #include "api/kinds.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 #include "tests/util/etcd_client.h"
@@ -430,6 +431,99 @@ TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
   Client sched(api_->address(), "sched-token");
   EXPECT_TRUE(sched.List("nodes", "").ok());
   EXPECT_EQ(sched.Delete("pods", "default", "on-01").code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
+  ASSERT_TRUE(admin_->CreatePod(NewPod("pending")).ok());
+  Client sched(api_->address(), "sched-token");
+  auto bind = [&](const std::string& node) {
+    api::Binding b;
+    b.mutable_metadata()->set_name("pending");
+    b.mutable_target()->set_kind("Node");
+    b.mutable_target()->set_name(node);
+    grpc::ClientContext ctx;
+    sched.Auth(&ctx);
+    apiserver::CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name("pending");
+    req.set_subresource("binding");
+    req.set_object(b.SerializeAsString());
+    apiserver::ObjectReply reply;
+    return FromGrpc(sched.stub()->Create(&ctx, req, &reply));
+  };
+  ASSERT_TRUE(bind("node01").ok());
+  EXPECT_EQ(admin_->GetPod("pending")->spec().node_name(), "node01");
+  auto again = bind("node02");
+  EXPECT_EQ(again.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(std::string(again.message()).find("is already assigned to node \"node01\""),
+            std::string::npos) << again;
+
+  // Eviction deletes gracefully, as a delete would.
+  api::Eviction ev;
+  ev.mutable_metadata()->set_name("pending");
+  ev.mutable_delete_options()->set_grace_period_seconds(0);
+  {
+    grpc::ClientContext ctx;
+    admin_->Auth(&ctx);
+    apiserver::CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name("pending");
+    req.set_subresource("eviction");
+    req.set_object(ev.SerializeAsString());
+    apiserver::ObjectReply reply;
+    ASSERT_TRUE(admin_->stub()->Create(&ctx, req, &reply).ok());
+  }
+  EXPECT_EQ(admin_->GetPod("pending").status().code(), absl::StatusCode::kNotFound);
+
+  auto objs = api::DecodeManifests(
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n"
+      "  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n"
+      "        app: web\n    spec:\n      containers:\n      - name: c\n        image: nginx\n");
+  ASSERT_TRUE(objs.ok());
+  {
+    grpc::ClientContext ctx;
+    admin_->Auth(&ctx);
+    apiserver::CreateRequest req;
+    req.set_resource("deployments");
+    req.set_namespace_("default");
+    req.set_object((*objs)[0].message->SerializeAsString());
+    apiserver::ObjectReply reply;
+    ASSERT_TRUE(admin_->stub()->Create(&ctx, req, &reply).ok());
+  }
+  api::Scale scale;
+  {
+    grpc::ClientContext ctx;
+    admin_->Auth(&ctx);
+    apiserver::GetRequest req;
+    req.set_resource("deployments");
+    req.set_namespace_("default");
+    req.set_name("web");
+    req.set_subresource("scale");
+    apiserver::ObjectReply reply;
+    ASSERT_TRUE(admin_->stub()->Get(&ctx, req, &reply).ok());
+    scale.ParseFromString(reply.object());
+  }
+  EXPECT_EQ(scale.spec().replicas(), 2);
+  EXPECT_EQ(scale.status().selector(), "app=web");
+  scale.mutable_spec()->set_replicas(5);
+  {
+    grpc::ClientContext ctx;
+    admin_->Auth(&ctx);
+    apiserver::UpdateRequest req;
+    req.set_resource("deployments");
+    req.set_namespace_("default");
+    req.set_subresource("scale");
+    req.set_object(scale.SerializeAsString());
+    apiserver::ObjectReply reply;
+    auto st = admin_->stub()->Update(&ctx, req, &reply);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  auto d = admin_->Patch<api::Deployment>("deployments", "default", "web", "{}");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->spec().replicas(), 5);
+  EXPECT_EQ(d->metadata().generation(), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ApiServerTest, ::testing::Values("mkube", "etcd"),
