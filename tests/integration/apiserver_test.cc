@@ -13,43 +13,13 @@
 #include "proto/apiserver/apiserver.grpc.pb.h"
 #include "tests/util/etcd_client.h"
 #include "tests/util/process.h"
+#include "tests/util/apiserver_process.h"
 #include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
 
 using apiserver::Api;
-
-constexpr char kTokens[] =
-    "admin-token,admin,1,\"system:masters\"\n"
-    "node01-token,system:node:node01,2,\"system:nodes\"\n"
-    "sched-token,system:kube-scheduler,3,\n";
-
-class ApiServerProcess {
- public:
-  ApiServerProcess(std::string dir, std::string store) : dir_(std::move(dir)), store_(std::move(store)) {}
-  absl::Status Start() {
-    const std::string addr_file = dir_ + "/apiserver.addr";
-    std::filesystem::remove(addr_file);
-    std::ofstream(dir_ + "/tokens.csv") << kTokens;
-    proc_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
-                                 "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
-                                 "--insecure-plaintext", "--watch-queue-events", "50",
-                                 "--address-file", addr_file},
-        dir_ + "/apiserver.log");
-    auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
-    if (!line) return absl::UnavailableError("apiserver did not start:\n" + ReadFile(dir_ + "/apiserver.log"));
-    address_ = *line;
-    return absl::OkStatus();
-  }
-  void Kill9() { proc_->Kill(); }
-  const std::string& address() const { return address_; }
-
- private:
-  std::string dir_, store_, address_;
-  std::unique_ptr<Subprocess> proc_;
-};
 
 class Client {
  public:

@@ -1,0 +1,105 @@
+#include "client/client.h"
+
+#include <thread>
+
+namespace mkube::client {
+namespace {
+
+template <typename Fn>
+auto WithRetries(int attempts, Fn fn) -> decltype(fn()) {
+  auto r = fn();
+  for (int i = 1; i < attempts && !r.ok() && r.status().code() == absl::StatusCode::kUnavailable; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(i, 4)));
+    r = fn();
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& st) {
+  if (st.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+}
+
+ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT32_MAX);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options_.ca_pem.empty()) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.ca_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  stub_ = apiserver::Api::NewStub(grpc::CreateCustomChannel(options_.address, creds, args));
+}
+
+void ApiClient::Prepare(grpc::ClientContext* ctx) const {
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+}
+
+absl::StatusOr<std::string> ApiClient::GetRaw(const apiserver::GetRequest& req) {
+  return WithRetries(options_.read_attempts, [&]() -> absl::StatusOr<std::string> {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    apiserver::ObjectReply reply;
+    if (auto st = stub_->Get(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+    return std::move(*reply.mutable_object());
+  });
+}
+
+absl::StatusOr<apiserver::ListReply> ApiClient::List(const apiserver::ListRequest& req) {
+  return WithRetries(options_.read_attempts, [&]() -> absl::StatusOr<apiserver::ListReply> {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    apiserver::ListReply reply;
+    if (auto st = stub_->List(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+    return reply;
+  });
+}
+
+absl::StatusOr<std::string> ApiClient::CreateRaw(const apiserver::CreateRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  apiserver::ObjectReply reply;
+  if (auto st = stub_->Create(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+  return std::move(*reply.mutable_object());
+}
+
+absl::StatusOr<std::string> ApiClient::UpdateRaw(const apiserver::UpdateRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  apiserver::ObjectReply reply;
+  if (auto st = stub_->Update(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+  return std::move(*reply.mutable_object());
+}
+
+absl::StatusOr<std::string> ApiClient::PatchRaw(const apiserver::PatchRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  apiserver::ObjectReply reply;
+  if (auto st = stub_->Patch(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+  return std::move(*reply.mutable_object());
+}
+
+absl::StatusOr<std::string> ApiClient::Delete(const apiserver::DeleteRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  apiserver::ObjectReply reply;
+  if (auto st = stub_->Delete(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+  return std::move(*reply.mutable_object());
+}
+
+std::unique_ptr<ApiClient::WatchStream> ApiClient::Watch(const apiserver::WatchRequest& req) {
+  auto w = std::make_unique<WatchStream>();
+  if (!options_.token.empty()) w->ctx_.AddMetadata("authorization", "Bearer " + options_.token);
+  w->reader_ = stub_->Watch(&w->ctx_, req);
+  return w;
+}
+
+}  // namespace mkube::client

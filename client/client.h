@@ -1,0 +1,111 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/apiserver/apiserver.grpc.pb.h"
+
+namespace mkube::client {
+
+struct ClientOptions {
+  std::string address;
+  std::string token;
+  // PEM of the CA that signed the apiserver's certificate; empty: plaintext.
+  std::string ca_pem;
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  // Attempts for reads when the apiserver is unavailable (writes are never repeated).
+  int read_attempts = 5;
+};
+
+absl::Status FromGrpc(const grpc::Status& st);
+
+// The typed client of the mkube API: objects are the kinds' protobuf messages.
+class ApiClient {
+ public:
+  explicit ApiClient(ClientOptions options);
+
+  template <typename T>
+  absl::StatusOr<T> Get(const std::string& resource, const std::string& ns,
+                        const std::string& name, const std::string& subresource = "") {
+    apiserver::GetRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    req.set_subresource(subresource);
+    return Parse<T>(GetRaw(req));
+  }
+  template <typename T>
+  absl::StatusOr<T> Create(const std::string& resource, const std::string& ns, const T& obj,
+                           const std::string& name = "", const std::string& subresource = "") {
+    apiserver::CreateRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    req.set_subresource(subresource);
+    req.set_object(obj.SerializeAsString());
+    return Parse<T>(CreateRaw(req));
+  }
+  template <typename T>
+  absl::StatusOr<T> Update(const std::string& resource, const std::string& ns, const T& obj,
+                           const std::string& subresource = "") {
+    apiserver::UpdateRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_subresource(subresource);
+    req.set_object(obj.SerializeAsString());
+    return Parse<T>(UpdateRaw(req));
+  }
+  template <typename T>
+  absl::StatusOr<T> Patch(const std::string& resource, const std::string& ns,
+                          const std::string& name, const std::string& merge_patch,
+                          const std::string& subresource = "") {
+    apiserver::PatchRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    req.set_subresource(subresource);
+    req.set_merge_patch(merge_patch);
+    return Parse<T>(PatchRaw(req));
+  }
+
+  absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req);
+  absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req);
+  absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req);
+  absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req);
+  absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req);
+  absl::StatusOr<apiserver::ListReply> List(const apiserver::ListRequest& req);
+
+  // A server stream of watch events; Read blocks, false at the end (then Finish()).
+  class WatchStream {
+   public:
+    bool Read(apiserver::WatchEvent* ev) { return reader_->Read(ev); }
+    absl::Status Finish() { return FromGrpc(reader_->Finish()); }
+    void Cancel() { ctx_.TryCancel(); }
+
+   private:
+    friend class ApiClient;
+    grpc::ClientContext ctx_;
+    std::unique_ptr<grpc::ClientReader<apiserver::WatchEvent>> reader_;
+  };
+  std::unique_ptr<WatchStream> Watch(const apiserver::WatchRequest& req);
+
+ private:
+  template <typename T>
+  static absl::StatusOr<T> Parse(absl::StatusOr<std::string> bytes) {
+    if (!bytes.ok()) return bytes.status();
+    T obj;
+    if (!obj.ParseFromString(*bytes)) return absl::DataLossError("cannot decode the reply");
+    return obj;
+  }
+  void Prepare(grpc::ClientContext* ctx) const;
+
+  ClientOptions options_;
+  std::unique_ptr<apiserver::Api::Stub> stub_;
+};
+
+}  // namespace mkube::client

@@ -1,0 +1,26 @@
+#include "tests/util/apiserver_process.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace mkube::testing {
+
+absl::Status ApiServerProcess::Start() {
+  const std::string addr_file = dir_ + "/apiserver.addr";
+  std::filesystem::remove(addr_file);
+  std::ofstream(dir_ + "/tokens.csv") << kTokens;
+  proc_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
+                               "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
+                               "--insecure-plaintext", "--watch-queue-events", "50",
+                               "--address-file", addr_file},
+      dir_ + "/apiserver.log");
+  auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
+  if (!line) {
+    return absl::UnavailableError("apiserver did not start:\n" + ReadFile(dir_ + "/apiserver.log"));
+  }
+  address_ = *line;
+  return absl::OkStatus();
+}
+
+}  // namespace mkube::testing

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tests/util/process.h"
+
+namespace mkube::testing {
+
+// Tokens every test apiserver accepts: an admin, the node node01, the scheduler.
+inline constexpr char kTokens[] =
+    "admin-token,admin,1,\"system:masters\"\n"
+    "node01-token,system:node:node01,2,\"system:nodes\"\n"
+    "sched-token,system:kube-scheduler,3,\n";
+
+// The real mkube-apiserver on a free port, plaintext, with the tokens above.
+class ApiServerProcess {
+ public:
+  ApiServerProcess(std::string dir, std::string store) : dir_(std::move(dir)), store_(std::move(store)) {}
+  absl::Status Start();
+  void Kill9() { proc_->Kill(); }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_, store_, address_;
+  std::unique_ptr<Subprocess> proc_;
+};
+
+
+}  // namespace mkube::testing
