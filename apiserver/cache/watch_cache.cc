@@ -1,6 +1,7 @@
 #include "apiserver/cache/watch_cache.h"
 
 #include "absl/strings/str_split.h"
+#include "api/object.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
 #include "spdlog/spdlog.h"
@@ -76,6 +77,9 @@ absl::StatusOr<EntryPtr> WatchCache::Decode(const std::string& key, const std::s
 
 absl::Status WatchCache::Start() {
   if (auto st = Relist(); !st.ok()) return st;
+  if (auto st = Backfill(revision()); !st.ok()) {
+    spdlog::warn("cache: no history before revision {}: {}", revision(), st.ToString());
+  }
   feed_ = std::thread([this] { Feed(); });
   bookmarks_ = std::thread([this] { Bookmarks(); });
   return absl::OkStatus();
@@ -99,6 +103,7 @@ absl::Status WatchCache::Relist() {
   if (!list.ok()) return list.status();
   std::map<std::string, EntryPtr> objects;
   for (const auto& kv : list->kvs()) {
+    if (IsMarker(kv.key())) continue;
     auto e = Decode(kv.key(), kv.value(), kv.mod_revision());
     if (!e.ok()) {
       spdlog::warn("cache: skipping {}: {}", kv.key(), e.status().ToString());
@@ -113,6 +118,83 @@ absl::Status WatchCache::Relist() {
   window_start_ = revision_;
   cv_.notify_all();
   spdlog::info("cache: listed {} objects at revision {}", objects_.size(), revision_);
+  return absl::OkStatus();
+}
+
+absl::Status WatchCache::Backfill(int64_t list_revision) {
+  int64_t from = std::max<int64_t>(2, list_revision - options_.backfill_revisions + 1);
+  for (int attempt = 0; attempt < 2 && from <= list_revision; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto stream = store_->watch()->Watch(&ctx);
+    etcdserverpb::WatchRequest create;
+    auto* c = create.mutable_create_request();
+    c->set_key(options_.prefix);
+    c->set_range_end(storage::PrefixEnd(options_.prefix));
+    c->set_start_revision(from);
+    c->set_prev_kv(true);
+    stream->Write(create);
+    // A marker written once the watch exists: when its event arrives, every earlier one has.
+    // (etcd 3.4 answers progress requests before a replay is done, so they cannot tell.)
+    const std::string marker = options_.prefix + kMarkerPrefix + "backfill/" + api::NewUid();
+    std::deque<Event> events;
+    bool complete = false, compacted = false;
+    etcdserverpb::WatchResponse resp;
+    while (!complete && stream->Read(&resp)) {
+      if (resp.created()) {
+        grpc::ClientContext put_ctx;
+        put_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        etcdserverpb::PutRequest put;
+        put.set_key(marker);
+        put.set_value(std::to_string(list_revision));
+        etcdserverpb::PutResponse put_resp;
+        if (auto st = store_->kv()->Put(&put_ctx, put, &put_resp); !st.ok()) {
+          return absl::UnavailableError("cannot write the backfill marker: " + st.error_message());
+        }
+        continue;
+      }
+      if (resp.canceled()) {
+        compacted = resp.compact_revision() > 0;
+        if (compacted) from = resp.compact_revision();
+        break;
+      }
+      for (const auto& ev : resp.events()) {
+        const int64_t rev = ev.kv().mod_revision();
+        if (ev.kv().key() == marker) {
+          complete = true;
+          break;
+        }
+        if (rev > list_revision || IsMarker(ev.kv().key())) continue;
+        const bool put = ev.type() == mvccpb::Event::PUT;
+        if (!put && !ev.has_prev_kv()) continue;  // its last state is compacted away
+        auto e = Decode(ev.kv().key(), put ? ev.kv().value() : ev.prev_kv().value(), rev);
+        if (!e.ok()) continue;
+        const EventType type = !put ? EventType::kDeleted
+                                    : ev.has_prev_kv() ? EventType::kModified : EventType::kAdded;
+        events.push_back(Event{type, *e, rev});
+      }
+    }
+    ctx.TryCancel();
+    while (stream->Read(&resp)) {
+    }
+    stream->Finish();
+    {
+      grpc::ClientContext del_ctx;
+      del_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      etcdserverpb::DeleteRangeRequest del;
+      del.set_key(marker);
+      etcdserverpb::DeleteRangeResponse del_resp;
+      store_->kv()->DeleteRange(&del_ctx, del, &del_resp);
+    }
+    if (compacted) continue;
+    if (!complete) return absl::UnavailableError("store history ended early");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (revision_ != list_revision) return absl::OkStatus();  // relisted meanwhile
+    window_ = std::move(events);
+    window_start_ = from - 1;
+    spdlog::info("cache: window holds {} events from revision {}", window_.size(), from);
+    return absl::OkStatus();
+  }
   return absl::OkStatus();
 }
 
@@ -176,8 +258,13 @@ void WatchCache::Feed() {
   }
 }
 
+bool WatchCache::IsMarker(const std::string& key) const {
+  return key.compare(options_.prefix.size(), sizeof(kMarkerPrefix) - 1, kMarkerPrefix) == 0;
+}
+
 void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
   const std::string& key = ev.kv().key();
+  if (IsMarker(key)) return;
   auto it = objects_.find(key);
   EntryPtr prev = it == objects_.end() ? nullptr : it->second;
   Event out{EventType::kAdded, nullptr, revision};

@@ -65,6 +65,9 @@ struct CacheOptions {
   std::string prefix = "/registry/";
   size_t window_events = 100000;  // recent events kept for watches from the past
   std::chrono::milliseconds bookmark_interval = std::chrono::seconds(5);
+  // At start, the store's history of up to this many revisions before the initial list is
+  // read into the window, so clients resume across an apiserver restart without relisting.
+  int64_t backfill_revisions = 10000;
 };
 
 // The apiserver's view of the store, fed by ONE store watch: every object by key, and a
@@ -110,6 +113,10 @@ class WatchCache {
     WatchSinkPtr sink;
   };
   absl::Status Relist() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Backfill(int64_t list_revision) ABSL_LOCKS_EXCLUDED(mu_);
+  // Keys under <prefix>~mkube/ are the apiserver's own bookkeeping, not objects.
+  static constexpr char kMarkerPrefix[] = "~mkube/";
+  bool IsMarker(const std::string& key) const;
   void Feed();
   void Bookmarks();
   void Apply(const mvccpb::Event& ev, int64_t revision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "api/codec.h"
 #include "api/kinds.h"
 #include "grpcpp/grpcpp.h"
@@ -317,27 +318,46 @@ TEST_P(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
     EXPECT_EQ(NameOf(events[2]), "DELETED:a");
     rv = events[2].resource_version();
   }
-  // Changes while no apiserver runs are not lost: a new one resumes from the last version.
+  // Changes made while this client was away, through another apiserver, are not lost: a new
+  // apiserver resumes the watch from the client's last version, without a relist.
   api_->Kill9();
   api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
   ASSERT_TRUE(api_->Start().ok());
   admin_ = std::make_unique<Client>(api_->address(), "admin-token");
   ASSERT_TRUE(admin_->CreatePod(NewPod("b")).ok());
+  api_->Kill9();
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
+  ASSERT_TRUE(api_->Start().ok());
+  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
   {
-    // Written before the watch starts but after rv: still delivered, exactly once.
     Watcher w(*admin_, rv);
     ASSERT_TRUE(admin_->CreatePod(NewPod("c")).ok());
     auto events = w.Wait(2);
-    ASSERT_EQ(events.size(), 2u);
+    ASSERT_EQ(events.size(), 2u) << (events.empty() ? std::string("none") : NameOf(events[0]));
     EXPECT_EQ(NameOf(events[0]), "ADDED:b");
     EXPECT_EQ(NameOf(events[1]), "ADDED:c");
+    rv = events[1].resource_version();
   }
-  // A version from before this apiserver's window is too old: the client must relist.
-  Watcher old(*admin_, "1");
+  // Once the store has compacted that history, an apiserver started afterwards cannot serve
+  // it: the version is too old and the client must relist.
+  EtcdClient store(store_address_);
+  int64_t compact_to = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(rv, &compact_to));
+  ASSERT_TRUE(store.Compact(compact_to, true).ok());
+  api_->Kill9();
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
+  ASSERT_TRUE(api_->Start().ok());
+  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  Watcher old(*admin_, "2");
   auto ended = old.Ended();
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->error_code(), grpc::StatusCode::OUT_OF_RANGE);
   EXPECT_NE(ended->error_message().find("too old resource version"), std::string::npos);
+  Watcher fresh(*admin_, rv);
+  ASSERT_TRUE(admin_->CreatePod(NewPod("d")).ok());
+  auto events = fresh.Wait(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(NameOf(events[0]), "ADDED:d");
 }
 
 TEST_P(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
