@@ -264,6 +264,8 @@ bool WatchCache::IsMarker(const std::string& key) const {
 
 void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
   const std::string& key = ev.kv().key();
+  // Whatever the key, the cache has now seen this revision.
+  revision_ = std::max(revision_, revision);
   if (IsMarker(key)) return;
   auto it = objects_.find(key);
   EntryPtr prev = it == objects_.end() ? nullptr : it->second;
