@@ -2,6 +2,7 @@
 // keeps its cache, runs handlers, and survives an apiserver restart.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "client/client.h"
@@ -90,6 +91,47 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
   EXPECT_EQ(again.lists(), 1);
   pods.Stop();
   again.Stop();
+}
+
+TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {
+  TempDir dir;
+  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
+  ASSERT_TRUE(store.Start().ok());
+  const std::string root = std::string(MKUBE_SOURCE_DIR);
+  auto made = RunCommand({root + "/deploy/lib/certs.sh", dir.Sub("pki")});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto other = RunCommand({root + "/deploy/lib/certs.sh", dir.Sub("other-pki")});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  std::ofstream(dir.Sub("tokens.csv")) << kTokens;
+
+  // Without a certificate and without --insecure-plaintext it refuses to start.
+  auto refused = RunCommand({BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
+                             "--store-endpoints", store.address(), "--token-file",
+                             dir.Sub("tokens.csv")});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("no TLS certificate given"), std::string::npos) << refused.err;
+
+  Subprocess api({BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0", "--store-endpoints",
+                  store.address(), "--token-file", dir.Sub("tokens.csv"), "--tls-cert-file",
+                  dir.Sub("pki/apiserver.crt"), "--tls-private-key-file",
+                  dir.Sub("pki/apiserver.key"), "--address-file", dir.Sub("api.addr")},
+                 dir.Sub("api.log"));
+  auto addr = WaitForFileLine(dir.Sub("api.addr"), std::chrono::seconds(30));
+  ASSERT_TRUE(addr.has_value()) << ReadFile(dir.Sub("api.log"));
+
+  auto options = [&](const std::string& ca_file) {
+    client::ClientOptions o = AdminOptions(*addr);
+    o.ca_pem = ca_file.empty() ? "" : ReadFile(ca_file);
+    o.read_attempts = 1;
+    o.timeout = std::chrono::seconds(3);
+    return o;
+  };
+  client::ApiClient trusted(options(dir.Sub("pki/ca.crt")));
+  EXPECT_TRUE(trusted.Get<api::Namespace>("namespaces", "", "default").ok());
+  client::ApiClient wrong_ca(options(dir.Sub("other-pki/ca.crt")));
+  EXPECT_FALSE(wrong_ca.Get<api::Namespace>("namespaces", "", "default").ok());
+  client::ApiClient plaintext(options(""));
+  EXPECT_FALSE(plaintext.Get<api::Namespace>("namespaces", "", "default").ok());
 }
 
 }  // namespace
