@@ -7,6 +7,8 @@
 
 #include "client/client.h"
 #include "client/informer.h"
+#include "client/leader_election.h"
+#include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "tests/util/apiserver_process.h"
 #include "tests/util/store_process.h"
@@ -91,6 +93,41 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
   EXPECT_EQ(again.lists(), 1);
   pods.Stop();
   again.Stop();
+}
+
+TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
+  TempDir dir;
+  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
+  ASSERT_TRUE(store.Start().ok());
+  ApiServerProcess api(dir.path(), store.address());
+  ASSERT_TRUE(api.Start().ok());
+  client::ApiClient ca(AdminOptions(api.address())), cb(AdminOptions(api.address()));
+  auto config = [](const std::string& id) {
+    client::LeaderElector::Config c;
+    c.lease_name = "mkube-scheduler";
+    c.identity = id;
+    c.lease_duration = std::chrono::milliseconds(1500);
+    c.renew_deadline = std::chrono::milliseconds(1000);
+    c.retry_period = std::chrono::milliseconds(100);
+    return c;
+  };
+  auto a = std::make_unique<client::LeaderElector>(&ca, config("a"));
+  auto b = std::make_unique<client::LeaderElector>(&cb, config("b"));
+  a->Start();
+  b->Start();
+  ASSERT_TRUE(Eventually([&] { return a->IsLeader() || b->IsLeader(); }));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_FALSE(a->IsLeader() && b->IsLeader()) << "two leaders at once";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto& leader = a->IsLeader() ? a : b;
+  auto& follower = a->IsLeader() ? b : a;
+  leader->Stop();  // gives the lease up
+  EXPECT_TRUE(Eventually([&] { return follower->IsLeader(); }));
+  auto lease = ca.Get<api::Lease>("leases", "kube-system", "mkube-scheduler");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->spec().lease_transitions(), 1);
+  follower->Stop();
 }
 
 TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {

@@ -1,0 +1,114 @@
+#include "client/leader_election.h"
+
+#include "api/object.h"
+#include "spdlog/spdlog.h"
+
+namespace mkube::client {
+namespace {
+
+int32_t Seconds(std::chrono::milliseconds d) {
+  return static_cast<int32_t>(std::max<int64_t>(1, d.count() / 1000));
+}
+
+}  // namespace
+
+LeaderElector::LeaderElector(ApiClient* client, Config config)
+    : client_(client), config_(std::move(config)) {}
+
+LeaderElector::~LeaderElector() { Stop(); }
+
+void LeaderElector::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void LeaderElector::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  const std::string now = api::NowRfc3339();
+  auto current = client_->Get<api::Lease>("leases", config_.lease_namespace, config_.lease_name);
+  if (!current.ok()) {
+    if (current.status().code() != absl::StatusCode::kNotFound) return false;
+    api::Lease lease;
+    lease.mutable_metadata()->set_name(config_.lease_name);
+    lease.mutable_metadata()->set_namespace_(config_.lease_namespace);
+    auto* spec = lease.mutable_spec();
+    spec->set_holder_identity(config_.identity);
+    spec->set_lease_duration_seconds(Seconds(config_.lease_duration));
+    spec->set_acquire_time(now);
+    spec->set_renew_time(now);
+    spec->set_lease_transitions(0);
+    return client_->Create("leases", config_.lease_namespace, lease).ok();
+  }
+  const auto& spec = current->spec();
+  const Clock::time_point seen = Clock::now();
+  if (spec.holder_identity() != observed_holder_ || spec.renew_time() != observed_renew_) {
+    observed_holder_ = spec.holder_identity();
+    observed_renew_ = spec.renew_time();
+    observed_at_ = seen;
+  }
+  const bool mine = spec.holder_identity() == config_.identity;
+  const bool expired = spec.holder_identity().empty() ||
+                       seen - observed_at_ > config_.lease_duration;
+  if (!mine && !expired) return false;
+  api::Lease next = *current;
+  auto* s = next.mutable_spec();
+  if (!mine) {
+    s->set_holder_identity(config_.identity);
+    s->set_acquire_time(now);
+    s->set_lease_transitions(spec.lease_transitions() + 1);
+  }
+  s->set_lease_duration_seconds(Seconds(config_.lease_duration));
+  s->set_renew_time(now);
+  // The update carries the version read: if another candidate wrote meanwhile, it conflicts.
+  auto updated = client_->Update("leases", config_.lease_namespace, next);
+  if (!updated.ok()) return false;
+  observed_holder_ = updated->spec().holder_identity();
+  observed_renew_ = updated->spec().renew_time();
+  observed_at_ = Clock::now();
+  return true;
+}
+
+void LeaderElector::Release() {
+  auto current = client_->Get<api::Lease>("leases", config_.lease_namespace, config_.lease_name);
+  if (!current.ok() || current->spec().holder_identity() != config_.identity) return;
+  api::Lease next = *current;
+  next.mutable_spec()->clear_holder_identity();
+  next.mutable_spec()->set_lease_duration_seconds(1);
+  client_->Update("leases", config_.lease_namespace, next).IgnoreError();
+}
+
+void LeaderElector::Run() {
+  for (;;) {
+    const bool holds = TryAcquireOrRenew();
+    const auto now = Clock::now();
+    if (holds) last_renewed_ = now;
+    if (holds && !leading_) {
+      leading_ = true;
+      spdlog::info("{} became the leader of {}/{}", config_.identity, config_.lease_namespace,
+                   config_.lease_name);
+      if (config_.on_started_leading) config_.on_started_leading();
+    } else if (!holds && leading_ && now - last_renewed_ > config_.renew_deadline) {
+      leading_ = false;
+      spdlog::warn("{} lost the lease {}/{}", config_.identity, config_.lease_namespace,
+                   config_.lease_name);
+      if (config_.on_stopped_leading) config_.on_stopped_leading();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_for(lock, config_.retry_period, [&] { return stopping_; })) break;
+  }
+  if (leading_) {
+    Release();
+    leading_ = false;
+    if (config_.on_stopped_leading) config_.on_stopped_leading();
+  }
+}
+
+}  // namespace mkube::client
