@@ -15,17 +15,10 @@ grpc::Status ToGrpc(const absl::Status& st) {
   return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
 }
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const absl::Status& st) {
-  auto* r = ctx->DefaultReactor();
-  r->Finish(ToGrpc(st));
-  return r;
-}
-
 template <typename ReplyT>
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx,
-                                absl::StatusOr<std::string> r, ReplyT* resp) {
+absl::Status Fill(absl::StatusOr<std::string> r, ReplyT* resp) {
   if (r.ok()) resp->set_object(std::move(*r));
-  return Done(ctx, r.status());
+  return r.status();
 }
 
 std::string Canonical(const std::string& resource) {
@@ -167,30 +160,43 @@ absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attribute
   return auth::Authorize(*caller, a);
 }
 
+grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
+                                              std::function<absl::Status()> work) {
+  auto* reactor = ctx->DefaultReactor();
+  executor_.Run([reactor, work = std::move(work)] { reactor->Finish(ToGrpc(work())); });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                                              const CreateRequest* req, ObjectReply* resp) {
-  if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  return Reply(ctx, registry_->Create(*req), resp);
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+      return st;
+    }
+    return Fill(registry_->Create(*req), resp);
+  });
 }
 
 grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, const GetRequest* req,
                                           ObjectReply* resp) {
-  if (auto st = Check(ctx, {"get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  return Reply(ctx, registry_->Get(*req), resp);
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+      return st;
+    }
+    return Fill(registry_->Get(*req), resp);
+  });
 }
 
 grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx,
                                            const ListRequest* req, ListReply* resp) {
-  if (auto st = Check(ctx, {"list", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  auto r = registry_->List(*req);
-  if (r.ok()) *resp = std::move(*r);
-  return Done(ctx, r.status());
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"list", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
+      return st;
+    }
+    auto r = registry_->List(*req);
+    if (r.ok()) *resp = std::move(*r);
+    return r.status();
+  });
 }
 
 grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
@@ -201,26 +207,32 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
     obj = k->New();
     if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
   }
-  if (auto st = Check(ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  return Reply(ctx, registry_->Update(*req), resp);
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""}); !st.ok()) {
+      return st;
+    }
+    return Fill(registry_->Update(*req), resp);
+  });
 }
 
 grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
                                             const PatchRequest* req, ObjectReply* resp) {
-  if (auto st = Check(ctx, {"patch", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  return Reply(ctx, registry_->Patch(*req), resp);
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"patch", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+      return st;
+    }
+    return Fill(registry_->Patch(*req), resp);
+  });
 }
 
 grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
                                              const DeleteRequest* req, ObjectReply* resp) {
-  if (auto st = Check(ctx, {"delete", req->resource(), "", req->namespace_(), req->name(), ""}); !st.ok()) {
-    return Done(ctx, st);
-  }
-  return Reply(ctx, registry_->Delete(*req), resp);
+  return Offload(ctx, [=, this]() -> absl::Status {
+    if (auto st = Check(ctx, {"delete", req->resource(), "", req->namespace_(), req->name(), ""}); !st.ok()) {
+      return st;
+    }
+    return Fill(registry_->Delete(*req), resp);
+  });
 }
 
 grpc::ServerWriteReactor<WatchEvent>* ApiService::Watch(grpc::CallbackServerContext* ctx,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "apiserver/auth/auth.h"
+#include "apiserver/server/executor.h"
 #include "apiserver/registry/registry.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
@@ -10,8 +11,8 @@ namespace mkube::apiserver::server {
 class ApiService final : public Api::CallbackService {
  public:
   ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-             size_t watch_queue = 10000)
-      : registry_(registry), authn_(authn), watch_queue_(watch_queue) {}
+             size_t watch_queue = 10000, size_t workers = 16)
+      : registry_(registry), authn_(authn), watch_queue_(watch_queue), executor_(workers) {}
 
   grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx, const CreateRequest* req,
                                    ObjectReply* resp) override;
@@ -32,9 +33,14 @@ class ApiService final : public Api::CallbackService {
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.
   absl::Status Check(grpc::CallbackServerContext* ctx, auth::Attributes a);
 
+  // Runs `work` off the gRPC thread and finishes the call with its status.
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* ctx,
+                                    std::function<absl::Status()> work);
+
   registry::Registry* registry_;
   const auth::TokenAuthenticator* authn_;
   size_t watch_queue_;
+  Executor executor_;
 };
 
 }  // namespace mkube::apiserver::server
