@@ -24,15 +24,7 @@ bench=$build/bench/store_bench
 [ -x "$bench" ] || { echo "build first: $bench is missing" >&2; exit 1; }
 command -v etcd >/dev/null || { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source "$root/tests/bench/lib.sh"
 
 start_mkube() {
   rm -rf "$tmp/mkube" "$tmp/mkube.addr"
@@ -43,29 +35,12 @@ start_mkube() {
   for _ in $(seq 1 100); do [ -s "$tmp/mkube.addr" ] && break; sleep 0.1; done
   mkube=$(cat "$tmp/mkube.addr")
 }
-start_etcd() {
-  rm -rf "$tmp/etcd"
-  local cp pp
-  cp=$(free_port); pp=$(free_port)
-  etcd --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cp" \
-    --advertise-client-urls "http://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "default=http://127.0.0.1:$pp" \
-    --log-level warn --logger zap >"$tmp/etcd.log" 2>&1 &
-  pids+=($!)
-  etcd_pid=$!
-  etcd_ep=127.0.0.1:$cp
-  for _ in $(seq 1 100); do
-    ETCDCTL_API=3 etcdctl --endpoints="$etcd_ep" endpoint health >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-}
-rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 
 # field LINE NAME -> value of NAME= in LINE
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 start_mkube
-start_etcd
+start_etcd "$tmp/etcd"
 declare -A best
 run() {  # run SYSTEM LABEL ARGS...
   local sys=$1 label=$2; shift 2

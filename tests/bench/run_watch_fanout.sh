@@ -15,15 +15,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_file() { for _ in $(seq 1 300); do [ -s "$1" ] && return; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
+source "$root/tests/bench/lib.sh"
 printf 'bench-token,bench,1,"system:masters"\n' >"$tmp/tokens.csv"
 
 run() {  # run NAME STORE_ENDPOINT
@@ -38,7 +30,7 @@ run() {  # run NAME STORE_ENDPOINT
   line=$("$build/bench/watch_fanout" --apiserver "$(cat "$tmp/$name.api")" --token bench-token \
     --watchers "$watchers" --pods "$pods")
   local rss
-  rss=$(awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$api_pid/status")
+  rss=$(rss_mb "$api_pid")
   printf '%-12s %s apiserver_rss_mib=%s\n' "$name" "$line" "$rss"
   kill -9 "$api_pid" 2>/dev/null || true
 }
@@ -49,14 +41,5 @@ pids+=($!)
 wait_file "$tmp/store.addr"
 run mkube-store "$(cat "$tmp/store.addr")"
 
-cp=$(free_port); pp=$(free_port)
-etcd --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cp" \
-  --advertise-client-urls "http://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "default=http://127.0.0.1:$pp" \
-  --log-level warn --logger zap >"$tmp/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$cp" endpoint health >/dev/null 2>&1 && break
-  sleep 0.1
-done
-run etcd "127.0.0.1:$cp"
+start_etcd "$tmp/etcd"
+run etcd "$etcd_ep"

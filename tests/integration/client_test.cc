@@ -5,6 +5,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/util/eventually.h"
+
 #include "client/client.h"
 #include "client/informer.h"
 #include "client/leader_election.h"
@@ -30,15 +32,6 @@ client::ClientOptions AdminOptions(const std::string& address) {
   o.address = address;
   o.token = "admin-token";
   return o;
-}
-
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 2000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
 }
 
 TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {

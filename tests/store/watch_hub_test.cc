@@ -4,10 +4,14 @@
 
 #include <thread>
 
+#include "tests/util/eventually.h"
+
 #include "tests/store/store_fixture.h"
 
 namespace mkube::store::watch {
 namespace {
+
+using mkube::testing::Eventually;
 
 // A sink that holds what it is sent and refuses once `capacity` responses are waiting.
 class FakeSink : public WatchSink {
@@ -42,15 +46,6 @@ class FakeSink : public WatchSink {
   size_t refusals_ = 0;
   std::vector<etcdserverpb::WatchResponse> pending_;
 };
-
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 2000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
 
 class WatchHubTest : public mvcc::StoreFixture {
  protected:
