@@ -7,20 +7,6 @@
 #include "spdlog/spdlog.h"
 
 namespace mkube::apiserver::cache {
-namespace {
-
-api::ObjectMeta* MutableMeta(google::protobuf::Message* m) {
-  const auto* f = m->GetDescriptor()->FindFieldByName("metadata");
-  return static_cast<api::ObjectMeta*>(m->GetReflection()->MutableMessage(m, f));
-}
-
-const api::ObjectMeta& Meta(const google::protobuf::Message& m) {
-  const auto* f = m.GetDescriptor()->FindFieldByName("metadata");
-  return static_cast<const api::ObjectMeta&>(m.GetReflection()->GetMessage(m, f));
-}
-
-}  // namespace
-
 const char* EventTypeName(EventType t) {
   switch (t) {
     case EventType::kAdded: return "ADDED";
@@ -34,7 +20,7 @@ const char* EventTypeName(EventType t) {
 bool Filter::Matches(const Entry& e) const {
   if (kind && e.kind != kind) return false;
   if (!ns.empty() && e.ns != ns) return false;
-  if (!labels.empty() && !labels.Matches(Meta(*e.object).labels())) return false;
+  if (!labels.empty() && !labels.Matches(api::MetaOf(*e.object).labels())) return false;
   if (!fields.empty() && !fields.Matches(*e.object)) return false;
   return true;
 }
@@ -69,7 +55,7 @@ absl::StatusOr<EntryPtr> WatchCache::Decode(const std::string& key, const std::s
   if (!obj->ParseFromString(value)) {
     return absl::DataLossError(fmt::format("cannot decode the object stored at {}", key));
   }
-  MutableMeta(obj.get())->set_resource_version(std::to_string(revision));
+  api::MutableMetaOf(obj.get())->set_resource_version(std::to_string(revision));
   entry->bytes = obj->SerializeAsString();
   entry->object = std::move(obj);
   return EntryPtr(std::move(entry));
@@ -286,7 +272,7 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
     auto gone = std::make_shared<Entry>(*prev);
     auto obj = std::unique_ptr<google::protobuf::Message>(prev->object->New());
     obj->CopyFrom(*prev->object);
-    MutableMeta(obj.get())->set_resource_version(std::to_string(revision));
+    api::MutableMetaOf(obj.get())->set_resource_version(std::to_string(revision));
     gone->revision = revision;
     gone->bytes = obj->SerializeAsString();
     gone->object = std::move(obj);

@@ -97,7 +97,6 @@ void WatchHub::Loop() {
     for (auto& cmd : commands) Apply(cmd);
     commands.clear();
     if (target > hub_rev_) FanOut(target);
-    const int64_t before = hub_rev_;
     CatchUp();
     SendProgress();
     // Keep going without sleeping while unsynced watchers with room remain.
@@ -105,7 +104,6 @@ void WatchHub::Loop() {
     for (auto& [key, w] : watchers_) {
       if (!w.synced && w.sink->HasRoom()) busy = true;
     }
-    (void)before;
   }
 }
 
