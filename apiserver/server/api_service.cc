@@ -67,6 +67,7 @@ class Sink final : public cache::WatchSink {
 
   void WriteDone(bool ok) {
     const WatchEvent* next = nullptr;
+    bool more = false;  // more waiting behind next: let gRPC batch them into one flush
     bool finish = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -74,13 +75,14 @@ class Sink final : public cache::WatchSink {
       if (!ok) closed_ = true;
       if (!closed_ && !queue_.empty()) {
         next = &queue_.front();
+        more = queue_.size() > 1;
       } else {
         writing_ = false;
         finish = closed_ && !finished_;
         if (finish) finished_ = true;
       }
     }
-    if (next) reactor_->StartWrite(next);
+    if (next) reactor_->StartWrite(next, more ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
     if (finish) reactor_->Finish(status_);
   }
 
