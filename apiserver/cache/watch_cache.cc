@@ -157,7 +157,13 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
         if (!e.ok()) continue;
         const EventType type = !put ? EventType::kDeleted
                                     : ev.has_prev_kv() ? EventType::kModified : EventType::kAdded;
-        events.push_back(Event{type, *e, rev});
+        EntryPtr prev;
+        if (type == EventType::kModified) {
+          if (auto p = Decode(ev.prev_kv().key(), ev.prev_kv().value(), ev.prev_kv().mod_revision()); p.ok()) {
+            prev = *p;
+          }
+        }
+        events.push_back(Event{type, *e, rev, std::move(prev)});
       }
     }
     ctx.TryCancel();
@@ -255,7 +261,7 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
   if (IsMarker(key)) return;
   auto it = objects_.find(key);
   EntryPtr prev = it == objects_.end() ? nullptr : it->second;
-  Event out{EventType::kAdded, nullptr, revision};
+  Event out{EventType::kAdded, nullptr, revision, nullptr};
   if (ev.type() == mvccpb::Event::PUT) {
     auto e = Decode(key, ev.kv().value(), revision);
     if (!e.ok()) {
@@ -265,6 +271,7 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
     objects_[key] = *e;
     out.type = prev ? EventType::kModified : EventType::kAdded;
     out.entry = *e;
+    out.prev = prev;
   } else {
     if (!prev) return;
     objects_.erase(it);
@@ -286,28 +293,32 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
     while (!window_.empty() && window_.front().revision == r) window_.pop_front();
     window_start_ = r;
   }
-  Dispatch(out, out.type == EventType::kModified ? prev.get() : nullptr);
+  Dispatch(out);
 }
 
-void WatchCache::Dispatch(const Event& e, const Entry* before) {
-  // Watchers with selectors see objects enter (ADDED) and leave (DELETED) their selection.
+std::optional<Event> WatchCache::ForWatcher(const Filter& filter, const Event& e) {
+  const bool now = filter.Matches(*e.entry);
+  Event send = e;
+  if (e.type == EventType::kModified && e.prev) {
+    const bool was = filter.Matches(*e.prev);
+    if (!now && !was) return std::nullopt;
+    if (now && !was) send.type = EventType::kAdded;
+    if (!now && was) send.type = EventType::kDeleted;
+  } else if (!now) {
+    return std::nullopt;
+  }
+  return send;
+}
+
+void WatchCache::Dispatch(const Event& e) {
   for (auto it = watchers_.begin(); it != watchers_.end();) {
     Watcher& w = it->second;
-    const bool now = w.filter.Matches(*e.entry);
-    Event send = e;
-    if (e.type == EventType::kModified && before) {
-      const bool was = w.filter.Matches(*before);
-      if (!now && !was) {
-        ++it;
-        continue;
-      }
-      if (now && !was) send.type = EventType::kAdded;
-      if (!now && was) send.type = EventType::kDeleted;
-    } else if (!now) {
+    std::optional<Event> send = ForWatcher(w.filter, e);
+    if (!send) {
       ++it;
       continue;
     }
-    if (!w.sink->Push(send)) {
+    if (!w.sink->Push(*send)) {
       w.sink->Close(absl::ResourceExhaustedError(
           "watch closed: the client did not keep up; resume from its last resourceVersion"));
       it = watchers_.erase(it);
@@ -327,7 +338,7 @@ void WatchCache::Bookmarks() {
   while (!stopping_) {
     cv_.wait_for(lock, options_.bookmark_interval);
     if (stopping_) return;
-    Event bookmark{EventType::kBookmark, nullptr, revision_};
+    Event bookmark{EventType::kBookmark, nullptr, revision_, nullptr};
     for (auto it = watchers_.begin(); it != watchers_.end();) {
       if (it->second.bookmarks && !it->second.sink->Push(bookmark)) {
         it->second.sink->Close(absl::ResourceExhaustedError(
@@ -394,7 +405,7 @@ absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool 
   if (stopping_) return absl::UnavailableError("apiserver shutting down");
   if (from_rv == 0) {
     for (const auto& [key, e] : objects_) {
-      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision});
+      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision, nullptr});
     }
   } else {
     if (from_rv < window_start_) {
@@ -402,7 +413,8 @@ absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool 
           fmt::format("too old resource version: {} ({})", from_rv, window_start_ + 1));
     }
     for (const auto& e : window_) {
-      if (e.revision > from_rv && filter.Matches(*e.entry)) sink->Push(e);
+      if (e.revision <= from_rv) continue;
+      if (std::optional<Event> send = ForWatcher(filter, e)) sink->Push(*send);
     }
   }
   const uint64_t id = next_id_++;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,7 @@ struct Event {
   EventType type;
   EntryPtr entry;  // for DELETED, the last state; for BOOKMARK, null
   int64_t revision = 0;
+  EntryPtr prev;  // for MODIFIED, the state before, when known
 };
 
 // What a list or watch selects.
@@ -120,8 +122,10 @@ class WatchCache {
   void Feed();
   void Bookmarks();
   void Apply(const mvccpb::Event& ev, int64_t revision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `before` is the object's previous state for MODIFIED events.
-  void Dispatch(const Event& e, const Entry* before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Dispatch(const Event& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The event as a watcher with this filter sees it: objects entering its selection are
+  // ADDED, objects leaving it DELETED; nullopt when it does not concern the watcher.
+  static std::optional<Event> ForWatcher(const Filter& filter, const Event& e);
   void DropAll(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   storage::StoreClient* store_;

@@ -136,7 +136,8 @@ api::Pod NewPod(const std::string& name, const std::string& node = "") {
 // Reads a watch stream on a thread, collecting events.
 class Watcher {
  public:
-  Watcher(Client& client, const std::string& rv, const std::string& fields = "") {
+  Watcher(Client& client, const std::string& rv, const std::string& fields = "",
+          const std::string& labels = "") {
     client.Auth(&ctx_);
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     apiserver::WatchRequest req;
@@ -144,6 +145,7 @@ class Watcher {
     req.set_namespace_("default");
     req.set_resource_version(rv);
     req.set_field_selector(fields);
+    req.set_label_selector(labels);
     reader_ = client.stub()->Watch(&ctx_, req);
     thread_ = std::thread([this] {
       apiserver::WatchEvent ev;
@@ -367,6 +369,21 @@ TEST_P(ApiServerTest, FieldSelectedWatchesSeePodsEnterAndLeave) {
   auto events = w.Wait(1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(NameOf(events[0]), "ADDED:p") << "bound to node01: it enters the selection";
+
+  // Entering and leaving a label selection, live and replayed from the cache's window alike.
+  const std::string rv = admin_->List("pods", "default")->resource_version();
+  Watcher live(*admin_, rv, "", "tier=front");
+  ASSERT_TRUE(admin_->Patch<api::Pod>("pods", "default", "p", R"({"metadata":{"labels":{"tier":"front"}}})").ok());
+  ASSERT_TRUE(admin_->Patch<api::Pod>("pods", "default", "p", R"({"metadata":{"labels":{"tier":"back"}}})").ok());
+  auto seen = live.Wait(2);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(NameOf(seen[0]), "ADDED:p");
+  EXPECT_EQ(NameOf(seen[1]), "DELETED:p");
+  Watcher replay(*admin_, rv, "", "tier=front");
+  auto replayed = replay.Wait(2);
+  ASSERT_EQ(replayed.size(), 2u);
+  EXPECT_EQ(NameOf(replayed[0]), "ADDED:p");
+  EXPECT_EQ(NameOf(replayed[1]), "DELETED:p");
 }
 
 TEST_P(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthers) {
