@@ -95,8 +95,9 @@ TEST(Labels, KeyAndValueSyntax) {
                          "a.b_c-d", "example.com/x"}) {
     EXPECT_TRUE(ValidateLabelKey(ok).ok()) << ok;
   }
-  for (const char* bad : {"", "-app", "app-", "Example.com/x", "a/b/c", "/x",
-                          std::string(64, 'a').c_str()}) {
+  const std::vector<std::string> bad_keys = {"", "-app", "app-", "Example.com/x", "a/b/c", "/x",
+                                             std::string(64, 'a')};
+  for (const auto& bad : bad_keys) {
     EXPECT_FALSE(ValidateLabelKey(bad).ok()) << bad;
   }
   EXPECT_TRUE(ValidateLabelValue("").ok());
