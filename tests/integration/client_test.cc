@@ -99,8 +99,9 @@ TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
     client::LeaderElector::Config c;
     c.lease_name = "mkube-scheduler";
     c.identity = id;
-    c.lease_duration = std::chrono::milliseconds(1500);
-    c.renew_deadline = std::chrono::milliseconds(1000);
+    // Long enough that a starved renewer on a loaded machine does not lose its lease.
+    c.lease_duration = std::chrono::milliseconds(4000);
+    c.renew_deadline = std::chrono::milliseconds(3000);
     c.retry_period = std::chrono::milliseconds(100);
     return c;
   };
