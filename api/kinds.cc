@@ -104,10 +104,15 @@ absl::StatusOr<Object> DecodeObject(const YAML::Node& doc) {
     return absl::InvalidArgumentError(
         fmt::format("error decoding {}: {}", info->kind, std::string(st.message())));
   }
-  // Served under the current version, whatever version it was written in.
-  const auto* f = obj.message->GetDescriptor()->FindFieldByName("api_version");
-  obj.message->GetReflection()->SetString(obj.message.get(), f, info->api_version());
+  // The message keeps the version as written: the server defaults legacy versions
+  // differently, then serves the object under the current one.
   return obj;
+}
+
+std::string WrittenApiVersion(const KindInfo& kind, const google::protobuf::Message& msg) {
+  const auto* f = msg.GetDescriptor()->FindFieldByName("api_version");
+  const std::string& written = msg.GetReflection()->GetString(msg, f);
+  return FindKind(written, kind.kind) == &kind ? written : kind.api_version();
 }
 
 absl::StatusOr<std::vector<Object>> DecodeManifests(std::string_view text) {

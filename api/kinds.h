@@ -40,12 +40,17 @@ const KindInfo* FindResource(std::string_view name);
 struct Object {
   const KindInfo* info = nullptr;
   std::unique_ptr<google::protobuf::Message> message;
-  // The apiVersion as written; the message holds the served one.
+  // The apiVersion as written (the message holds it too, until the server serves it under
+  // the kind's current version).
   std::string written_api_version;
 };
 
 // Decodes a manifest document: finds its kind from apiVersion and kind, then its fields.
 absl::StatusOr<Object> DecodeObject(const YAML::Node& doc);
+// The apiVersion a received object was written in, when it is one the kind accepts
+// (legacy ones included); otherwise the kind's current one.
+std::string WrittenApiVersion(const KindInfo& kind, const google::protobuf::Message& msg);
+
 // Every document of a YAML stream or JSON text.
 absl::StatusOr<std::vector<Object>> DecodeManifests(std::string_view text);
 

@@ -116,10 +116,11 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
   if (!req.subresource().empty()) return CreateSubresource(**kind, req);
-  api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
+  api::Object obj{*kind, (*kind)->New(), ""};
   if (!obj.message->ParseFromString(req.object())) {
     return absl::InvalidArgumentError("the request body is not a valid object");
   }
+  obj.written_api_version = api::WrittenApiVersion(**kind, *obj.message);
   api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
   if ((*kind)->namespaced) {
     if (!req.namespace_().empty() && !meta->namespace_().empty() &&
@@ -219,10 +220,11 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
   if (!req.subresource().empty() && req.subresource() != "status") {
     return NoSubresource(**kind, req.subresource());
   }
-  api::Object obj{*kind, (*kind)->New(), (*kind)->api_version()};
+  api::Object obj{*kind, (*kind)->New(), ""};
   if (!obj.message->ParseFromString(req.object())) {
     return absl::InvalidArgumentError("the request body is not a valid object");
   }
+  obj.written_api_version = api::WrittenApiVersion(**kind, *obj.message);
   api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
   const std::string ns = (*kind)->namespaced ? (req.namespace_().empty() ? meta->namespace_() : req.namespace_()) : "";
   const std::string key = Key(**kind, ns, meta->name());

@@ -59,7 +59,11 @@ TEST(Codec, FieldsLandWhereKubernetesPutsThem) {
   ASSERT_TRUE(legacy.ok());
   const auto& deploy = static_cast<const Deployment&>(*(*legacy)[0].message);
   EXPECT_EQ((*legacy)[0].written_api_version, "extensions/v1beta1");
-  EXPECT_EQ(deploy.api_version(), "apps/v1") << "served under the current version";
+  EXPECT_EQ(deploy.api_version(), "extensions/v1beta1") << "kept as written for the server";
+  EXPECT_EQ(WrittenApiVersion(*(*legacy)[0].info, deploy), "extensions/v1beta1");
+  api::Deployment other_version = deploy;
+  other_version.set_api_version("v1");  // not a version Deployments come in
+  EXPECT_EQ(WrittenApiVersion(*(*legacy)[0].info, other_version), "apps/v1");
   EXPECT_EQ(deploy.spec().replicas(), 3);
   EXPECT_EQ(deploy.spec().template_().spec().node_name(), "node02");
   EXPECT_EQ(deploy.spec().template_().spec().containers(0).ports(0).container_port(), 80);

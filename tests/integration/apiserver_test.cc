@@ -531,6 +531,30 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->spec().replicas(), 5);
   EXPECT_EQ(d->metadata().generation(), 2);
+
+  // The seed's legacy Deployment has no selector: the server derives it from the template,
+  // as for extensions/v1beta1, and serves the object as apps/v1.
+  auto legacy = api::DecodeManifests(
+      "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata:\n  name: myapp\nspec:\n"
+      "  replicas: 3\n  template:\n    metadata:\n      labels:\n        app: myapp\n"
+      "    spec:\n      nodeName: node02\n      containers:\n      - name: myapp\n"
+      "        image: niginx\n        ports:\n        - containerPort: 80\n");
+  ASSERT_TRUE(legacy.ok());
+  {
+    grpc::ClientContext ctx;
+    admin_->Auth(&ctx);
+    apiserver::CreateRequest req;
+    req.set_resource("deployments");
+    req.set_namespace_("default");
+    req.set_object((*legacy)[0].message->SerializeAsString());
+    apiserver::ObjectReply reply;
+    auto st = admin_->stub()->Create(&ctx, req, &reply);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    api::Deployment created;
+    created.ParseFromString(reply.object());
+    EXPECT_EQ(created.api_version(), "apps/v1");
+    EXPECT_EQ(created.spec().selector().match_labels().at("app"), "myapp");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ApiServerTest, ::testing::Values("mkube", "etcd"),
