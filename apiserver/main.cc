@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   std::string tls_cert, tls_key, client_ca;
   bool insecure = false;
   size_t max_request_bytes = 3 << 20;
-  size_t watch_queue = 10000;
+  mkube::apiserver::server::ServiceOptions service_options;
+  int watch_coalesce_ms = static_cast<int>(service_options.watch_coalesce.count());
 
   CLI::App app{"mkube-apiserver: the mkube API over gRPC"};
   app.add_option("--listen", listen, "Address to serve on (port 0: any free port)")
@@ -56,9 +57,20 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
   app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
       ->capture_default_str();
-  app.add_option("--watch-queue-events", watch_queue,
+  app.add_option("--watch-queue-events", service_options.watch_queue,
                  "Events one watch may have waiting before it is closed as too slow")
       ->capture_default_str();
+  size_t window_mib = 128;
+  app.add_option("--watch-cache-window-mib", window_mib,
+                 "Recent events the watch cache keeps for resuming watches, by size of their "
+                 "objects (older resourceVersions get \"too old\")")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--watch-coalesce-ms", watch_coalesce_ms,
+                 "A busy watch sends at most one message per this many ms, with all its "
+                 "waiting events (0: send each write as soon as the last is done)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -97,7 +109,9 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   mkube::apiserver::storage::StoreClient store(store_endpoints);
-  mkube::apiserver::cache::WatchCache cache(&store);
+  mkube::apiserver::cache::CacheOptions cache_options;
+  cache_options.window_bytes = window_mib << 20;
+  mkube::apiserver::cache::WatchCache cache(&store, cache_options);
   absl::Status started = cache.Start();
   for (int i = 0; !started.ok() && i < 60; ++i) {
     spdlog::warn("store not ready ({}); retrying", started.ToString());
@@ -107,7 +121,8 @@ int main(int argc, char** argv) {
   if (!started.ok()) return Fail("cannot reach the store: " + started.ToString());
   mkube::apiserver::registry::Registry registry(&store, &cache);
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
-  mkube::apiserver::server::ApiService service(&registry, &*authn, watch_queue);
+  service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
+  mkube::apiserver::server::ApiService service(&registry, &*authn, service_options);
 
   grpc::ServerBuilder builder;
   int port = 0;

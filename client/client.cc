@@ -27,6 +27,8 @@ ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
   args.SetMaxReceiveMessageSize(INT32_MAX);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // A client of its own connection, not one shared with every client of the same target.
+  if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (options_.ca_pem.empty()) {
     creds = grpc::InsecureChannelCredentials();
@@ -100,6 +102,12 @@ std::unique_ptr<ApiClient::WatchStream> ApiClient::Watch(const apiserver::WatchR
   if (!options_.token.empty()) w->ctx_.AddMetadata("authorization", "Bearer " + options_.token);
   w->reader_ = stub_->Watch(&w->ctx_, req);
   return w;
+}
+
+void ApiClient::WatchAsync(grpc::ClientContext* ctx, const apiserver::WatchRequest& req,
+                           grpc::ClientReadReactor<apiserver::WatchBatch>* reactor) {
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  stub_->async()->Watch(ctx, &req, reactor);
 }
 
 }  // namespace mkube::client

@@ -20,6 +20,8 @@ struct ClientOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
   // Attempts for reads when the apiserver is unavailable (writes are never repeated).
   int read_attempts = 5;
+  // A connection of its own instead of the one shared by every client of the same address.
+  bool own_connection = false;
 };
 
 absl::Status FromGrpc(const grpc::Status& st);
@@ -83,16 +85,32 @@ class ApiClient {
   // A server stream of watch events; Read blocks, false at the end (then Finish()).
   class WatchStream {
    public:
-    bool Read(apiserver::WatchEvent* ev) { return reader_->Read(ev); }
+    // The next event, in order.
+    bool Read(apiserver::WatchEvent* ev) {
+      while (next_ == batch_.events_size()) {
+        if (!ReadBatch(&batch_)) return false;
+        next_ = 0;
+      }
+      ev->Swap(batch_.mutable_events(next_++));
+      return true;
+    }
+    // The next message: whatever events were waiting for this stream on the server.
+    bool ReadBatch(apiserver::WatchBatch* batch) { return reader_->Read(batch); }
     absl::Status Finish() { return FromGrpc(reader_->Finish()); }
     void Cancel() { ctx_.TryCancel(); }
 
    private:
     friend class ApiClient;
     grpc::ClientContext ctx_;
-    std::unique_ptr<grpc::ClientReader<apiserver::WatchEvent>> reader_;
+    std::unique_ptr<grpc::ClientReader<apiserver::WatchBatch>> reader_;
+    apiserver::WatchBatch batch_;
+    int next_ = 0;
   };
   std::unique_ptr<WatchStream> Watch(const apiserver::WatchRequest& req);
+  // Starts a watch whose batches go to `reactor` on gRPC's threads, for callers that hold
+  // many watches without a thread each. `ctx` gets the credentials but no deadline.
+  void WatchAsync(grpc::ClientContext* ctx, const apiserver::WatchRequest& req,
+                  grpc::ClientReadReactor<apiserver::WatchBatch>* reactor);
 
  private:
   template <typename T>

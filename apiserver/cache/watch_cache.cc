@@ -100,6 +100,7 @@ absl::Status WatchCache::Relist() {
   std::lock_guard<std::mutex> lock(mu_);
   objects_ = std::move(objects);
   window_.clear();
+  window_bytes_ = 0;
   revision_ = list->header().revision();
   window_start_ = revision_;
   cv_.notify_all();
@@ -184,6 +185,9 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
     if (revision_ != list_revision) return absl::OkStatus();  // relisted meanwhile
     window_ = std::move(events);
     window_start_ = from - 1;
+    window_bytes_ = 0;
+    for (const auto& e : window_) window_bytes_ += e.entry->bytes.size();
+    TrimWindow();
     spdlog::info("cache: window holds {} events from revision {}", window_.size(), from);
     return absl::OkStatus();
   }
@@ -288,12 +292,20 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
   }
   revision_ = std::max(revision_, revision);
   window_.push_back(out);
-  while (window_.size() > options_.window_events) {
+  window_bytes_ += out.entry->bytes.size();
+  TrimWindow();
+  Dispatch(out);
+}
+
+void WatchCache::TrimWindow() {
+  while (window_.size() > options_.window_events || window_bytes_ > options_.window_bytes) {
     const int64_t r = window_.front().revision;
-    while (!window_.empty() && window_.front().revision == r) window_.pop_front();
+    while (!window_.empty() && window_.front().revision == r) {
+      window_bytes_ -= window_.front().entry->bytes.size();
+      window_.pop_front();
+    }
     window_start_ = r;
   }
-  Dispatch(out);
 }
 
 std::optional<Event> WatchCache::ForWatcher(const Filter& filter, const Event& e) {
@@ -318,7 +330,7 @@ void WatchCache::Dispatch(const Event& e) {
       ++it;
       continue;
     }
-    if (!w.sink->Push(*send)) {
+    if (!w.sink->Push(*send, false)) {
       w.sink->Close(absl::ResourceExhaustedError(
           "watch closed: the client did not keep up; resume from its last resourceVersion"));
       it = watchers_.erase(it);
@@ -340,7 +352,7 @@ void WatchCache::Bookmarks() {
     if (stopping_) return;
     Event bookmark{EventType::kBookmark, nullptr, revision_, nullptr};
     for (auto it = watchers_.begin(); it != watchers_.end();) {
-      if (it->second.bookmarks && !it->second.sink->Push(bookmark)) {
+      if (it->second.bookmarks && !it->second.sink->Push(bookmark, false)) {
         it->second.sink->Close(absl::ResourceExhaustedError(
             "watch closed: the client did not keep up; resume from its last resourceVersion"));
         it = watchers_.erase(it);
@@ -405,7 +417,7 @@ absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool 
   if (stopping_) return absl::UnavailableError("apiserver shutting down");
   if (from_rv == 0) {
     for (const auto& [key, e] : objects_) {
-      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision, nullptr});
+      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision, nullptr}, true);
     }
   } else {
     if (from_rv < window_start_) {
@@ -414,7 +426,7 @@ absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool 
     }
     for (const auto& e : window_) {
       if (e.revision <= from_rv) continue;
-      if (std::optional<Event> send = ForWatcher(filter, e)) sink->Push(*send);
+      if (std::optional<Event> send = ForWatcher(filter, e)) sink->Push(*send, true);
     }
   }
   const uint64_t id = next_id_++;

@@ -22,6 +22,23 @@
 
 namespace mkube::apiserver::cache {
 
+enum class EventType { kAdded, kModified, kDeleted, kBookmark };
+const char* EventTypeName(EventType t);
+
+// A transport's encoding of an entry as a watch event of each type, made by the first watcher
+// that sends it and shared by every other. Only touched with the cache's lock held (sinks are
+// called with it); a copied entry starts without encodings.
+class EncodingMemo {
+ public:
+  EncodingMemo() = default;
+  EncodingMemo(const EncodingMemo&) {}
+  EncodingMemo& operator=(const EncodingMemo&) { return *this; }
+  std::shared_ptr<const void>& slot(EventType t) const { return slots_[static_cast<size_t>(t)]; }
+
+ private:
+  mutable std::shared_ptr<const void> slots_[3];  // ADDED, MODIFIED, DELETED
+};
+
 // One object as the cache holds it: immutable, shared by every reader.
 struct Entry {
   std::string key;  // /registry/<resource>/[<namespace>/]<name>
@@ -31,11 +48,9 @@ struct Entry {
   int64_t revision = 0;  // its resourceVersion
   std::shared_ptr<const google::protobuf::Message> object;  // resourceVersion filled in
   std::string bytes;  // object serialized, as sent to clients
+  EncodingMemo encoded;
 };
 using EntryPtr = std::shared_ptr<const Entry>;
-
-enum class EventType { kAdded, kModified, kDeleted, kBookmark };
-const char* EventTypeName(EventType t);
 
 struct Event {
   EventType type;
@@ -53,12 +68,14 @@ struct Filter {
   bool Matches(const Entry& e) const;
 };
 
-// Where a watcher's events go. Push must not block: false means the watcher cannot keep up
-// and is dropped (Close follows with a resumable error).
+// Where a watcher's events go. Push is called with the cache locked, so it only queues and
+// never blocks: false means the watcher cannot keep up and is dropped (Close follows with a
+// resumable error). A backlog push (the initial objects, a replay from the window) is
+// never refused: its size is bounded by the cache, not by the client's speed.
 class WatchSink {
  public:
   virtual ~WatchSink() = default;
-  virtual bool Push(const Event& event) = 0;
+  virtual bool Push(const Event& event, bool backlog) = 0;
   virtual void Close(const absl::Status& why) = 0;
 };
 using WatchSinkPtr = std::shared_ptr<WatchSink>;
@@ -66,6 +83,7 @@ using WatchSinkPtr = std::shared_ptr<WatchSink>;
 struct CacheOptions {
   std::string prefix = "/registry/";
   size_t window_events = 100000;  // recent events kept for watches from the past
+  size_t window_bytes = 128 << 20;  // ... and at most this much of their objects
   std::chrono::milliseconds bookmark_interval = std::chrono::seconds(5);
   // At start, the store's history of up to this many revisions before the initial list is
   // read into the window, so clients resume across an apiserver restart without relisting.
@@ -123,6 +141,8 @@ class WatchCache {
   void Bookmarks();
   void Apply(const mvccpb::Event& ev, int64_t revision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(const Event& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the oldest revisions while the window is over its count or byte budget.
+  void TrimWindow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The event as a watcher with this filter sees it: objects entering its selection are
   // ADDED, objects leaving it DELETED; nullopt when it does not concern the watcher.
   static std::optional<Event> ForWatcher(const Filter& filter, const Event& e);
@@ -138,6 +158,7 @@ class WatchCache {
   int64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
   // The oldest revision a watch can resume after.
   int64_t window_start_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t window_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // object bytes the window holds
   std::map<uint64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

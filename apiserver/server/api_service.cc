@@ -1,7 +1,6 @@
 #include "apiserver/server/api_service.h"
 
-#include <deque>
-#include <mutex>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "api/object.h"
@@ -25,118 +24,6 @@ std::string Canonical(const std::string& resource) {
   const api::KindInfo* k = api::FindResource(resource);
   return k ? k->resource : resource;
 }
-
-// The write side of one watch: a bounded queue with one write in flight, as in the store.
-class Sink final : public cache::WatchSink {
- public:
-  Sink(grpc::ServerWriteReactor<WatchEvent>* reactor, size_t limit)
-      : reactor_(reactor), limit_(limit) {}
-
-  bool Push(const cache::Event& e) override {
-    WatchEvent out;
-    out.set_type(cache::EventTypeName(e.type));
-    out.set_resource_version(std::to_string(e.revision));
-    if (e.entry) out.set_object(e.entry->bytes);
-    const WatchEvent* start = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) return true;
-      if (queue_.size() >= limit_) return false;
-      queue_.push_back(std::move(out));
-      if (!writing_) {
-        writing_ = true;
-        start = &queue_.front();
-      }
-    }
-    if (start) reactor_->StartWrite(start);
-    return true;
-  }
-
-  void Close(const absl::Status& why) override {
-    bool finish = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) return;
-      closed_ = true;
-      status_ = ToGrpc(why);
-      finish = !writing_ && !finished_;
-      if (finish) finished_ = true;
-    }
-    if (finish) reactor_->Finish(status_);
-  }
-
-  void WriteDone(bool ok) {
-    const WatchEvent* next = nullptr;
-    bool more = false;  // more waiting behind next: let gRPC batch them into one flush
-    bool finish = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.pop_front();
-      if (!ok) closed_ = true;
-      if (!closed_ && !queue_.empty()) {
-        next = &queue_.front();
-        more = queue_.size() > 1;
-      } else {
-        writing_ = false;
-        finish = closed_ && !finished_;
-        if (finish) finished_ = true;
-      }
-    }
-    if (next) reactor_->StartWrite(next, more ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
-    if (finish) reactor_->Finish(status_);
-  }
-
- private:
-  grpc::ServerWriteReactor<WatchEvent>* reactor_;
-  const size_t limit_;
-  std::mutex mu_;
-  std::deque<WatchEvent> queue_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ = grpc::Status::OK;
-};
-
-class WatchReactor final : public grpc::ServerWriteReactor<WatchEvent> {
- public:
-  WatchReactor(registry::Registry* registry, size_t limit)
-      : registry_(registry), sink_(std::make_shared<Sink>(this, limit)) {}
-
-  void Start(const WatchRequest& req) {
-    auto id = registry_->Watch(req, sink_);
-    if (!id.ok()) {
-      sink_->Close(id.status());
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    id_ = *id;
-  }
-  void Fail(const absl::Status& st) { sink_->Close(st); }
-
-  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
-  void OnCancel() override {
-    Unwatch();
-    sink_->Close(absl::CancelledError("watch canceled"));
-  }
-  void OnDone() override {
-    Unwatch();
-    delete this;
-  }
-
- private:
-  void Unwatch() {
-    uint64_t id;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      id = std::exchange(id_, 0);
-    }
-    if (id) registry_->Unwatch(id);
-  }
-  registry::Registry* registry_;
-  std::shared_ptr<Sink> sink_;
-  std::mutex mu_;
-  uint64_t id_ = 0;
-};
 
 }  // namespace
 
@@ -237,13 +124,21 @@ grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerWriteReactor<WatchEvent>* ApiService::Watch(grpc::CallbackServerContext* ctx,
-                                                        const WatchRequest* req) {
-  auto* reactor = new WatchReactor(registry_, watch_queue_);
-  if (auto st = Check(ctx, {"watch", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ApiService::Watch(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* raw) {
+  auto* reactor = new WatchReactor<registry::Registry>(registry_, options_.watch_queue, &flusher_);
+  WatchRequest req;
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (raw->Dump(&slices).ok()) {
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  if (!req.ParseFromString(bytes)) {
+    reactor->Fail(absl::InvalidArgumentError("cannot decode the watch request"));
+  } else if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) {
     reactor->Fail(st);
   } else {
-    reactor->Start(*req);
+    reactor->Start(req);
   }
   return reactor;
 }

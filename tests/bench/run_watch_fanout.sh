@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Runs watch_fanout against mkube-apiserver twice: once on mkube-store, once on a real etcd,
 # side by side, and prints both lines with the apiserver's RSS.
-#   tests/bench/run_watch_fanout.sh [--watchers 1000] [--pods 10000] [--build DIR]
+#   tests/bench/run_watch_fanout.sh [--watchers 1000] [--pods 10000] [--create-rate 300]
+#                                   [--build DIR] [-- apiserver flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
 watchers=1000
 pods=10000
+rate=300
+api_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --watchers) watchers=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --create-rate) rate=$2; shift 2 ;;
+    --) shift; api_args=("$@"); break ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -22,13 +27,13 @@ run() {  # run NAME STORE_ENDPOINT
   local name=$1 store=$2
   "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$store" \
     --token-file "$tmp/tokens.csv" --insecure-plaintext --address-file "$tmp/$name.api" \
-    --log-level warn >"$tmp/$name.api.log" 2>&1 &
+    --log-level warn "${api_args[@]}" >"$tmp/$name.api.log" 2>&1 &
   local api_pid=$!
   pids+=($api_pid)
   wait_file "$tmp/$name.api"
   local line
   line=$("$build/bench/watch_fanout" --apiserver "$(cat "$tmp/$name.api")" --token bench-token \
-    --watchers "$watchers" --pods "$pods")
+    --watchers "$watchers" --pods "$pods" --create-rate "$rate")
   local rss
   rss=$(rss_mb "$api_pid")
   printf '%-12s %s apiserver_rss_mib=%s\n' "$name" "$line" "$rss"

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,76 @@ int64_t NowNs() {
       .count();
 }
 
+// One watch read on gRPC's threads: the benchmark holds a thousand without a thread each.
+class Watch final : public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
+ public:
+  Watch(int64_t want, bool sample, std::atomic<int64_t>* delivered, std::atomic<int64_t>* last_ns)
+      : want_(want), sample_(sample), delivered_(delivered), last_ns_(last_ns) {}
+
+  void Start(mkube::client::ApiClient* client, const mkube::apiserver::WatchRequest& req) {
+    client->WatchAsync(&ctx_, req, this);
+    StartRead(&batch_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    int64_t added = 0;
+    for (const auto& ev : batch_.events()) {
+      if (ev.type() != "ADDED") continue;
+      ++added;
+      // Latency from a sample: decoding every object would measure the client.
+      if (sample_) {
+        mkube::api::Pod pod;
+        if (pod.ParseFromString(ev.object())) {
+          auto it = pod.metadata().annotations().find("bench/sent-ns");
+          if (it != pod.metadata().annotations().end()) {
+            latencies_.push_back(static_cast<double>(NowNs() - std::stoll(it->second)) / 1e6);
+          }
+        }
+      }
+    }
+    seen_ += added;
+    ++batches_;
+    delivered_->fetch_add(added);
+    last_ns_->store(NowNs());
+    if (seen_ < want_) {
+      StartRead(&batch_);
+    } else {
+      ctx_.TryCancel();
+    }
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void Cancel() { ctx_.TryCancel(); }
+  // Waits for the end of the call; then the latencies are ours to read.
+  const std::vector<double>& Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return latencies_;
+  }
+
+ private:
+  const int64_t want_;
+  const bool sample_;
+  std::atomic<int64_t>* delivered_;
+  std::atomic<int64_t>* last_ns_;
+  grpc::ClientContext ctx_;
+  mkube::apiserver::WatchBatch batch_;
+  int64_t seen_ = 0;
+
+ public:
+  int64_t batches_ = 0;
+
+ private:
+  std::vector<double> latencies_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -33,6 +104,11 @@ int main(int argc, char** argv) {
   app.add_option("--watchers", watchers)->capture_default_str();
   app.add_option("--pods", pods)->capture_default_str();
   app.add_option("--creators", creators)->capture_default_str();
+  app.add_option("--connections", channels, "Connections the watchers are spread over")
+      ->capture_default_str();
+  double rate = 0;
+  app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::unique_ptr<mkube::client::ApiClient>> clients;
@@ -41,8 +117,7 @@ int main(int argc, char** argv) {
     o.address = address;
     o.token = token;
     o.timeout = std::chrono::seconds(60);
-    // A distinct target string per client gives each its own connection.
-    o.address = address;
+    o.own_connection = true;
     clients.push_back(std::make_unique<mkube::client::ApiClient>(o));
   }
   auto list = clients[0]->List([] {
@@ -56,51 +131,31 @@ int main(int argc, char** argv) {
   }
   const int64_t expected = static_cast<int64_t>(watchers) * pods;
   std::atomic<int64_t> delivered{0};
-  std::mutex mu;
   std::vector<double> latencies;
-  std::vector<std::unique_ptr<mkube::client::ApiClient::WatchStream>> streams;
-  std::vector<std::thread> readers;
   std::atomic<int64_t> last_ns{0};
-  // Watchers are read by a few threads, each owning a slice of the streams in turn.
+  std::vector<std::unique_ptr<Watch>> watches;
   for (int w = 0; w < watchers; ++w) {
     mkube::apiserver::WatchRequest req;
     req.set_resource("pods");
     req.set_resource_version(list->resource_version());
-    streams.push_back(clients[static_cast<size_t>(w % channels)]->Watch(req));
-  }
-  for (int w = 0; w < watchers; ++w) {
-    readers.emplace_back([&, s = streams[static_cast<size_t>(w)].get(), w] {
-      mkube::apiserver::WatchEvent ev;
-      int64_t n = 0;
-      std::vector<double> mine;
-      while (s->Read(&ev)) {
-        if (ev.type() != "ADDED") continue;
-        ++n;
-        // Latency from a sample: decoding every object would measure the client.
-        if (w % 50 == 0) {
-          mkube::api::Pod pod;
-          if (pod.ParseFromString(ev.object())) {
-            auto it = pod.metadata().annotations().find("bench/sent-ns");
-            if (it != pod.metadata().annotations().end()) {
-              mine.push_back(static_cast<double>(NowNs() - std::stoll(it->second)) / 1e6);
-            }
-          }
-        }
-        last_ns = NowNs();
-        if (delivered.fetch_add(1) + 1 >= expected) break;
-        if (n >= pods) break;
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      latencies.insert(latencies.end(), mine.begin(), mine.end());
-    });
+    watches.push_back(std::make_unique<Watch>(pods, w % 50 == 0, &delivered, &last_ns));
+    watches.back()->Start(clients[static_cast<size_t>(w % channels)].get(), req);
   }
   const int64_t start = NowNs();
   std::atomic<int> next{0};
   std::vector<std::thread> writers;
+  std::mutex create_mu;
+  std::vector<double> create_ms;
   for (int c = 0; c < creators; ++c) {
     writers.emplace_back([&, c] {
       auto* client = clients[static_cast<size_t>(c % channels)].get();
       for (int i = next++; i < pods; i = next++) {
+        if (rate > 0) {  // open loop: pod i is due at start + i/rate, however the server fares
+          const int64_t due = start + static_cast<int64_t>(static_cast<double>(i) * 1e9 / rate);
+          if (const int64_t wait = due - NowNs(); wait > 0) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+          }
+        }
         mkube::api::Pod pod;
         pod.mutable_metadata()->set_name("fanout-" + std::to_string(i));
         (*pod.mutable_metadata()->mutable_labels())["app"] = "fanout";
@@ -108,7 +163,12 @@ int main(int argc, char** argv) {
         auto* ctr = pod.mutable_spec()->add_containers();
         ctr->set_name("c");
         ctr->set_image("soscscs/myapp:v1");
+        const int64_t t0 = NowNs();
         auto r = client->Create("pods", "default", pod);
+        {
+          std::lock_guard<std::mutex> lock(create_mu);
+          create_ms.push_back(static_cast<double>(NowNs() - t0) / 1e6);
+        }
         if (!r.ok()) std::fprintf(stderr, "create failed: %s\n", r.status().ToString().c_str());
       }
     });
@@ -118,13 +178,19 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 12000 && delivered < expected; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (auto& s : streams) s->Cancel();
-  for (auto& t : readers) t.join();
+  for (auto& w : watches) w->Cancel();
+  int64_t batches = 0;
+  for (auto& w : watches) {
+    const auto& mine = w->Wait();
+    batches += w->batches_;
+    latencies.insert(latencies.end(), mine.begin(), mine.end());
+  }
   const double seconds = static_cast<double>(std::max(last_ns.load(), created_ns) - start) / 1e9;
-  std::sort(latencies.begin(), latencies.end());
-  auto pct = [&](double p) {
-    return latencies.empty() ? 0.0 : latencies[std::min(latencies.size() - 1, static_cast<size_t>(p * static_cast<double>(latencies.size())))];
+  auto pct_of = [](std::vector<double>& v, double p) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
   };
+  auto pct = [&](double p) { return pct_of(latencies, p); };
   // A full list of everything created.
   const int64_t l0 = NowNs();
   auto full = clients[0]->List([] {
@@ -134,11 +200,13 @@ int main(int argc, char** argv) {
   }());
   const double list_ms = static_cast<double>(NowNs() - l0) / 1e6;
   std::printf("watchers=%d pods=%d delivered=%lld expected=%lld seconds=%.2f create_per_s=%.0f "
-              "deliveries_per_s=%.0f p50_ms=%.1f p99_ms=%.1f list_items=%d list_ms=%.1f\n",
+              "create_p50_ms=%.1f create_p99_ms=%.1f deliveries_per_s=%.0f events_per_message=%.1f p50_ms=%.1f p99_ms=%.1f list_items=%d list_ms=%.1f\n",
               watchers, pods, static_cast<long long>(delivered.load()),
               static_cast<long long>(expected), seconds,
-              pods / (static_cast<double>(created_ns - start) / 1e9),
-              static_cast<double>(delivered.load()) / seconds, pct(0.5), pct(0.99),
+              pods / (static_cast<double>(created_ns - start) / 1e9), pct_of(create_ms, 0.5),
+              pct_of(create_ms, 0.99),
+              static_cast<double>(delivered.load()) / seconds,
+              static_cast<double>(delivered.load()) / static_cast<double>(std::max<int64_t>(1, batches)), pct(0.5), pct(0.99),
               full.ok() ? full->items_size() : -1, list_ms);
   return 0;
 }

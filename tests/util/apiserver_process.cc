@@ -13,6 +13,7 @@ absl::Status ApiServerProcess::Start() {
       std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
                                "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
                                "--insecure-plaintext", "--watch-queue-events", "50",
+                               "--watch-cache-window-mib", "16",
                                "--address-file", addr_file},
       dir_ + "/apiserver.log");
   auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));

@@ -14,12 +14,14 @@ inline constexpr char kTokens[] =
     "node01-token,system:node:node01,2,\"system:nodes\"\n"
     "sched-token,system:kube-scheduler,3,\n";
 
-// The real mkube-apiserver on a free port, plaintext, with the tokens above.
+// The real mkube-apiserver on a free port, plaintext, with the tokens above; a watch may have
+// 50 events waiting, the watch cache's window holds 16 MiB of objects.
 class ApiServerProcess {
  public:
   ApiServerProcess(std::string dir, std::string store) : dir_(std::move(dir)), store_(std::move(store)) {}
   absl::Status Start();
   void Kill9() { proc_->Kill(); }
+  pid_t pid() const { return proc_->pid(); }
   const std::string& address() const { return address_; }
 
  private:

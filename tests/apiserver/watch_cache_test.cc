@@ -1,0 +1,338 @@
+// The watch cache against an in-process mkube-store: consistent, paged lists; watches that
+// see objects enter and leave their selection the same way live and replayed; the window's
+// "too old" edge; initial events; slow watchers cut off; bookmarks.
+#include "apiserver/cache/watch_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <limits>
+
+#include "api/object.h"
+#include "proto/api/core.pb.h"
+#include "store/server/store_server.h"
+#include "tests/util/eventually.h"
+#include "tests/util/process.h"
+
+namespace mkube::apiserver::cache {
+namespace {
+
+using ::mkube::testing::Eventually;
+
+// Records what a watcher is sent as "TYPE name@rv"; refuses live events past `capacity`, as
+// a client that stopped reading would.
+class RecordingSink : public WatchSink {
+ public:
+  explicit RecordingSink(size_t capacity = std::numeric_limits<size_t>::max())
+      : capacity_(capacity) {}
+
+  bool Push(const Event& e, bool backlog) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!backlog && live_ >= capacity_) return false;
+    if (!backlog) ++live_;
+    std::string s = EventTypeName(e.type);
+    if (e.entry) s += " " + e.entry->name;
+    events_.push_back(s + "@" + std::to_string(e.revision));
+    return true;
+  }
+  void Close(const absl::Status& why) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = why;
+  }
+  std::vector<std::string> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  // The events without their revisions, bookmarks left out.
+  std::vector<std::string> Kinds() const {
+    std::vector<std::string> out;
+    for (const auto& e : events()) {
+      if (e.rfind("BOOKMARK", 0) == 0) continue;
+      out.push_back(e.substr(0, e.find('@')));
+    }
+    return out;
+  }
+  std::optional<absl::Status> closed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  size_t live_ = 0;
+  std::vector<std::string> events_;
+  std::optional<absl::Status> closed_;
+};
+
+class WatchCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartStore(); }
+
+  void StartStore() {
+    store::server::ServerOptions o;
+    o.store.data_dir = dir_.Sub("store");
+    o.listen = "127.0.0.1:0";
+    auto s = store::server::StoreServer::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    client_ = std::make_unique<storage::StoreClient>(server_->address());
+  }
+
+  void StartCache(CacheOptions options = {}) {
+    options.bookmark_interval = bookmark_interval_;
+    cache_ = std::make_unique<WatchCache>(client_.get(), options);
+    ASSERT_TRUE(cache_->Start().ok());
+  }
+
+  // Writes a pod straight to the store; returns the revision.
+  int64_t PutPod(const std::string& ns, const std::string& name,
+                 std::map<std::string, std::string> labels = {}, const std::string& node = "") {
+    api::Pod pod;
+    pod.mutable_metadata()->set_name(name);
+    pod.mutable_metadata()->set_namespace_(ns);
+    for (auto& [k, v] : labels) (*pod.mutable_metadata()->mutable_labels())[k] = v;
+    pod.mutable_spec()->set_node_name(node);
+    grpc::ClientContext ctx;
+    etcdserverpb::PutRequest put;
+    put.set_key("/registry/pods/" + ns + "/" + name);
+    put.set_value(pod.SerializeAsString());
+    etcdserverpb::PutResponse resp;
+    EXPECT_TRUE(client_->kv()->Put(&ctx, put, &resp).ok());
+    return resp.header().revision();
+  }
+  int64_t DeletePod(const std::string& ns, const std::string& name) {
+    grpc::ClientContext ctx;
+    etcdserverpb::DeleteRangeRequest del;
+    del.set_key("/registry/pods/" + ns + "/" + name);
+    etcdserverpb::DeleteRangeResponse resp;
+    EXPECT_TRUE(client_->kv()->DeleteRange(&ctx, del, &resp).ok());
+    return resp.header().revision();
+  }
+  void Sync(int64_t rv) { ASSERT_TRUE(cache_->WaitFor(rv, std::chrono::seconds(10)).ok()); }
+
+  static Filter PodFilter(const std::string& labels = "", const std::string& fields = "",
+                          const std::string& ns = "") {
+    Filter f;
+    f.kind = api::FindResource("pods");
+    f.ns = ns;
+    if (!labels.empty()) f.labels = *api::Selector::Parse(labels);
+    if (!fields.empty()) f.fields = *api::FieldSelector::Parse(fields);
+    return f;
+  }
+
+  std::chrono::milliseconds bookmark_interval_ = std::chrono::seconds(5);
+  mkube::testing::TempDir dir_;
+  std::unique_ptr<store::server::StoreServer> server_;
+  std::unique_ptr<storage::StoreClient> client_;
+  std::unique_ptr<WatchCache> cache_;
+};
+
+std::vector<std::string> Names(const WatchCache::ListResult& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.items) out.push_back(e->ns + "/" + e->name);
+  return out;
+}
+
+TEST_F(WatchCacheTest, ListsInKeyOrderAtOneRevisionWithPaging) {
+  StartCache();
+  PutPod("b", "p3");
+  PutPod("a", "p2");
+  PutPod("a", "p1");
+  PutPod("b", "p4", {{"app", "x"}});
+  const int64_t rv = PutPod("c", "p5", {{"app", "x"}});
+  Sync(rv);
+
+  auto all = cache_->List(PodFilter(), 0, "");
+  EXPECT_EQ(Names(all), (std::vector<std::string>{"a/p1", "a/p2", "b/p3", "b/p4", "c/p5"}));
+  EXPECT_EQ(all.revision, rv);
+  EXPECT_TRUE(all.continue_key.empty());
+
+  auto page1 = cache_->List(PodFilter(), 2, "");
+  EXPECT_EQ(Names(page1), (std::vector<std::string>{"a/p1", "a/p2"}));
+  EXPECT_EQ(page1.remaining, 3);
+  auto page2 = cache_->List(PodFilter(), 2, page1.continue_key);
+  EXPECT_EQ(Names(page2), (std::vector<std::string>{"b/p3", "b/p4"}));
+  auto page3 = cache_->List(PodFilter(), 2, page2.continue_key);
+  EXPECT_EQ(Names(page3), (std::vector<std::string>{"c/p5"}));
+  EXPECT_TRUE(page3.continue_key.empty());
+
+  EXPECT_EQ(Names(cache_->List(PodFilter("", "", "b"), 0, "")),
+            (std::vector<std::string>{"b/p3", "b/p4"}));
+  EXPECT_EQ(Names(cache_->List(PodFilter("app=x"), 0, "")),
+            (std::vector<std::string>{"b/p4", "c/p5"}));
+  EXPECT_EQ(Names(cache_->List(PodFilter("app=x", "", "b"), 0, "")),
+            (std::vector<std::string>{"b/p4"}));
+}
+
+// One object's life, and what watchers with different selections see of it.
+struct SelectionCase {
+  std::string name;
+  std::string labels, fields;
+  std::vector<std::string> want;
+};
+
+class WatchCacheSelectionTest : public WatchCacheTest,
+                                public ::testing::WithParamInterface<SelectionCase> {};
+
+TEST_P(WatchCacheSelectionTest, LiveAndReplayedWatchesAgree) {
+  StartCache();
+  const int64_t start = PutPod("default", "other", {{"tier", "none"}});
+  Sync(start);
+  auto live = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, live).ok());
+
+  PutPod("default", "p", {{"tier", "front"}});                  // created in the selection
+  PutPod("default", "p", {{"tier", "back"}});                   // leaves it
+  PutPod("default", "p", {{"tier", "front"}});                  // comes back
+  PutPod("default", "p", {{"tier", "front"}}, "node01");        // changes inside it
+  PutPod("default", "p", {{"tier", "front"}, {"x", "1"}}, "node01");
+  const int64_t last = DeletePod("default", "p");               // gone
+  Sync(last);
+
+  EXPECT_EQ(live->Kinds(), GetParam().want);
+  auto replay = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, replay).ok());
+  EXPECT_EQ(replay->events(), live->events()) << "a replay from the window is the live watch";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Selections, WatchCacheSelectionTest,
+    ::testing::Values(
+        SelectionCase{"everything", "", "",
+                      {"ADDED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"label", "tier=front", "",
+                      {"ADDED p", "DELETED p", "ADDED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"label_not_in", "tier notin (front)", "",
+                      {"ADDED p", "DELETED p"}},
+        SelectionCase{"node", "", "spec.nodeName=node01",
+                      {"ADDED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"unbound", "", "spec.nodeName=",
+                      {"ADDED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"both", "x=1", "spec.nodeName=node01", {"ADDED p", "DELETED p"}},
+        SelectionCase{"nothing", "tier=middle", "", {}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(WatchCacheTest, DeletedEventsCarryTheLastStateAtTheDeletionRevision) {
+  StartCache();
+  const int64_t created = PutPod("default", "p", {{"a", "b"}});
+  Sync(created);
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter("a=b"), created, false, sink).ok());
+  const int64_t deleted = DeletePod("default", "p");
+  Sync(deleted);
+  EXPECT_EQ(sink->events(), (std::vector<std::string>{"DELETED p@" + std::to_string(deleted)}));
+}
+
+TEST_F(WatchCacheTest, AWatchFromBeforeTheWindowIsTooOld) {
+  CacheOptions o;
+  o.window_events = 4;
+  o.backfill_revisions = 0;
+  StartCache(o);
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 10; ++i) revs.push_back(PutPod("default", "p" + std::to_string(i)));
+  Sync(revs.back());
+  auto old = cache_->Watch(PodFilter(), revs[0], false, std::make_shared<RecordingSink>());
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kOutOfRange) << old.status();
+  auto recent = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(), revs[7], false, recent).ok());
+  EXPECT_EQ(recent->Kinds(), (std::vector<std::string>{"ADDED p8", "ADDED p9"}));
+}
+
+TEST_F(WatchCacheTest, TheWindowIsBoundedByTheSizeOfItsObjectsToo) {
+  CacheOptions o;
+  o.window_bytes = 64 << 10;
+  o.backfill_revisions = 0;
+  StartCache(o);
+  const std::string big(20 << 10, 'x');
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 10; ++i) revs.push_back(PutPod("default", "p" + std::to_string(i), {{"blob", ""}}));
+  for (int i = 0; i < 10; ++i) {
+    api::Pod pod;
+    pod.mutable_metadata()->set_name("big" + std::to_string(i));
+    (*pod.mutable_metadata()->mutable_annotations())["blob"] = big;
+    grpc::ClientContext ctx;
+    etcdserverpb::PutRequest put;
+    put.set_key("/registry/pods/default/big" + std::to_string(i));
+    put.set_value(pod.SerializeAsString());
+    etcdserverpb::PutResponse resp;
+    ASSERT_TRUE(client_->kv()->Put(&ctx, put, &resp).ok());
+    revs.push_back(resp.header().revision());
+  }
+  Sync(revs.back());
+  // 64 KiB hold the last three 20 KiB objects: a watch that needs big6 again is too old.
+  auto old = cache_->Watch(PodFilter(), revs[15], false, std::make_shared<RecordingSink>());
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kOutOfRange) << old.status();
+  auto recent = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(), revs[16], false, recent).ok());
+  EXPECT_EQ(recent->Kinds(), (std::vector<std::string>{"ADDED big7", "ADDED big8", "ADDED big9"}));
+}
+
+TEST_F(WatchCacheTest, HistoryBeforeStartIsInTheWindow) {
+  // Writes made before the apiserver started can still be resumed from.
+  const int64_t first = PutPod("default", "early", {{"v", "1"}});
+  PutPod("default", "early", {{"v", "2"}});
+  const int64_t last = DeletePod("default", "early");
+  StartCache();
+  Sync(last);
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(), first, false, sink).ok());
+  EXPECT_EQ(sink->Kinds(), (std::vector<std::string>{"MODIFIED early", "DELETED early"}));
+}
+
+TEST_F(WatchCacheTest, AWatchFromZeroStartsWithEveryObjectHoweverMany) {
+  StartCache();
+  int64_t rv = 0;
+  for (int i = 0; i < 20; ++i) rv = PutPod("default", "p" + std::to_string(i));
+  Sync(rv);
+  // The initial objects are a backlog the cache bounds, not the client's speed.
+  auto sink = std::make_shared<RecordingSink>(/*capacity=*/2);
+  ASSERT_TRUE(cache_->Watch(PodFilter(), 0, false, sink).ok());
+  EXPECT_EQ(sink->events().size(), 20u);
+  EXPECT_FALSE(sink->closed().has_value());
+}
+
+TEST_F(WatchCacheTest, AWatcherThatCannotKeepUpIsCutOffAndTheOthersGoOn) {
+  StartCache();
+  const int64_t start = PutPod("default", "seed");
+  Sync(start);
+  auto stalled = std::make_shared<RecordingSink>(/*capacity=*/3);
+  auto reader = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter(), start, false, stalled).ok());
+  ASSERT_TRUE(cache_->Watch(PodFilter(), start, false, reader).ok());
+  EXPECT_EQ(cache_->watcher_count(), 2u);
+  int64_t rv = 0;
+  for (int i = 0; i < 10; ++i) rv = PutPod("default", "p" + std::to_string(i));
+  Sync(rv);
+  EXPECT_EQ(reader->events().size(), 10u);
+  EXPECT_EQ(stalled->events().size(), 3u);
+  ASSERT_TRUE(stalled->closed().has_value());
+  EXPECT_EQ(stalled->closed()->code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache_->watcher_count(), 1u);
+}
+
+TEST_F(WatchCacheTest, BookmarksGoOnlyToWatchersThatAskAndCarryTheLatestRevision) {
+  bookmark_interval_ = std::chrono::milliseconds(50);
+  StartCache();
+  const int64_t rv = PutPod("default", "p");
+  Sync(rv);
+  auto with = std::make_shared<RecordingSink>();
+  auto without = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(cache_->Watch(PodFilter("nothing=here"), rv, true, with).ok());
+  ASSERT_TRUE(cache_->Watch(PodFilter("nothing=here"), rv, false, without).ok());
+  ASSERT_TRUE(Eventually([&] { return !with->events().empty(); }));
+  EXPECT_EQ(with->events().front(), "BOOKMARK@" + std::to_string(rv));
+  EXPECT_TRUE(without->events().empty());
+}
+
+TEST_F(WatchCacheTest, ListWaitsForARevisionItHasNotSeen) {
+  StartCache();
+  const int64_t rv = PutPod("default", "p");
+  EXPECT_TRUE(cache_->WaitFor(rv, std::chrono::seconds(10)).ok());
+  auto st = cache_->WaitFor(rv + 1000, std::chrono::milliseconds(100));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(std::string(st.message()).find("too large resource version"), std::string::npos) << st;
+}
+
+}  // namespace
+}  // namespace mkube::apiserver::cache
