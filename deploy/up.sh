@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and starts a local mkube cluster in the background.
-#   ./deploy/up.sh [--state-dir DIR] [--store-listen HOST:PORT] [--apiserver-listen HOST:PORT]
+#   ./deploy/up.sh [--state-dir DIR] [--store mkube|etcd] [--store-listen HOST:PORT]
+#                  [--apiserver-listen HOST:PORT]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
 store_listen=127.0.0.1:2379
 apiserver_listen=127.0.0.1:6443
+store_kind=mkube
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -14,10 +16,17 @@ while [ $# -gt 0 ]; do
     --store-listen=*) store_listen=${1#*=}; shift ;;
     --apiserver-listen) apiserver_listen=$2; shift 2 ;;
     --apiserver-listen=*) apiserver_listen=${1#*=}; shift ;;
-    -h|--help) sed -n '2,3p' "$0"; exit 0 ;;
+    --store) store_kind=$2; shift 2 ;;
+    --store=*) store_kind=${1#*=}; shift ;;
+    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+
+case "$store_kind" in
+  mkube|etcd) ;;
+  *) echo "up.sh: --store must be mkube or etcd, not '$store_kind'" >&2; exit 2 ;;
+esac
 
 "$root/deploy/deps.sh"
 "$root/deploy/build.sh" >/dev/null
@@ -51,8 +60,37 @@ start() {
   exit 1
 }
 
-start store "$state/run/store.addr" "$bin/mkube-store" --data-dir "$state/store" \
-  --listen "$store_listen" --address-file "$state/run/store.addr"
+if [ "$store_kind" = mkube ]; then
+  if [ -d "$state/etcd" ] && ! running "$state/run/store.pid"; then
+    echo "up.sh: $state holds an etcd cluster's data; run with --store etcd, or down.sh --purge first" >&2
+    exit 2
+  fi
+  start store "$state/run/store.addr" "$bin/mkube-store" --data-dir "$state/store" \
+    --listen "$store_listen" --address-file "$state/run/store.addr"
+elif running "$state/run/store.pid"; then
+  echo "store already running (pid $(cat "$state/run/store.pid"))"
+else
+  # A one-member etcd; its peer port is the client port + 1. Ready once it answers.
+  port=${store_listen##*:}
+  host=${store_listen%:*}
+  rm -f "$state/run/store.addr.pending"
+  start store "$state/run/store.addr.pending" sh -c '
+    "$0" --name default --data-dir "$1" --listen-client-urls "http://$2:$3" \
+      --advertise-client-urls "http://$2:$3" --listen-peer-urls "http://$2:$4" \
+      --initial-advertise-peer-urls "http://$2:$4" --initial-cluster "default=http://$2:$4" \
+      --log-level warn --logger zap &
+    pid=$!
+    for _ in $(seq 1 100); do
+      if ETCDCTL_API=3 etcdctl --endpoints="$2:$3" endpoint health >/dev/null 2>&1; then
+        echo "$2:$3" >"$5"; break
+      fi
+      sleep 0.1
+    done
+    trap "kill -TERM $pid" TERM INT
+    wait $pid' "$(command -v etcd || echo /usr/bin/etcd)" "$state/etcd" "$host" "$port" "$((port + 1))" \
+    "$state/run/store.addr.pending"
+  mv "$state/run/store.addr.pending" "$state/run/store.addr"
+fi
 store_addr=$(cat "$state/run/store.addr")
 
 # Credentials: a CA and serving certificate, and one bearer token per identity.
@@ -76,12 +114,41 @@ start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
   --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
 
+# The kubeconfig mkubectl reads by default (~/.mkube/config): the admin's token and the CA.
+admin_token=$(awk -F, '$2 == "admin" {print $1; exit}' "$state/pki/tokens.csv")
+umask 077
+cat >"$state/config.tmp" <<CONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: mkube
+  cluster:
+    server: https://$apiserver_addr
+    certificate-authority-data: $(base64 -w0 <"$state/pki/ca.crt")
+users:
+- name: admin
+  user:
+    token: $admin_token
+contexts:
+- name: mkube
+  context:
+    cluster: mkube
+    user: admin
+    namespace: default
+current-context: mkube
+CONFIG
+mv "$state/config.tmp" "$state/config"
+umask 022
+
+mkubeconfig_hint=""
+[ "$state" = "$HOME/.mkube" ] || mkubeconfig_hint="MKUBECONFIG=$state/config "
 cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
-  store (etcd v3 API): $store_addr
-  apiserver (gRPC, TLS): $apiserver_addr   CA: $state/pki/ca.crt   tokens: $state/pki/tokens.csv
+  store ($store_kind, etcd v3 API): $store_addr
+  apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
 Try:
-  ETCDCTL_API=3 etcdctl --endpoints=$store_addr put hello world
-  ETCDCTL_API=3 etcdctl --endpoints=$store_addr get hello
+  export PATH=$bin:\$PATH
+  ${mkubeconfig_hint}mkubectl get namespaces
+  ${mkubeconfig_hint}mkubectl apply -f tests/api/testdata/seed/
 Stop it with: ./deploy/down.sh$( [ "$state" = "$HOME/.mkube" ] || echo " --state-dir $state")
 MSG

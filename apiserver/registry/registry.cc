@@ -112,6 +112,17 @@ absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std
   return obj.SerializeAsString();
 }
 
+// What the server itself sets on a new object, as Kubernetes' strategies do: a pod starts
+// Pending whatever status it was sent with, a namespace Active.
+static void PrepareForCreate(google::protobuf::Message* obj) {
+  if (auto* pod = dynamic_cast<api::Pod*>(obj)) {
+    pod->clear_status();
+    pod->mutable_status()->set_phase("Pending");
+  } else if (auto* ns = dynamic_cast<api::Namespace*>(obj)) {
+    ns->mutable_status()->set_phase("Active");
+  }
+}
+
 absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
@@ -146,6 +157,7 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
       return absl::NotFoundError(fmt::format("namespaces \"{}\" not found", meta->namespace_()));
     }
   }
+  PrepareForCreate(obj.message.get());
   meta->set_uid(api::NewUid());
   meta->set_creation_timestamp(api::NowRfc3339());
   meta->set_generation(1);

@@ -462,7 +462,7 @@ TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
   auto denied = node01.Patch<api::Pod>("pods", "default", "on-02", R"({"status":{"phase":"Failed"}})", "status");
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(std::string(denied.status().message()).find("system:node:node01"), std::string::npos);
-  EXPECT_EQ(admin_->GetPod("on-02")->status().phase(), "") << "nothing changed";
+  EXPECT_EQ(admin_->GetPod("on-02")->status().phase(), "Pending") << "nothing changed";
   EXPECT_EQ(node01.Patch<api::Pod>("pods", "default", "on-01", R"({"spec":{"nodeName":"x"}})").status().code(),
             absl::StatusCode::kPermissionDenied) << "only the status";
 

@@ -8,13 +8,17 @@ trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || tru
 out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0)
 echo "$out"
 addr=$(cat "$state/run/store.addr")
-grep -q "store (etcd v3 API): $addr" <<<"$out"
+grep -q "store (mkube, etcd v3 API): $addr" <<<"$out"
 pid=$(cat "$state/run/store.pid")
 kill -0 "$pid"
 api_pid=$(cat "$state/run/apiserver.pid")
 kill -0 "$api_pid"
 grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 [ "$(stat -c %a "$state/pki/tokens.csv")" = 600 ]
+[ "$(stat -c %a "$state/config")" = 600 ]
+# mkubectl reaches the apiserver over TLS with the kubeconfig up.sh wrote.
+mkubectl="$root/build/bin/mkubectl"
+MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'
 
 export ETCDCTL_API=3
 etcdctl --endpoints="$addr" put deploy-test ok >/dev/null
@@ -35,4 +39,14 @@ addr=$(cat "$state/run/store.addr")
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
 "$root/deploy/down.sh" --state-dir "$state" --purge
 [ ! -d "$state" ]
-echo "1 passed, 0 failed"
+
+# --store etcd: the same cluster on a real etcd.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0)
+grep -q "store (etcd, etcd v3 API): 127.0.0.1:$port" <<<"$out"
+etcd_pid=$(cat "$state/run/store.pid")
+MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^kube-system   *Active'
+"$root/deploy/down.sh" --state-dir "$state" --purge
+if kill -0 "$etcd_pid" 2>/dev/null; then echo "etcd (pid $etcd_pid) still running after down.sh" >&2; exit 1; fi
+if etcdctl --endpoints="127.0.0.1:$port" endpoint health >/dev/null 2>&1; then echo "etcd still answers" >&2; exit 1; fi
+echo "2 passed, 0 failed"

@@ -1,0 +1,129 @@
+#include "cli/resources.h"
+
+#include "fmt/format.h"
+#include "proto/api/apps.pb.h"
+
+namespace mkube::cli {
+
+std::string KindName(const api::KindInfo& kind) {
+  return kind.group.empty() ? kind.singular : kind.singular + "." + kind.group;
+}
+
+std::string ResourceName(const api::KindInfo& kind) {
+  return kind.group.empty() ? kind.resource : kind.resource + "." + kind.group;
+}
+
+std::string ErrorLine(const absl::Status& st, const std::string& server) {
+  const std::string msg(st.message());
+  switch (st.code()) {
+    case absl::StatusCode::kNotFound: return "Error from server (NotFound): " + msg;
+    case absl::StatusCode::kAlreadyExists: return "Error from server (AlreadyExists): " + msg;
+    case absl::StatusCode::kAborted: return "Error from server (Conflict): " + msg;
+    case absl::StatusCode::kInvalidArgument: return "Error from server (Invalid): " + msg;
+    case absl::StatusCode::kFailedPrecondition: return "Error from server (BadRequest): " + msg;
+    case absl::StatusCode::kOutOfRange: return "Error from server (Expired): " + msg;
+    case absl::StatusCode::kPermissionDenied: return "Error from server (Forbidden): " + msg;
+    case absl::StatusCode::kResourceExhausted: return "Error from server (TooManyRequests): " + msg;
+    case absl::StatusCode::kUnauthenticated:
+      return "error: You must be logged in to the server (Unauthorized)";
+    case absl::StatusCode::kUnavailable:
+      return fmt::format("The connection to the server {} was refused - did you specify the right host or port?", server);
+    case absl::StatusCode::kDeadlineExceeded:
+      return fmt::format("Unable to connect to the server {}: the request timed out", server);
+    default: return "error: " + msg;
+  }
+}
+
+absl::StatusOr<MessagePtr> Resources::Decode(const api::KindInfo& kind, const std::string& bytes) {
+  MessagePtr m(kind.New().release());
+  if (!m->ParseFromString(bytes)) return absl::DataLossError("cannot decode the server's reply");
+  return m;
+}
+
+absl::StatusOr<MessagePtr> Resources::Get(const api::KindInfo& kind, const std::string& ns,
+                                          const std::string& name, const std::string& subresource) {
+  apiserver::GetRequest req;
+  req.set_resource(kind.resource);
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_name(name);
+  req.set_subresource(subresource);
+  auto r = client_->GetRaw(req);
+  if (!r.ok()) return r.status();
+  if (subresource == "scale") {
+    MessagePtr m = std::make_shared<api::Scale>();
+    if (!m->ParseFromString(*r)) return absl::DataLossError("cannot decode the server's reply");
+    return m;
+  }
+  return Decode(kind, *r);
+}
+
+absl::StatusOr<Resources::ListResult> Resources::List(const api::KindInfo& kind,
+                                                      const std::string& ns,
+                                                      const std::string& labels,
+                                                      const std::string& fields) {
+  ListResult out;
+  std::string cont;
+  do {
+    apiserver::ListRequest req;
+    req.set_resource(kind.resource);
+    req.set_namespace_(kind.namespaced ? ns : "");
+    req.set_label_selector(labels);
+    req.set_field_selector(fields);
+    req.set_limit(500);
+    req.set_continue_(cont);
+    auto r = client_->List(req);
+    if (!r.ok()) return r.status();
+    for (const auto& item : r->items()) {
+      auto m = Decode(kind, item);
+      if (!m.ok()) return m.status();
+      out.items.push_back(*m);
+    }
+    if (out.resource_version.empty()) out.resource_version = r->resource_version();
+    cont = r->continue_();
+  } while (!cont.empty());
+  return out;
+}
+
+absl::StatusOr<MessagePtr> Resources::Create(const api::KindInfo& kind, const std::string& ns,
+                                             const google::protobuf::Message& obj) {
+  apiserver::CreateRequest req;
+  req.set_resource(kind.resource);
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_object(obj.SerializeAsString());
+  auto r = client_->CreateRaw(req);
+  if (!r.ok()) return r.status();
+  return Decode(kind, *r);
+}
+
+absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std::string& ns,
+                                            const std::string& name, const std::string& merge_patch,
+                                            const std::string& subresource) {
+  apiserver::PatchRequest req;
+  req.set_resource(kind.resource);
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_name(name);
+  req.set_subresource(subresource);
+  req.set_merge_patch(merge_patch);
+  auto r = client_->PatchRaw(req);
+  if (!r.ok()) return r.status();
+  if (subresource == "scale") {
+    MessagePtr m = std::make_shared<api::Scale>();
+    if (!m->ParseFromString(*r)) return absl::DataLossError("cannot decode the server's reply");
+    return m;
+  }
+  return Decode(kind, *r);
+}
+
+absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,
+                                             const std::string& name, std::optional<int64_t> grace) {
+  apiserver::DeleteRequest req;
+  req.set_resource(kind.resource);
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_name(name);
+  if (grace) req.set_grace_period_seconds(*grace);
+  auto r = client_->Delete(req);
+  if (!r.ok()) return r.status();
+  return Decode(kind, *r);
+}
+
+}  // namespace mkube::cli

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "api/kinds.h"
+#include "client/client.h"
+#include "google/protobuf/message.h"
+
+namespace mkube::cli {
+
+using MessagePtr = std::shared_ptr<google::protobuf::Message>;
+
+// "pod", "deployment.apps": how kubectl names a kind in its messages.
+std::string KindName(const api::KindInfo& kind);
+// "pods", "deployments.apps": the resource as kubectl names it in errors.
+std::string ResourceName(const api::KindInfo& kind);
+
+// The one-line message kubectl prints for a failed call ("Error from server (NotFound): ...").
+std::string ErrorLine(const absl::Status& st, const std::string& server);
+
+// Typed reads and writes of any kind over the raw client.
+class Resources {
+ public:
+  explicit Resources(client::ApiClient* client) : client_(client) {}
+
+  absl::StatusOr<MessagePtr> Get(const api::KindInfo& kind, const std::string& ns,
+                                 const std::string& name, const std::string& subresource = "");
+  struct ListResult {
+    std::vector<MessagePtr> items;
+    std::string resource_version;
+  };
+  absl::StatusOr<ListResult> List(const api::KindInfo& kind, const std::string& ns,
+                                  const std::string& labels, const std::string& fields);
+  absl::StatusOr<MessagePtr> Create(const api::KindInfo& kind, const std::string& ns,
+                                    const google::protobuf::Message& obj);
+  absl::StatusOr<MessagePtr> Patch(const api::KindInfo& kind, const std::string& ns,
+                                   const std::string& name, const std::string& merge_patch,
+                                   const std::string& subresource = "");
+  absl::StatusOr<MessagePtr> Delete(const api::KindInfo& kind, const std::string& ns,
+                                    const std::string& name, std::optional<int64_t> grace);
+  absl::StatusOr<MessagePtr> Decode(const api::KindInfo& kind, const std::string& bytes);
+  client::ApiClient* client() { return client_; }
+
+ private:
+  client::ApiClient* client_;
+};
+
+}  // namespace mkube::cli
