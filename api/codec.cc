@@ -266,55 +266,66 @@ std::string ToJson(const Message& msg, bool pretty) {
 
 namespace {
 
-void EmitYaml(YAML::Emitter& e, const nlohmann::ordered_json& j) {
+// One scalar as YAML: strings that would read back as another type, or span lines, are
+// double-quoted; yaml-cpp decides the rest of the quoting.
+std::string YamlScalar(const nlohmann::ordered_json& j) {
+  if (j.is_object()) return "{}";
+  if (j.is_array()) return "[]";
+  if (j.is_boolean()) return j.get<bool>() ? "true" : "false";
+  if (j.is_null()) return "null";
+  if (!j.is_string()) return j.dump();
+  const std::string& s = j.get_ref<const std::string&>();
+  YAML::Emitter e;
+  if (s.empty() || LooksNumeric(s) || LooksBool(s) || LooksNull(s) || s.find('\n') != std::string::npos) {
+    e << YAML::DoubleQuoted << s;
+  } else {
+    e << s;
+  }
+  return e.c_str();
+}
+
+// Block YAML as kubectl writes it: keys sorted, two spaces a level, and a list under a key
+// at the key's own indentation ("taints:\n- effect: ...").
+void WriteYaml(const nlohmann::ordered_json& j, size_t indent, std::string* out) {
+  const std::string pad(indent, ' ');
+  auto nested = [](const nlohmann::ordered_json& v) {
+    return (v.is_object() || v.is_array()) && !v.empty();
+  };
   if (j.is_object()) {
     std::map<std::string, const nlohmann::ordered_json*> sorted;
     for (auto it = j.begin(); it != j.end(); ++it) sorted[it.key()] = &it.value();
-    if (sorted.empty()) {
-      e << YAML::Flow << YAML::BeginMap << YAML::EndMap;
-      return;
+    for (const auto& [k, v] : sorted) {
+      *out += pad + YamlScalar(k) + ":";
+      if (nested(*v)) {
+        *out += "\n";
+        WriteYaml(*v, v->is_object() ? indent + 2 : indent, out);
+      } else {
+        *out += " " + YamlScalar(*v) + "\n";
+      }
     }
-    e << YAML::BeginMap;
-    for (auto& [k, v] : sorted) {
-      e << YAML::Key << k << YAML::Value;
-      EmitYaml(e, *v);
+    return;
+  }
+  for (const auto& item : j) {
+    if (!nested(item)) {
+      *out += pad + "- " + YamlScalar(item) + "\n";
+      continue;
     }
-    e << YAML::EndMap;
-  } else if (j.is_array()) {
-    if (j.empty()) {
-      e << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
-      return;
-    }
-    e << YAML::BeginSeq;
-    for (const auto& v : j) EmitYaml(e, v);
-    e << YAML::EndSeq;
-  } else if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    // Strings that would read back as another type are quoted.
-    if (s.empty() || LooksNumeric(s) || LooksBool(s) || LooksNull(s)) {
-      e << YAML::DoubleQuoted << s;
-    } else {
-      e << s;
-    }
-  } else if (j.is_boolean()) {
-    e << (j.get<bool>() ? "true" : "false");
-  } else if (j.is_number_integer()) {
-    e << j.get<int64_t>();
-  } else if (j.is_number()) {
-    e << j.get<double>();
-  } else {
-    e << YAML::Null;
+    // The item's first line goes after the dash; the rest keeps its indentation.
+    std::string inner;
+    WriteYaml(item, indent + 2, &inner);
+    *out += pad + "- " + inner.substr(indent + 2);
   }
 }
 
 }  // namespace
 
 std::string JsonToYaml(const nlohmann::ordered_json& json) {
-  YAML::Emitter e;
-  e.SetIndent(2);
-  e.SetSeqFormat(YAML::Block);
-  EmitYaml(e, json);
-  return std::string(e.c_str()) + "\n";
+  if ((json.is_object() || json.is_array()) && !json.empty()) {
+    std::string out;
+    WriteYaml(json, 0, &out);
+    return out;
+  }
+  return YamlScalar(json) + "\n";
 }
 
 std::string ToYaml(const Message& msg) { return JsonToYaml(EncodeJson(msg)); }

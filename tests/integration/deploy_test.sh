@@ -17,7 +17,7 @@ grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 [ "$(stat -c %a "$state/pki/tokens.csv")" = 600 ]
 [ "$(stat -c %a "$state/config")" = 600 ]
 # mkubectl reaches the apiserver over TLS with the kubeconfig up.sh wrote.
-mkubectl="$root/build/bin/mkubectl"
+mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'
 
 export ETCDCTL_API=3

@@ -1,0 +1,258 @@
+// build/bin/mkubectl as a user runs it, against a real mkube-store and mkube-apiserver: the
+// seeds' commands, kubectl's output, and one-line errors with a non-zero exit code.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <fstream>
+
+#include "absl/strings/str_split.h"
+#include "tests/util/apiserver_process.h"
+#include "tests/util/process.h"
+#include "tests/util/store_process.h"
+
+namespace mkube::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+class MkubectlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
+    ASSERT_TRUE(store_->Start().ok());
+    api_ = new ApiServerProcess(dir_->path(), store_->address());
+    ASSERT_TRUE(api_->Start().ok());
+    WriteConfig(dir_->Sub("config"), "admin-token");
+    WriteConfig(dir_->Sub("wrong-token"), "nope");
+  }
+  static void TearDownTestSuite() {
+    delete api_;
+    delete store_;
+    delete dir_;
+  }
+  static void WriteConfig(const std::string& path, const std::string& token) {
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
+                        << "clusters:\n- name: test\n  cluster:\n    server: http://" << api_->address() << "\n"
+                        << "users:\n- name: admin\n  user:\n    token: " << token << "\n"
+                        << "contexts:\n- name: test\n  context: {cluster: test, user: admin}\n"
+                        << "current-context: test\n";
+  }
+
+  // mkubectl with the test's kubeconfig (MKUBECONFIG, as a user would set it).
+  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",
+                           const std::string& config = "config") {
+    args.insert(args.begin(), BinDir() + "/mkubectl");
+    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub(config)}}, stdin_text);
+  }
+  static std::string Seed(const std::string& name) { return std::string(MKUBE_SEED_DIR) + "/" + name; }
+  static std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_->Sub(name)) << text;
+    return dir_->Sub(name);
+  }
+  static std::vector<std::string> Lines(const std::string& s) {
+    return absl::StrSplit(s, '\n', absl::SkipEmpty());
+  }
+
+  static TempDir* dir_;
+  static StoreProcess* store_;
+  static ApiServerProcess* api_;
+};
+TempDir* MkubectlTest::dir_ = nullptr;
+StoreProcess* MkubectlTest::store_ = nullptr;
+ApiServerProcess* MkubectlTest::api_ = nullptr;
+
+const char kNodes[] = R"(apiVersion: v1
+kind: Node
+metadata:
+  name: node01
+  labels: {kubernetes.io/hostname: node01}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node02
+  labels: {kubernetes.io/hostname: node02}
+)";
+
+TEST_F(MkubectlTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
+  auto r = Ctl({"apply", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "pod/nginx001 created\ndeployment.apps/myapp created\n");
+  r = Ctl({"apply", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")});
+  EXPECT_EQ(r.out, "pod/nginx001 unchanged\ndeployment.apps/myapp unchanged\n") << r.err;
+  // From stdin, with one change: the replicas.
+  std::string text = ReadFile(Seed("myapp.yaml"));
+  text.replace(text.find("replicas: 3"), 11, "replicas: 5");
+  r = Ctl({"apply", "-f", "-"}, text);
+  EXPECT_EQ(r.out, "deployment.apps/myapp configured\n") << r.err;
+  r = Ctl({"get", "deploy", "myapp", "-o", "jsonpath"});
+  EXPECT_NE(r.exit_code, 0);
+  r = Ctl({"get", "deployment", "myapp", "-o", "yaml"});
+  EXPECT_THAT(r.out, HasSubstr("replicas: 5"));
+  EXPECT_THAT(r.out, HasSubstr("kubectl.kubernetes.io/last-applied-configuration"));
+  // create refuses what exists, naming the file.
+  r = Ctl({"create", "-f", Seed("pod1.yaml")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error from server (AlreadyExists): error when creating \"" + Seed("pod1.yaml") +
+                       "\": pods \"nginx001\" already exists\n");
+  EXPECT_EQ(Ctl({"delete", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")}).out,
+            "pod \"nginx001\" deleted\ndeployment.apps \"myapp\" deleted\n");
+}
+
+TEST_F(MkubectlTest, GetPrintsKubectlTablesAndFormats) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod2.yaml"), "-f", Seed("demo01.yaml")}).exit_code, 0);
+  auto r = Ctl({"get", "pods"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_THAT(lines[0], MatchesRegex("NAME +READY +STATUS +RESTARTS +AGE"));
+  EXPECT_THAT(lines[1], MatchesRegex("affinity +0/1 +Pending +0 +[0-9]+s"));
+  EXPECT_THAT(lines[2], MatchesRegex("myapp01 +0/1 +Pending +0 +[0-9]+s"));
+
+  r = Ctl({"get", "po", "myapp01", "-o", "wide"});
+  EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES"));
+  EXPECT_THAT(Lines(r.out)[1], MatchesRegex("myapp01 +0/1 +Pending +0 +[0-9]+s +<none> +<none> +<none> +<none>"));
+
+  r = Ctl({"get", "pods", "--show-labels", "-l", "app=myapp01"});
+  ASSERT_EQ(Lines(r.out).size(), 2u) << r.out;
+  EXPECT_THAT(Lines(r.out)[1], MatchesRegex("myapp01 .* app=myapp01"));
+  r = Ctl({"get", "pods", "-l", "app in (nobody)"});
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "No resources found in default namespace.\n");
+  r = Ctl({"get", "pods", "--field-selector", "metadata.name=myapp01", "-o", "name"});
+  EXPECT_EQ(r.out, "pod/myapp01\n");
+
+  r = Ctl({"get", "pod", "myapp01", "-o", "json"});
+  EXPECT_THAT(r.out, StartsWith("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\""));
+  r = Ctl({"get", "pods", "-o", "yaml"});
+  EXPECT_THAT(r.out, StartsWith("apiVersion: v1\nitems:\n"));
+  EXPECT_THAT(r.out, HasSubstr("kind: List"));
+
+  r = Ctl({"get", "pods", "-A"});
+  EXPECT_THAT(Lines(r.out)[0], StartsWith("NAMESPACE "));
+  r = Ctl({"get", "namespaces"});
+  EXPECT_THAT(r.out, HasSubstr("kube-system       Active"));
+  r = Ctl({"get", "all"});
+  EXPECT_THAT(r.out, HasSubstr("pod/myapp01"));
+
+  r = Ctl({"get", "pod", "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error from server (NotFound): pods \"nope\" not found\n");
+  EXPECT_EQ(Ctl({"delete", "pod", "--all"}).exit_code, 0);
+  EXPECT_EQ(Ctl({"get", "pods"}).err, "No resources found in default namespace.\n");
+}
+
+TEST_F(MkubectlTest, LabelsTaintsAndCordonOnNodes) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kNodes).out, "node/node01 created\nnode/node02 created\n");
+  EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype=ssd"}).out, "node/node01 labeled\n");
+  auto r = Ctl({"label", "nodes", "node01", "disktype=hdd"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: 'disktype' already has a value (ssd), and --overwrite is false\n");
+  EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype=hdd", "--overwrite"}).out, "node/node01 labeled\n");
+  EXPECT_THAT(Ctl({"get", "nodes", "-l", "disktype=hdd", "-o", "name"}).out, "node/node01\n");
+  EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype-"}).out, "node/node01 unlabeled\n");
+  EXPECT_EQ(Ctl({"get", "nodes", "-l", "disktype"}).err, "No resources found\n");
+  EXPECT_EQ(Ctl({"annotate", "node", "node01", "owner=ops"}).out, "node/node01 annotated\n");
+
+  EXPECT_EQ(Ctl({"taint", "nodes", "node01", "cht=mycht:NoExecute"}).out, "node/node01 tainted\n");
+  r = Ctl({"taint", "nodes", "node01", "cht=other:NoExecute"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("already has cht taint(s) with same effect(s) and --overwrite is false"));
+  r = Ctl({"get", "node", "node01", "-o", "yaml"});
+  EXPECT_THAT(r.out, HasSubstr("- effect: NoExecute\n    key: cht\n    value: mycht"));
+  EXPECT_EQ(Ctl({"taint", "nodes", "node01", "cht:NoExecute-"}).out, "node/node01 untainted\n");
+  r = Ctl({"taint", "nodes", "node01", "cht=x:Sometimes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: invalid taint spec: cht=x:Sometimes, unsupported taint effect \"Sometimes\"\n");
+  r = Ctl({"taint", "nodes", "node01", "cht-"});
+  EXPECT_EQ(r.err, "error: taint \"cht\" not found\n");
+
+  EXPECT_EQ(Ctl({"cordon", "node02"}).out, "node/node02 cordoned\n");
+  EXPECT_EQ(Ctl({"cordon", "node02"}).out, "node/node02 already cordoned\n");
+  r = Ctl({"get", "nodes"});
+  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*node02 +Unknown,SchedulingDisabled +<none> +[0-9]+s +\n(.|\n)*"));
+  EXPECT_EQ(Ctl({"uncordon", "node02"}).out, "node/node02 uncordoned\n");
+  EXPECT_EQ(Ctl({"delete", "nodes", "node01", "node02"}).out, "node \"node01\" deleted\nnode \"node02\" deleted\n");
+}
+
+TEST_F(MkubectlTest, ScaleADeployment) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp1.yaml")}).exit_code, 0);
+  auto r = Ctl({"scale", "deployment", "myapp1", "--replicas=2"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp1 scaled\n") << r.err;
+  EXPECT_THAT(Ctl({"get", "deploy/myapp1", "-o", "yaml"}).out, HasSubstr("replicas: 2"));
+  r = Ctl({"get", "deploy"});
+  EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +READY +UP-TO-DATE +AVAILABLE +AGE"));
+  EXPECT_THAT(Lines(r.out)[1], MatchesRegex("myapp1 +0/2 +0 +0 +[0-9]+s"));
+  EXPECT_EQ(Ctl({"delete", "deployment", "myapp1"}).exit_code, 0);
+}
+
+TEST_F(MkubectlTest, ClearOneLineErrors) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string stdin_text, config, want_err;
+  };
+  const std::string bad_yaml = Write("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n");
+  const std::string unknown_kind = Write("kind.yaml", "apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n");
+  const std::string unknown_field = Write("field.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containerz: []}\n");
+  const std::vector<Case> cases = {
+      {"missing file", {"apply", "-f", "/nonexistent/pod.yaml"}, "", "config",
+       "error: the path \"/nonexistent/pod.yaml\" does not exist\n"},
+      {"invalid yaml", {"apply", "-f", bad_yaml}, "", "config", "error: error validating \"" + bad_yaml + "\": "},
+      {"unknown kind", {"apply", "-f", unknown_kind}, "", "config", "error: error validating \"" + unknown_kind + "\": "},
+      {"unknown field", {"create", "-f", unknown_field}, "", "config", "error: error validating \"" + unknown_field + "\": "},
+      {"unknown resource", {"get", "gadgets"}, "", "config", "error: the server doesn't have a resource type \"gadgets\"\n"},
+      {"wrong token", {"get", "pods"}, "", "wrong-token", "error: You must be logged in to the server (Unauthorized)\n"},
+      {"bad output", {"get", "pods", "-o", "table"}, "", "config", "error: unable to match a printer suitable for the output format \"table\""},
+  };
+  for (const auto& c : cases) {
+    auto r = Ctl(c.args, c.stdin_text, c.config);
+    EXPECT_EQ(r.exit_code, 1) << c.name;
+    EXPECT_THAT(r.err, StartsWith(c.want_err)) << c.name;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
+  }
+  // The unknown field is named.
+  EXPECT_THAT(Ctl({"create", "-f", unknown_field}).err, HasSubstr("containerz"));
+  EXPECT_THAT(Ctl({"apply", "-f", unknown_kind}).err, HasSubstr("Gadget"));
+  // An unreachable server.
+  auto r = RunCommand({BinDir() + "/mkubectl", "--server", "http://127.0.0.1:1", "--token", "t",
+                       "--request-timeout", "3s", "get", "pods"},
+                      {{"MKUBECONFIG", dir_->Sub("none")}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?"));
+  // No kubeconfig at all.
+  r = RunCommand({BinDir() + "/mkubectl", "get", "pods"}, {{"MKUBECONFIG", dir_->Sub("none")}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("error: no configuration at " + dir_->Sub("none")));
+}
+
+TEST_F(MkubectlTest, WatchPrintsRowsAsPodsChange) {
+  Subprocess watch({BinDir() + "/mkubectl", "--kubeconfig", dir_->Sub("config"), "get", "pods", "-w"},
+                   dir_->Sub("watch.out"));
+  ASSERT_TRUE(Ctl({"apply", "-f", Seed("pod3.yaml")}).exit_code == 0);
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    seen = ReadFile(dir_->Sub("watch.out")).find("affinity ") != std::string::npos;
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(seen) << ReadFile(dir_->Sub("watch.out"));
+  watch.Kill();
+  Ctl({"delete", "-f", Seed("pod3.yaml")});
+}
+
+TEST_F(MkubectlTest, InformationCommands) {
+  auto r = Ctl({"api-resources"});
+  EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +SHORTNAMES +APIVERSION +NAMESPACED +KIND"));
+  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*\ndeployments +deploy +apps/v1 +true +Deployment\n(.|\n)*"));
+  EXPECT_THAT(Ctl({"version"}).out, MatchesRegex("Client Version: v.*\nServer Version: v.*\n"));
+  EXPECT_THAT(Ctl({"cluster-info"}).out, StartsWith("Kubernetes control plane is running at http://" + api_->address()));
+  r = Ctl({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("apply"));
+}
+
+}  // namespace
+}  // namespace mkube::testing
