@@ -20,6 +20,7 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/printers.h"
+#include "cli/describe.h"
 #include "cli/kubeconfig.h"
 #include "cli/resources.h"
 #include "fmt/format.h"
@@ -745,6 +746,275 @@ int Scale(Session& s, const std::vector<std::string>& args, int replicas) {
   return rc;
 }
 
+// ---- describe ----
+
+std::vector<api::Event> EventsFor(Session& s, const api::KindInfo& kind, const google::protobuf::Message& obj) {
+  const auto& meta = api::MetaOf(obj);
+  const std::string fields = fmt::format("involvedObject.kind={},involvedObject.name={}", kind.kind, meta.name());
+  auto list = s.res().List(*api::FindResource("events"), kind.namespaced ? meta.namespace_() : "", "", fields);
+  std::vector<api::Event> out;
+  if (!list.ok()) return out;
+  for (const auto& e : list->items) {
+    const auto& ev = static_cast<const api::Event&>(*e);
+    if (!ev.involved_object().uid().empty() && ev.involved_object().uid() != meta.uid()) continue;
+    out.push_back(ev);
+  }
+  return out;
+}
+
+std::string DescribeOne(Session& s, const api::KindInfo& kind, const MessagePtr& obj) {
+  const absl::Time now = absl::Now();
+  auto events = EventsFor(s, kind, *obj);
+  if (kind.kind == "Pod") return DescribePod(static_cast<const api::Pod&>(*obj), events, now);
+  if (kind.kind == "Node") {
+    const auto& node = static_cast<const api::Node&>(*obj);
+    std::vector<api::Pod> pods;
+    auto list = s.Must(s.res().List(*api::FindResource("pods"), "", "", "spec.nodeName=" + node.metadata().name()));
+    for (const auto& p : list.items) {
+      const auto& pod = static_cast<const api::Pod&>(*p);
+      if (pod.status().phase() != "Succeeded" && pod.status().phase() != "Failed") pods.push_back(pod);
+    }
+    return DescribeNode(node, pods, events, now);
+  }
+  if (kind.kind == "Deployment") {
+    const auto& d = static_cast<const api::Deployment&>(*obj);
+    std::vector<api::ReplicaSet> owned;
+    auto list = s.Must(s.res().List(*api::FindResource("replicasets"), d.metadata().namespace_(), "", ""));
+    for (const auto& r : list.items) {
+      const auto& rs = static_cast<const api::ReplicaSet&>(*r);
+      for (const auto& o : rs.metadata().owner_references()) {
+        if (o.uid() == d.metadata().uid()) owned.push_back(rs);
+      }
+    }
+    std::sort(owned.begin(), owned.end(), [](const auto& a, const auto& b) {
+      return a.metadata().creation_timestamp() < b.metadata().creation_timestamp();
+    });
+    return DescribeDeployment(d, owned, events, now);
+  }
+  return DescribeGeneric(kind, *obj, events, now);
+}
+
+int Describe(Session& s, const std::vector<std::string>& args, const std::string& labels) {
+  auto targets = ParseTargets(args, false);
+  std::vector<std::pair<const api::KindInfo*, MessagePtr>> objs;
+  int rc = 0;
+  if (targets.size() == 1 && targets[0].name.empty()) {
+    auto list = s.Must(s.res().List(*targets[0].kind, s.ns(), labels, ""));
+    for (const auto& i : list.items) objs.push_back({targets[0].kind, i});
+    if (objs.empty()) {
+      std::cerr << (targets[0].kind->namespaced ? "No resources found in " + s.ns() + " namespace.\n"
+                                                : std::string("No resources found\n"));
+    }
+  } else {
+    for (const auto& t : targets) {
+      auto obj = s.res().Get(*t.kind, s.ns(), t.name);
+      if (!obj.ok()) {
+        std::cerr << ErrorLine(obj.status(), s.ServerForErrors()) << "\n";
+        rc = 1;
+        continue;
+      }
+      objs.push_back({t.kind, *obj});
+    }
+  }
+  for (size_t i = 0; i < objs.size(); ++i) {
+    if (i > 0) std::cout << "\n\n";
+    std::cout << DescribeOne(s, *objs[i].first, objs[i].second);
+  }
+  return rc;
+}
+
+// ---- drain ----
+
+struct DrainFlags {
+  bool ignore_daemonsets = false, delete_emptydir_data = false, force = false;
+  int64_t grace = -1;
+  std::string timeout = "0s";
+};
+
+int Drain(Session& s, const std::string& node_name, const DrainFlags& f) {
+  const auto timeout = ParseSeconds(f.timeout, "--timeout");
+  if (int rc = Cordon(s, {node_name}, true); rc != 0) return rc;
+  const api::KindInfo& pods_kind = *api::FindResource("pods");
+  auto list = s.Must(s.res().List(pods_kind, "", "", "spec.nodeName=" + node_name));
+  std::vector<std::string> daemonset, unmanaged, local_storage;
+  std::vector<const api::Pod*> evict;
+  for (const auto& p : list.items) {
+    const auto& pod = static_cast<const api::Pod&>(*p);
+    const std::string id = pod.metadata().namespace_() + "/" + pod.metadata().name();
+    if (pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed") {
+      evict.push_back(&pod);  // finished: deleted without a fuss
+      continue;
+    }
+    const api::OwnerReference* controller = nullptr;
+    for (const auto& o : pod.metadata().owner_references()) {
+      if (o.controller()) controller = &o;
+    }
+    if (controller && controller->kind() == "DaemonSet") {
+      daemonset.push_back(id);
+      continue;
+    }
+    if (!controller) unmanaged.push_back(id);
+    bool empty_dir = false;
+    for (const auto& v : pod.spec().volumes()) empty_dir |= v.has_empty_dir();
+    if (empty_dir) local_storage.push_back(id);
+    evict.push_back(&pod);
+  }
+  std::vector<std::string> errors;
+  if (!daemonset.empty() && !f.ignore_daemonsets) {
+    errors.push_back("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): " + absl::StrJoin(daemonset, ", "));
+  }
+  if (!unmanaged.empty() && !f.force) {
+    errors.push_back("cannot delete Pods declare no controller (use --force to override): " + absl::StrJoin(unmanaged, ", "));
+  }
+  if (!local_storage.empty() && !f.delete_emptydir_data) {
+    errors.push_back("cannot delete Pods with local storage (use --delete-emptydir-data to override): " + absl::StrJoin(local_storage, ", "));
+  }
+  if (!errors.empty()) {
+    std::cerr << fmt::format("error: unable to drain node \"{}\" due to error:{}, continuing command...\n", node_name,
+                             absl::StrJoin(errors, ", "));
+    std::cerr << "There are pending nodes to be drained:\n " << node_name << "\n";
+    for (const auto& e : errors) std::cerr << e << "\n";
+    return 1;
+  }
+  if (!daemonset.empty()) std::cerr << "Warning: ignoring DaemonSet-managed Pods: " << absl::StrJoin(daemonset, ", ") << "\n";
+  if (!unmanaged.empty()) std::cerr << "Warning: deleting Pods that declare no controller: " << absl::StrJoin(unmanaged, ", ") << "\n";
+  for (const auto* pod : evict) {
+    std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name() << "\n";
+    std::cout.flush();
+    api::Eviction ev;
+    ev.mutable_metadata()->set_name(pod->metadata().name());
+    ev.mutable_metadata()->set_namespace_(pod->metadata().namespace_());
+    if (f.grace >= 0) ev.mutable_delete_options()->set_grace_period_seconds(f.grace);
+    apiserver::CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_(pod->metadata().namespace_());
+    req.set_name(pod->metadata().name());
+    req.set_subresource("eviction");
+    req.set_object(ev.SerializeAsString());
+    auto r = s.res().client()->CreateRaw(req);
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
+      std::cerr << "error when evicting pods/\"" << pod->metadata().name() << "\" -n \"" << pod->metadata().namespace_()
+                << "\": " << r.status().message() << "\n";
+      return 1;
+    }
+  }
+  for (const auto* pod : evict) {
+    if (!WaitGone(s, pods_kind, pod->metadata().namespace_(), pod->metadata().name(), timeout)) {
+      std::cerr << fmt::format("error: unable to drain node \"{}\" due to error: global timeout reached: {}, continuing command...\n",
+                               node_name, f.timeout);
+      return 1;
+    }
+    std::cout << "pod/" << pod->metadata().name() << " evicted\n";
+    std::cout.flush();
+  }
+  std::cout << "node/" << node_name << " drained\n";
+  return 0;
+}
+
+// ---- rollout / set image ----
+
+// kubectl's rollout status of a deployment: the message, and whether it is done.
+std::pair<std::string, bool> RolloutMessage(const api::Deployment& d) {
+  const std::string& name = d.metadata().name();
+  const auto& st = d.status();
+  if (d.metadata().generation() > st.observed_generation()) return {"Waiting for deployment spec update to be observed...", false};
+  for (const auto& c : st.conditions()) {
+    if (c.type() == "Progressing" && c.reason() == "ProgressDeadlineExceeded") {
+      throw Failure{fmt::format("error: deployment \"{}\" exceeded its progress deadline", name)};
+    }
+  }
+  const int32_t desired = d.spec().has_replicas() ? d.spec().replicas() : 1;
+  if (st.updated_replicas() < desired) {
+    return {fmt::format("Waiting for deployment \"{}\" rollout to finish: {} out of {} new replicas have been updated...",
+                        name, st.updated_replicas(), desired), false};
+  }
+  if (st.replicas() > st.updated_replicas()) {
+    return {fmt::format("Waiting for deployment \"{}\" rollout to finish: {} old replicas are pending termination...",
+                        name, st.replicas() - st.updated_replicas()), false};
+  }
+  if (st.available_replicas() < st.updated_replicas()) {
+    return {fmt::format("Waiting for deployment \"{}\" rollout to finish: {} of {} updated replicas are available...",
+                        name, st.available_replicas(), st.updated_replicas()), false};
+  }
+  return {fmt::format("deployment \"{}\" successfully rolled out", name), true};
+}
+
+int RolloutStatus(Session& s, const std::vector<std::string>& args, const std::string& timeout_flag) {
+  auto targets = ParseTargets(args, true);
+  const auto timeout = ParseSeconds(timeout_flag, "--timeout");
+  for (const auto& t : targets) {
+    if (t.kind->kind != "Deployment") throw Failure{fmt::format("error: no status viewer has been implemented for {}", t.kind->kind)};
+    const auto deadline = std::chrono::steady_clock::now() + (timeout.count() ? timeout : std::chrono::hours(24 * 7));
+    std::string last;
+    for (;;) {
+      auto obj = s.Must(s.res().Get(*t.kind, s.ns(), t.name));
+      auto [msg, done] = RolloutMessage(static_cast<const api::Deployment&>(*obj));
+      if (msg != last) {
+        std::cout << msg << "\n";
+        std::cout.flush();
+        last = msg;
+      }
+      if (done) break;
+      if (std::chrono::steady_clock::now() >= deadline) throw Failure{"error: timed out waiting for the condition"};
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
+  return 0;
+}
+
+int SetImage(Session& s, const std::vector<std::string>& args) {
+  std::vector<std::string> objs;
+  std::map<std::string, std::string> images;
+  for (const auto& a : args) {
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      images[a.substr(0, eq)] = a.substr(eq + 1);
+    } else {
+      objs.push_back(a);
+    }
+  }
+  if (images.empty()) throw Failure{"error: at least one image update is required"};
+  int rc = 0;
+  for (const auto& t : ParseTargets(objs, true)) {
+    auto obj = s.Must(s.res().Get(*t.kind, s.ns(), t.name));
+    google::protobuf::Message* tmpl = nullptr;
+    if (t.kind->kind == "Deployment") tmpl = static_cast<api::Deployment&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "ReplicaSet") tmpl = static_cast<api::ReplicaSet&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "DaemonSet") tmpl = static_cast<api::DaemonSet&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "Job") tmpl = static_cast<api::Job&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "Pod") tmpl = nullptr;
+    api::PodSpec* spec = t.kind->kind == "Pod" ? static_cast<api::Pod&>(*obj).mutable_spec()
+                         : tmpl ? static_cast<api::PodTemplateSpec*>(tmpl)->mutable_spec() : nullptr;
+    if (!spec) throw Failure{fmt::format("error: {} has no pod template", KindName(*t.kind))};
+    for (const auto& [container, image] : images) {
+      bool found = false;
+      for (auto& c : *spec->mutable_containers()) {
+        if (container == "*" || c.name() == container) {
+          c.set_image(image);
+          found = true;
+        }
+      }
+      if (!found) throw Failure{fmt::format("error: unable to find container named \"{}\"", container)};
+    }
+    json patch;
+    json containers = json::array();
+    for (const auto& c : spec->containers()) containers.push_back(api::EncodeJson(c));
+    if (t.kind->kind == "Pod") {
+      patch["spec"]["containers"] = containers;
+    } else {
+      patch["spec"]["template"]["spec"]["containers"] = containers;
+    }
+    patch["metadata"]["resourceVersion"] = api::MetaOf(*obj).resource_version();
+    auto r = s.res().Patch(*t.kind, s.ns(), t.name, patch.dump());
+    if (!r.ok()) {
+      std::cerr << ErrorLine(r.status(), s.ServerForErrors()) << "\n";
+      rc = 1;
+      continue;
+    }
+    std::cout << KindName(*t.kind) << "/" << t.name << " image updated\n";
+  }
+  return rc;
+}
+
 int ApiResources() {
   api::Table t;
   t.columns = {"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"};
@@ -845,6 +1115,36 @@ int Run(int argc, char** argv) {
   scale->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
   scale->add_option("--replicas", replicas, "The new desired number of replicas")->required();
   scale->callback([&] { action = [&] { Session s(g); return Scale(s, args, replicas); }; });
+
+  // describe / drain / rollout / set image
+  std::string describe_labels;
+  auto* describe = app.add_subcommand("describe", "Show details of a specific resource or group of resources");
+  describe->add_option("args", args, "TYPE [NAME...] | TYPE/NAME...")->required();
+  describe->add_option("-l,--selector", describe_labels, "Label selector");
+  describe->callback([&] { action = [&] { Session s(g); return Describe(s, args, describe_labels); }; });
+  DrainFlags drain_flags;
+  std::string drain_node;
+  auto* drain = app.add_subcommand("drain", "Drain node in preparation for maintenance");
+  drain->add_option("node", drain_node, "NODE")->required();
+  drain->add_flag("--ignore-daemonsets", drain_flags.ignore_daemonsets, "Ignore DaemonSet-managed pods");
+  drain->add_flag("--delete-emptydir-data,--delete-local-data", drain_flags.delete_emptydir_data,
+                  "Continue even if there are pods using emptyDir (local data that will be deleted)");
+  drain->add_flag("--force", drain_flags.force, "Continue even if there are pods that do not declare a controller");
+  drain->add_option("--grace-period", drain_flags.grace, "Seconds given to each pod to terminate gracefully (-1: its own)");
+  drain->add_option("--timeout", drain_flags.timeout, "How long to wait before giving up (0: infinite)");
+  drain->callback([&] { action = [&] { Session s(g); return Drain(s, drain_node, drain_flags); }; });
+  auto* rollout = app.add_subcommand("rollout", "Manage the rollout of a resource");
+  rollout->require_subcommand(1);
+  std::string rollout_timeout = "0s";
+  auto* rollout_status = rollout->add_subcommand("status", "Show the status of the rollout");
+  rollout_status->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
+  rollout_status->add_option("--timeout", rollout_timeout, "How long to wait (0: forever)");
+  rollout_status->callback([&] { action = [&] { Session s(g); return RolloutStatus(s, args, rollout_timeout); }; });
+  auto* set = app.add_subcommand("set", "Set specific features on objects");
+  set->require_subcommand(1);
+  auto* set_image = set->add_subcommand("image", "Update the image of a pod template");
+  set_image->add_option("args", args, "TYPE NAME CONTAINER=IMAGE... | TYPE/NAME CONTAINER=IMAGE...")->required();
+  set_image->callback([&] { action = [&] { Session s(g); return SetImage(s, args); }; });
 
   // information
   auto* version = app.add_subcommand("version", "Print the client and server version information");

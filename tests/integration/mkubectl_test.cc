@@ -6,6 +6,9 @@
 #include <fstream>
 
 #include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "fmt/format.h"
+#include "proto/api/apps.pb.h"
 #include "tests/util/apiserver_process.h"
 #include "tests/util/process.h"
 #include "tests/util/store_process.h"
@@ -241,6 +244,112 @@ TEST_F(MkubectlTest, WatchPrintsRowsAsPodsChange) {
   EXPECT_TRUE(seen) << ReadFile(dir_->Sub("watch.out"));
   watch.Kill();
   Ctl({"delete", "-f", Seed("pod3.yaml")});
+}
+
+TEST_F(MkubectlTest, DescribeShowsTaintsTolerationsAndEvents) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kNodes).exit_code, 0);
+  ASSERT_EQ(Ctl({"taint", "node", "node01", "cht=mycht:NoExecute"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("demo01.yaml")}).exit_code, 0);
+  // What the scheduler will record when nothing fits.
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: v1
+kind: Event
+metadata: {name: myapp01.1}
+involvedObject: {kind: Pod, name: myapp01, namespace: default}
+reason: FailedScheduling
+type: Warning
+count: 1
+source: {component: default-scheduler}
+message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+)").exit_code, 0);
+  auto r = Ctl({"describe", "pod", "myapp01"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("Name:         myapp01\nNamespace:    default\n"));
+  EXPECT_THAT(r.out, HasSubstr("Tolerations:     cht=mycht:NoExecute for 3600s\n"
+                               "                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s\n"));
+  EXPECT_THAT(r.out, HasSubstr("    State:          Waiting\n    Ready:          False\n"));
+  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*Events:\n"
+                                  "  Type +Reason +Age +From +Message\n"
+                                  "  ---- +------ +--- +---- +-------\n"
+                                  "  Warning +FailedScheduling +[0-9]+s +default-scheduler +0/2 nodes are available: 2 node\\(s\\) didn't match Pod's node affinity/selector.\n"));
+  // The seed's "describe nodes | grep -B 3 Taints".
+  r = Ctl({"describe", "nodes"});
+  EXPECT_THAT(r.out, HasSubstr("Taints:             cht=mycht:NoExecute\nUnschedulable:      false\n"));
+  EXPECT_THAT(r.out, HasSubstr("Taints:             <none>\n"));
+  EXPECT_THAT(r.out, HasSubstr("Allocated resources:\n"));
+  r = Ctl({"describe", "node", "nope"});
+  EXPECT_EQ(r.err, "Error from server (NotFound): nodes \"nope\" not found\n");
+  Ctl({"delete", "-f", Seed("demo01.yaml")});
+  Ctl({"delete", "event", "myapp01.1"});
+  Ctl({"delete", "nodes", "node01", "node02"});
+}
+
+TEST_F(MkubectlTest, DrainCordonsThenEvictsWhatItMay) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kNodes).exit_code, 0);
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: v1
+kind: Pod
+metadata: {name: lonely}
+spec: {nodeName: node01, containers: [{name: c, image: soscscs/myapp:v1}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ds-pod
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: ds, uid: "1234", controller: true}]
+spec: {nodeName: node01, containers: [{name: c, image: soscscs/myapp:v1}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: elsewhere}
+spec: {nodeName: node02, containers: [{name: c, image: soscscs/myapp:v1}]}
+)").exit_code, 0);
+  auto r = Ctl({"drain", "node01"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "node/node01 cordoned\n");
+  EXPECT_THAT(r.err, HasSubstr("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/ds-pod"));
+  EXPECT_THAT(r.err, HasSubstr("cannot delete Pods declare no controller (use --force to override): default/lonely"));
+  EXPECT_THAT(Ctl({"get", "pods", "-o", "name"}).out, HasSubstr("pod/lonely")) << "nothing evicted";
+  // The seed's command (no agent runs here: a grace period of 0 removes the pods at once).
+  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-local-data", "--force", "--grace-period", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "node/node01 already cordoned\nevicting pod default/lonely\npod/lonely evicted\nnode/node01 drained\n");
+  EXPECT_THAT(r.err, HasSubstr("Warning: ignoring DaemonSet-managed Pods: default/ds-pod"));
+  EXPECT_EQ(Ctl({"get", "pods", "-o", "name"}).out, "pod/ds-pod\npod/elsewhere\n");
+  EXPECT_THAT(Ctl({"get", "node", "node01"}).out, HasSubstr("SchedulingDisabled"));
+  r = Ctl({"delete", "pods", "--all", "--force"});
+  EXPECT_EQ(r.out, "pod \"ds-pod\" force deleted\npod \"elsewhere\" force deleted\n");
+  EXPECT_THAT(r.err, StartsWith("Warning: Immediate deletion does not wait for confirmation"));
+  Ctl({"delete", "nodes", "node01", "node02"});
+}
+
+TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp1.yaml")}).exit_code, 0);
+  EXPECT_EQ(Ctl({"set", "image", "deployment/myapp1", "myapp1=soscscs/myapp:v2"}).out,
+            "deployment.apps/myapp1 image updated\n");
+  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out, HasSubstr("image: soscscs/myapp:v2"));
+  auto r = Ctl({"set", "image", "deployment/myapp1", "nope=x"});
+  EXPECT_EQ(r.err, "error: unable to find container named \"nope\"\n");
+  // No controller runs here: the status says so until someone (here: the test) reports progress.
+  r = Ctl({"rollout", "status", "deployment/myapp1", "--timeout", "1s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, StartsWith("Waiting for deployment"));
+  EXPECT_EQ(r.err, "error: timed out waiting for the condition\n");
+  client::ClientOptions o;
+  o.address = api_->address();
+  o.token = "admin-token";
+  client::ApiClient admin(o);
+  auto d = admin.Get<api::Deployment>("deployments", "default", "myapp1");
+  ASSERT_TRUE(d.ok());
+  const std::string status = fmt::format(
+      R"({{"status":{{"observedGeneration":{},"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3}}}})",
+      d->metadata().generation());
+  ASSERT_TRUE(admin.Patch<api::Deployment>("deployments", "default", "myapp1", status, "status").ok());
+  r = Ctl({"rollout", "status", "deployment/myapp1", "--timeout", "10s"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment \"myapp1\" successfully rolled out\n");
+  r = Ctl({"describe", "deployment", "myapp1"});
+  EXPECT_THAT(r.out, HasSubstr("Replicas:               3 desired | 3 updated | 3 total | 3 available | 0 unavailable\n"));
+  EXPECT_THAT(r.out, HasSubstr("StrategyType:           RollingUpdate\n"));
+  Ctl({"delete", "deployment", "myapp1"});
 }
 
 TEST_F(MkubectlTest, InformationCommands) {
