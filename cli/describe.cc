@@ -245,10 +245,15 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   if (!st.reason().empty()) f.push_back({"Reason", st.reason()});
   if (!st.message().empty()) f.push_back({"Message", st.message()});
   f.push_back({"IP", st.pod_ip()});
-  for (const auto& o : m.owner_references()) {
-    if (o.controller()) f.push_back({"Controlled By", o.kind() + "/" + o.name()});
-  }
+  if (st.pod_ip().empty()) f.push_back({"IPs", "<none>"});
   out.Fields(0, f);
+  if (!st.pod_ip().empty()) {
+    out.Line("IPs:");
+    out.Fields(1, {{"IP", st.pod_ip()}});
+  }
+  for (const auto& o : m.owner_references()) {
+    if (o.controller()) out.Fields(0, {{"Controlled By", o.kind() + "/" + o.name()}});
+  }
   out.Line("Containers:");
   for (const auto& c : pod.spec().containers()) {
     out.Line("  " + c.name() + ":");

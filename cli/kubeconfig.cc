@@ -61,13 +61,13 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
     return absl::InvalidArgumentError(fmt::format("error loading config file \"{}\": no current-context", path));
   }
   YAML::Node context = Named(root["contexts"], current, "context");
-  if (!context) {
+  if (!context || !context.IsMap()) {
     return absl::InvalidArgumentError(
         fmt::format("error loading config file \"{}\": context \"{}\" does not exist", path, current));
   }
   YAML::Node cluster = Named(root["clusters"], Str(context, "cluster"), "cluster");
   YAML::Node user = Named(root["users"], Str(context, "user"), "user");
-  if (!cluster) {
+  if (!cluster || !cluster.IsMap()) {
     return absl::InvalidArgumentError(fmt::format(
         "error loading config file \"{}\": cluster \"{}\" does not exist", path, Str(context, "cluster")));
   }

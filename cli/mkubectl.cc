@@ -21,6 +21,7 @@
 #include "api/object.h"
 #include "api/printers.h"
 #include "cli/describe.h"
+#include "cli/args.h"
 #include "cli/kubeconfig.h"
 #include "cli/resources.h"
 #include "fmt/format.h"
@@ -437,17 +438,9 @@ struct DeleteFlags {
 };
 
 std::chrono::seconds ParseSeconds(const std::string& s, const std::string& flag) {
-  if (s.empty() || s == "0" || s == "0s") return std::chrono::seconds(0);
-  try {
-    size_t end = 0;
-    int64_t n = std::stoll(s, &end);
-    std::string unit = s.substr(end);
-    if (unit.empty() || unit == "s") return std::chrono::seconds(n);
-    if (unit == "m") return std::chrono::seconds(n * 60);
-    if (unit == "h") return std::chrono::seconds(n * 3600);
-  } catch (...) {
-  }
-  throw Failure{fmt::format("error: invalid argument \"{}\" for \"{}\": time: invalid duration \"{}\"", s, flag, s)};
+  auto d = ParseDuration(s, flag);
+  if (!d.ok()) throw Failure{"error: " + std::string(d.status().message())};
+  return *d;
 }
 
 // Waits until the object is gone (or the timeout, 0: a week, as kubectl).
@@ -592,46 +585,10 @@ int Relabel(Session& s, const std::vector<std::string>& args, bool overwrite, bo
 
 // ---- taint ----
 
-struct TaintSpec {
-  std::string key, value, effect;
-  bool remove = false;
-};
-
-TaintSpec ParseTaint(const std::string& spec) {
-  static const std::set<std::string> kEffects = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-  TaintSpec t;
-  std::string s = spec;
-  if (!s.empty() && s.back() == '-') {
-    t.remove = true;
-    s.pop_back();
-  }
-  std::string kv = s;
-  if (auto colon = s.find(':'); colon != std::string::npos) {
-    kv = s.substr(0, colon);
-    t.effect = s.substr(colon + 1);
-  } else if (!t.remove) {
-    throw Failure{fmt::format("error: invalid taint spec: {}", spec)};
-  }
-  if (auto eq = kv.find('='); eq != std::string::npos) {
-    t.key = kv.substr(0, eq);
-    t.value = kv.substr(eq + 1);
-  } else {
-    t.key = kv;
-  }
-  if (t.key.empty()) throw Failure{fmt::format("error: invalid taint spec: {}", spec)};
-  if (auto st = api::ValidateLabelKey(t.key); !st.ok()) {
-    throw Failure{fmt::format("error: invalid taint spec: {}, {}", spec, std::string(st.message()))};
-  }
-  if (!t.value.empty()) {
-    if (auto st = api::ValidateLabelValue(t.value); !st.ok()) {
-      throw Failure{fmt::format("error: invalid taint spec: {}, {}", spec, std::string(st.message()))};
-    }
-  }
-  if (!t.effect.empty() && !kEffects.contains(t.effect)) {
-    throw Failure{fmt::format("error: invalid taint spec: {}, unsupported taint effect \"{}\"", spec, t.effect)};
-  }
-  if (!t.remove && t.effect.empty()) throw Failure{fmt::format("error: invalid taint spec: {}", spec)};
-  return t;
+TaintSpec ParseTaintOrFail(const std::string& spec) {
+  auto t = ParseTaint(spec);
+  if (!t.ok()) throw Failure{"error: " + std::string(t.status().message())};
+  return *t;
 }
 
 int Taint(Session& s, const std::vector<std::string>& args, bool overwrite) {
@@ -639,7 +596,7 @@ int Taint(Session& s, const std::vector<std::string>& args, bool overwrite) {
   std::vector<TaintSpec> specs;
   for (const auto& a : args) {
     if (a.find(':') != std::string::npos || a.find('=') != std::string::npos || (a.size() > 1 && a.back() == '-')) {
-      specs.push_back(ParseTaint(a));
+      specs.push_back(ParseTaintOrFail(a));
     } else {
       objs.push_back(a);
     }
