@@ -972,6 +972,99 @@ int SetImage(Session& s, const std::vector<std::string>& args) {
   return rc;
 }
 
+// ---- explain / completion ----
+
+std::string TypeName(const google::protobuf::FieldDescriptor* f) {
+  using FD = google::protobuf::FieldDescriptor;
+  std::string t;
+  if (f->is_map()) {
+    return "<map[string]" + TypeName(f->message_type()->map_value()).substr(1);
+  }
+  switch (f->cpp_type()) {
+    case FD::CPPTYPE_STRING: t = "string"; break;
+    case FD::CPPTYPE_BOOL: t = "boolean"; break;
+    case FD::CPPTYPE_MESSAGE: t = f->message_type()->name() == "IntOrString" ? "string" : "Object"; break;
+    case FD::CPPTYPE_DOUBLE:
+    case FD::CPPTYPE_FLOAT: t = "number"; break;
+    default: t = "integer";
+  }
+  return std::string("<") + (f->is_repeated() ? "[]" : "") + t + ">";
+}
+
+int Explain(const std::string& path) {
+  std::vector<std::string> parts = absl::StrSplit(path, '.');
+  const api::KindInfo& kind = KindOrFail(parts[0]);
+  const google::protobuf::Descriptor* d = kind.prototype->GetDescriptor();
+  const google::protobuf::FieldDescriptor* field = nullptr;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (!d) throw Failure{fmt::format("error: field \"{}\" does not exist", parts[i])};
+    field = nullptr;
+    for (int j = 0; j < d->field_count(); ++j) {
+      if (d->field(j)->json_name() == parts[i]) field = d->field(j);
+    }
+    if (!field) throw Failure{fmt::format("error: field \"{}\" does not exist", parts[i])};
+    d = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE && !field->is_map() &&
+                field->message_type()->name() != "IntOrString"
+            ? field->message_type()
+            : nullptr;
+  }
+  std::cout << "KIND:     " << kind.kind << "\nVERSION:  " << kind.api_version() << "\n\n";
+  if (field && !d) {
+    std::cout << "FIELD:    " << field->json_name() << " " << TypeName(field) << "\n";
+    return 0;
+  }
+  if (field) std::cout << "RESOURCE: " << field->json_name() << " " << TypeName(field) << "\n\n";
+  std::cout << "FIELDS:\n";
+  std::map<std::string, std::string> fields;
+  for (int j = 0; j < d->field_count(); ++j) fields[d->field(j)->json_name()] = TypeName(d->field(j));
+  for (const auto& [name, type] : fields) std::cout << "   " << name << "\t" << type << "\n";
+  return 0;
+}
+
+int Completion(const std::string& shell) {
+  if (shell != "bash") throw Failure{fmt::format("error: Unsupported shell type \"{}\".", shell)};
+  std::set<std::string> types;
+  for (const auto& k : api::Kinds()) {
+    types.insert(k.resource);
+    types.insert(k.singular);
+    for (const auto& s : k.short_names) types.insert(s);
+  }
+  std::cout << R"SH(# bash completion for mkubectl:  source <(mkubectl completion bash)
+_mkubectl() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local commands="annotate api-resources apply cluster-info completion cordon create delete describe drain explain get label rollout scale set taint uncordon version"
+  local types=")SH" << absl::StrJoin(types, " ") << R"SH("
+  case "$prev" in
+    -o|--output) COMPREPLY=($(compgen -W "json yaml name wide" -- "$cur")); return ;;
+    -n|--namespace) COMPREPLY=($(compgen -W "$(mkubectl get namespaces -o name 2>/dev/null | sed 's|.*/||')" -- "$cur")); return ;;
+    -f|--filename|--kubeconfig) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+  esac
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W "$commands" -- "$cur")); return
+  fi
+  local cmd=${COMP_WORDS[1]} i type="" words=0
+  for ((i = 2; i < COMP_CWORD; i++)); do
+    case "${COMP_WORDS[i]}" in -*) ;; *) [ -z "$type" ] && type=${COMP_WORDS[i]}; words=$((words + 1)) ;; esac
+  done
+  case "$cmd" in
+    cordon|uncordon|drain) COMPREPLY=($(compgen -W "$(mkubectl get nodes -o name 2>/dev/null | sed 's|.*/||')" -- "$cur")) ;;
+    rollout) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "status" -- "$cur")) ;;
+    set) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "image" -- "$cur")) ;;
+    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
+    get|describe|delete|label|annotate|scale|explain|taint)
+      if [ "$words" -eq 0 ]; then
+        COMPREPLY=($(compgen -W "$types" -- "$cur"))
+        [ "$cmd" = get ] && COMPREPLY+=($(compgen -W "all" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "$(mkubectl get "$type" -o name 2>/dev/null | sed 's|.*/||')" -- "$cur"))
+      fi ;;
+  esac
+}
+complete -F _mkubectl mkubectl
+)SH";
+  return 0;
+}
+
 int ApiResources() {
   api::Table t;
   t.columns = {"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"};
@@ -1129,6 +1222,14 @@ int Run(int argc, char** argv) {
       return 0;
     };
   });
+  std::string explain_path;
+  auto* explain = app.add_subcommand("explain", "Get the fields of a resource, or of a field: TYPE[.FIELD...]");
+  explain->add_option("path", explain_path, "e.g. pod.spec.affinity.nodeAffinity")->required();
+  explain->callback([&] { action = [&] { return Explain(explain_path); }; });
+  std::string shell;
+  auto* completion = app.add_subcommand("completion", "Output shell completion code for bash: source <(mkubectl completion bash)");
+  completion->add_option("shell", shell, "bash")->required();
+  completion->callback([&] { action = [&] { return Completion(shell); }; });
   auto* resources = app.add_subcommand("api-resources", "Print the supported API resources on the server");
   resources->callback([&] { action = [] { return ApiResources(); }; });
 

@@ -105,6 +105,19 @@ TEST_F(MkubectlTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
             "pod \"nginx001\" deleted\ndeployment.apps \"myapp\" deleted\n");
 }
 
+TEST_F(MkubectlTest, ApplyAFolderOfManifests) {
+  auto r = Ctl({"apply", "-f", MKUBE_SEED_DIR});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  EXPECT_EQ(lines.size(), 11u) << r.out;
+  EXPECT_EQ(lines[0], "pod/myapp01 created");  // demo01.yaml, files in name order
+  EXPECT_THAT(r.out, HasSubstr("deployment.apps/myapp created\ndeployment.apps/myapp1 created\n"));
+  EXPECT_THAT(r.out, HasSubstr("pod/affinity created\npod/affinity configured\n")) << "pod2 and pod3 share a name";
+  r = Ctl({"delete", "-f", MKUBE_SEED_DIR, "--ignore-not-found"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Ctl({"get", "all"}).err, "No resources found in default namespace.\n");
+}
+
 TEST_F(MkubectlTest, GetPrintsKubectlTablesAndFormats) {
   ASSERT_EQ(Ctl({"apply", "-f", Seed("pod2.yaml"), "-f", Seed("demo01.yaml")}).exit_code, 0);
   auto r = Ctl({"get", "pods"});
@@ -358,6 +371,27 @@ TEST_F(MkubectlTest, InformationCommands) {
   EXPECT_THAT(r.out, MatchesRegex("(.|\n)*\ndeployments +deploy +apps/v1 +true +Deployment\n(.|\n)*"));
   EXPECT_THAT(Ctl({"version"}).out, MatchesRegex("Client Version: v.*\nServer Version: v.*\n"));
   EXPECT_THAT(Ctl({"cluster-info"}).out, StartsWith("Kubernetes control plane is running at http://" + api_->address()));
+  r = Ctl({"explain", "pod.spec.affinity.nodeAffinity"});
+  EXPECT_EQ(r.out, "KIND:     Pod\nVERSION:  v1\n\nRESOURCE: nodeAffinity <Object>\n\nFIELDS:\n"
+                   "   preferredDuringSchedulingIgnoredDuringExecution\t<[]Object>\n"
+                   "   requiredDuringSchedulingIgnoredDuringExecution\t<Object>\n");
+  EXPECT_EQ(Ctl({"explain", "deploy.spec.replicas"}).out, "KIND:     Deployment\nVERSION:  apps/v1\n\nFIELD:    replicas <integer>\n");
+  // The seed's misspelt path.
+  r = Ctl({"explain", "pod.spec.aff1n1ty.nodeAffin1ty"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: field \"aff1n1ty\" does not exist\n");
+  // Bash completion: commands, types, names from the server, output formats.
+  const std::string script = Ctl({"completion", "bash"}).out;
+  auto complete = [&](const std::string& words, int cword) {
+    return RunCommand({"bash", "-c", "source /dev/stdin; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                                         std::to_string(cword) + "; _mkubectl; echo \"${COMPREPLY[*]}\""},
+                      {{"MKUBECONFIG", dir_->Sub("config")}, {"PATH", BinDir() + ":/usr/bin:/bin"}}, script).out;
+  };
+  EXPECT_EQ(complete("mkubectl cord", 1), "cordon\n");
+  EXPECT_EQ(complete("mkubectl get deploy", 2), "deploy deployment deployments\n");
+  EXPECT_EQ(complete("mkubectl get pods -o ya", 4), "yaml\n");
+  EXPECT_EQ(complete("mkubectl describe namespace kube-s", 3), "kube-system\n");
   r = Ctl({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("apply"));
