@@ -23,21 +23,15 @@ int64_t NowNs() {
       .count();
 }
 
-// One watch read on gRPC's threads: the benchmark holds a thousand without a thread each.
-class Watch final : public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
+// What one watcher has seen: events, messages, and sampled create-to-delivery latencies.
+class Tally {
  public:
-  Watch(int64_t want, bool sample, std::atomic<int64_t>* delivered, std::atomic<int64_t>* last_ns)
+  Tally(int64_t want, bool sample, std::atomic<int64_t>* delivered, std::atomic<int64_t>* last_ns)
       : want_(want), sample_(sample), delivered_(delivered), last_ns_(last_ns) {}
-
-  void Start(mkube::client::ApiClient* client, const mkube::apiserver::WatchRequest& req) {
-    client->WatchAsync(&ctx_, req, this);
-    StartRead(&batch_);
-    StartCall();
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
+  // Counts a message's events; false once the watcher has all it waits for.
+  bool Add(const mkube::apiserver::WatchBatch& batch) {
     int64_t added = 0;
-    for (const auto& ev : batch_.events()) {
+    for (const auto& ev : batch.events()) {
       if (ev.type() != "ADDED") continue;
       ++added;
       // Latency from a sample: decoding every object would measure the client.
@@ -55,42 +49,110 @@ class Watch final : public grpc::ClientReadReactor<mkube::apiserver::WatchBatch>
     ++batches_;
     delivered_->fetch_add(added);
     last_ns_->store(NowNs());
-    if (seen_ < want_) {
-      StartRead(&batch_);
-    } else {
-      ctx_.TryCancel();
-    }
+    return seen_ < want_;
   }
-  void OnDone(const grpc::Status&) override {
+  void Done() {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     cv_.notify_all();
   }
-  void Cancel() { ctx_.TryCancel(); }
-  // Waits for the end of the call; then the latencies are ours to read.
+  // Waits for the end of the watch; then the latencies are ours to read.
   const std::vector<double>& Wait() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return done_; });
     return latencies_;
   }
+  int64_t batches() const { return batches_; }
 
  private:
   const int64_t want_;
   const bool sample_;
   std::atomic<int64_t>* delivered_;
   std::atomic<int64_t>* last_ns_;
-  grpc::ClientContext ctx_;
-  mkube::apiserver::WatchBatch batch_;
-  int64_t seen_ = 0;
-
- public:
-  int64_t batches_ = 0;
-
- private:
+  int64_t seen_ = 0, batches_ = 0;
   std::vector<double> latencies_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+};
+
+class Watch {
+ public:
+  virtual ~Watch() = default;
+  virtual void Cancel() = 0;
+  virtual Tally& tally() = 0;
+};
+
+// A watch read on gRPC's callback threads.
+class CallbackWatch final : public Watch, public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
+ public:
+  template <typename... TallyArgs>
+  explicit CallbackWatch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
+  void Start(mkube::client::ApiClient* client, const mkube::apiserver::WatchRequest& req) {
+    client->WatchAsync(&ctx_, req, this);
+    StartRead(&batch_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (tally_.Add(batch_)) {
+      StartRead(&batch_);
+    } else {
+      ctx_.TryCancel();
+    }
+  }
+  void OnDone(const grpc::Status&) override { tally_.Done(); }
+  void Cancel() override { ctx_.TryCancel(); }
+  Tally& tally() override { return tally_; }
+
+ private:
+  Tally tally_;
+  grpc::ClientContext ctx_;
+  mkube::apiserver::WatchBatch batch_;
+};
+
+// A watch read from a completion queue that one of a few threads polls: no hand-off to
+// another thread per message.
+class QueueWatch final : public Watch {
+ public:
+  template <typename... TallyArgs>
+  explicit QueueWatch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
+  void Start(mkube::apiserver::Api::Stub* stub, const std::string& token,
+             const mkube::apiserver::WatchRequest& req, grpc::CompletionQueue* cq) {
+    ctx_.AddMetadata("authorization", "Bearer " + token);
+    reader_ = stub->PrepareAsyncWatch(&ctx_, req, cq);
+    reader_->StartCall(this);
+  }
+  // The queue's event for this watch.
+  void Proceed(bool ok) {
+    switch (state_) {
+      case kStarting:
+      case kReading:
+        if (ok && (state_ == kStarting || tally_.Add(batch_))) {
+          state_ = kReading;
+          reader_->Read(&batch_, this);
+          return;
+        }
+        if (ok) ctx_.TryCancel();
+        state_ = kFinishing;
+        reader_->Finish(&status_, this);
+        return;
+      case kFinishing:
+        tally_.Done();
+        return;
+    }
+  }
+  void Cancel() override { ctx_.TryCancel(); }
+  Tally& tally() override { return tally_; }
+
+ private:
+  enum State { kStarting, kReading, kFinishing };
+  Tally tally_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientAsyncReader<mkube::apiserver::WatchBatch>> reader_;
+  mkube::apiserver::WatchBatch batch_;
+  grpc::Status status_;
+  State state_ = kStarting;
 };
 
 }  // namespace
@@ -105,6 +167,10 @@ int main(int argc, char** argv) {
   app.add_option("--pods", pods)->capture_default_str();
   app.add_option("--creators", creators)->capture_default_str();
   app.add_option("--connections", channels, "Connections the watchers are spread over")
+      ->capture_default_str();
+  std::string reader = "queue";
+  app.add_option("--reader", reader, "How the watches are read: queue (completion queues) or callback")
+      ->check(CLI::IsMember({"queue", "callback"}))
       ->capture_default_str();
   double rate = 0;
   app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
@@ -134,12 +200,42 @@ int main(int argc, char** argv) {
   std::vector<double> latencies;
   std::atomic<int64_t> last_ns{0};
   std::vector<std::unique_ptr<Watch>> watches;
+  // For the queue reader: a stub per connection and two polling threads.
+  std::vector<std::unique_ptr<mkube::apiserver::Api::Stub>> stubs;
+  std::vector<std::unique_ptr<grpc::CompletionQueue>> queues;
+  std::vector<std::thread> pollers;
+  if (reader == "queue") {
+    for (int c = 0; c < channels; ++c) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(INT32_MAX);
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      stubs.push_back(mkube::apiserver::Api::NewStub(
+          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    }
+    for (int q = 0; q < 2; ++q) queues.push_back(std::make_unique<grpc::CompletionQueue>());
+  }
   for (int w = 0; w < watchers; ++w) {
     mkube::apiserver::WatchRequest req;
     req.set_resource("pods");
     req.set_resource_version(list->resource_version());
-    watches.push_back(std::make_unique<Watch>(pods, w % 50 == 0, &delivered, &last_ns));
-    watches.back()->Start(clients[static_cast<size_t>(w % channels)].get(), req);
+    const bool sample = w % 50 == 0;
+    if (reader == "queue") {
+      auto watch = std::make_unique<QueueWatch>(pods, sample, &delivered, &last_ns);
+      watch->Start(stubs[static_cast<size_t>(w % channels)].get(), token, req,
+                   queues[static_cast<size_t>(w) % queues.size()].get());
+      watches.push_back(std::move(watch));
+    } else {
+      auto watch = std::make_unique<CallbackWatch>(pods, sample, &delivered, &last_ns);
+      watch->Start(clients[static_cast<size_t>(w % channels)].get(), req);
+      watches.push_back(std::move(watch));
+    }
+  }
+  for (auto& q : queues) {
+    pollers.emplace_back([cq = q.get()] {
+      void* tag;
+      bool ok;
+      while (cq->Next(&tag, &ok)) static_cast<QueueWatch*>(tag)->Proceed(ok);
+    });
   }
   const int64_t start = NowNs();
   std::atomic<int> next{0};
@@ -181,10 +277,12 @@ int main(int argc, char** argv) {
   for (auto& w : watches) w->Cancel();
   int64_t batches = 0;
   for (auto& w : watches) {
-    const auto& mine = w->Wait();
-    batches += w->batches_;
+    const auto& mine = w->tally().Wait();
+    batches += w->tally().batches();
     latencies.insert(latencies.end(), mine.begin(), mine.end());
   }
+  for (auto& q : queues) q->Shutdown();
+  for (auto& t : pollers) t.join();
   const double seconds = static_cast<double>(std::max(last_ns.load(), created_ns) - start) / 1e9;
   auto pct_of = [](std::vector<double>& v, double p) {
     std::sort(v.begin(), v.end());
