@@ -408,6 +408,8 @@ TEST_P(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthersOrGrowingMemor
   // The stalled watcher never reads; the server keeps at most 50 events for it.
   grpc::ClientContext stalled_ctx;
   admin_->Auth(&stalled_ctx);
+  // Long enough that only being cut off ends it, on a slow (sanitizer) build too.
+  stalled_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   apiserver::WatchRequest req;
   req.set_resource("pods");
   req.set_namespace_("default");
