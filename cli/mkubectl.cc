@@ -25,6 +25,7 @@
 #include "cli/kubeconfig.h"
 #include "cli/resources.h"
 #include "fmt/format.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -919,6 +920,88 @@ int RolloutStatus(Session& s, const std::vector<std::string>& args, const std::s
   return 0;
 }
 
+constexpr char kRevision[] = "deployment.kubernetes.io/revision";
+
+// A deployment's ReplicaSets by revision (the deployment controller numbers them).
+std::map<int64_t, api::ReplicaSet> History(Session& s, const api::Deployment& d) {
+  std::map<int64_t, api::ReplicaSet> out;
+  auto list = s.Must(s.res().List(*api::FindResource("replicasets"), d.metadata().namespace_(), "", ""));
+  for (const auto& r : list.items) {
+    const auto& rs = static_cast<const api::ReplicaSet&>(*r);
+    bool owned = false;
+    for (const auto& o : rs.metadata().owner_references()) owned |= o.controller() && o.uid() == d.metadata().uid();
+    auto it = rs.metadata().annotations().find(kRevision);
+    if (!owned || it == rs.metadata().annotations().end()) continue;
+    try {
+      out[std::stoll(it->second)] = rs;
+    } catch (...) {
+    }
+  }
+  return out;
+}
+
+const api::Deployment& DeploymentOf(const Target& t, const MessagePtr& obj) {
+  if (t.kind->kind != "Deployment") {
+    throw Failure{fmt::format("error: no history viewer has been implemented for {}", t.kind->kind)};
+  }
+  return static_cast<const api::Deployment&>(*obj);
+}
+
+int RolloutHistory(Session& s, const std::vector<std::string>& args) {
+  for (const auto& t : ParseTargets(args, true)) {
+    auto obj = s.Must(s.res().Get(*t.kind, s.ns(), t.name));
+    const auto history = History(s, DeploymentOf(t, obj));
+    std::cout << KindName(*t.kind) << "/" << t.name << " \n";
+    api::Table table;
+    table.columns = {"REVISION", "CHANGE-CAUSE"};
+    for (const auto& [rev, rs] : history) {
+      auto cause = rs.metadata().annotations().find("kubernetes.io/change-cause");
+      table.rows.push_back({std::to_string(rev), cause == rs.metadata().annotations().end() ? "<none>" : cause->second});
+    }
+    std::cout << api::RenderTable(table) << "\n";
+  }
+  return 0;
+}
+
+int RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision) {
+  for (const auto& t : ParseTargets(args, true)) {
+    auto obj = s.Must(s.res().Get(*t.kind, s.ns(), t.name));
+    const auto& d = DeploymentOf(t, obj);
+    const auto history = History(s, d);
+    int64_t current = 0;
+    if (auto it = d.metadata().annotations().find(kRevision); it != d.metadata().annotations().end()) {
+      current = std::atoll(it->second.c_str());
+    }
+    const api::ReplicaSet* target = nullptr;
+    if (to_revision > 0) {
+      auto it = history.find(to_revision);
+      if (it == history.end()) throw Failure{fmt::format("error: unable to find specified revision {} in history", to_revision)};
+      target = &it->second;
+    } else {
+      // The newest revision before the current one (the newest there is, without a current).
+      if (current == 0 && !history.empty()) current = history.rbegin()->first;
+      for (const auto& [rev, rs] : history) {
+        if (rev < current) target = &rs;
+      }
+      if (!target) throw Failure{fmt::format("error: no rollout history found for deployment \"{}\"", t.name)};
+    }
+    // The ReplicaSet's template without the label the controller adds to tell revisions apart.
+    api::PodTemplateSpec tmpl = target->spec().template_();
+    tmpl.mutable_metadata()->mutable_labels()->erase("pod-template-hash");
+    if (google::protobuf::util::MessageDifferencer::Equals(tmpl, d.spec().template_())) {
+      std::cout << KindName(*t.kind) << "/" << t.name << " skipped rollback (current template already matches revision "
+                << target->metadata().annotations().at(kRevision) << ")\n";
+      continue;
+    }
+    json patch;
+    patch["metadata"]["resourceVersion"] = d.metadata().resource_version();
+    patch["spec"]["template"] = api::EncodeJson(tmpl);
+    s.Must(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump()));
+    std::cout << KindName(*t.kind) << "/" << t.name << " rolled back\n";
+  }
+  return 0;
+}
+
 int SetImage(Session& s, const std::vector<std::string>& args) {
   std::vector<std::string> objs;
   std::map<std::string, std::string> images;
@@ -1190,6 +1273,14 @@ int Run(int argc, char** argv) {
   rollout_status->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
   rollout_status->add_option("--timeout", rollout_timeout, "How long to wait (0: forever)");
   rollout_status->callback([&] { action = [&] { Session s(g); return RolloutStatus(s, args, rollout_timeout); }; });
+  auto* rollout_history = rollout->add_subcommand("history", "View the rollout history");
+  rollout_history->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
+  rollout_history->callback([&] { action = [&] { Session s(g); return RolloutHistory(s, args); }; });
+  int64_t to_revision = 0;
+  auto* rollout_undo = rollout->add_subcommand("undo", "Undo a previous rollout");
+  rollout_undo->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
+  rollout_undo->add_option("--to-revision", to_revision, "The revision to roll back to (0: the previous one)");
+  rollout_undo->callback([&] { action = [&] { Session s(g); return RolloutUndo(s, args, to_revision); }; });
   auto* set = app.add_subcommand("set", "Set specific features on objects");
   set->require_subcommand(1);
   auto* set_image = set->add_subcommand("image", "Update the image of a pod template");

@@ -365,6 +365,49 @@ TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
   Ctl({"delete", "deployment", "myapp1"});
 }
 
+TEST_F(MkubectlTest, RolloutHistoryAndUndoFromTheReplicaSets) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp1.yaml")}).exit_code, 0);
+  EXPECT_EQ(Ctl({"rollout", "undo", "deployment/myapp1"}).err,
+            "error: no rollout history found for deployment \"myapp1\"\n");
+  const std::string uid = [&] {
+    std::string y = Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out;
+    auto at = y.find("uid: ") + 5;
+    return y.substr(at, y.find('\n', at) - at);
+  }();
+  // What the deployment controller leaves behind after two rollouts (v1, then v2).
+  auto rs = [&](int rev, const std::string& image, const std::string& cause) {
+    return fmt::format(R"(apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: myapp1-{0}
+  annotations: {{deployment.kubernetes.io/revision: "{0}"{3}}}
+  ownerReferences: [{{apiVersion: apps/v1, kind: Deployment, name: myapp1, uid: {1}, controller: true}}]
+spec:
+  replicas: 0
+  selector: {{matchLabels: {{app: myapp1, pod-template-hash: h{0}}}}}
+  template:
+    metadata: {{labels: {{app: myapp1, pod-template-hash: h{0}}}}}
+    spec:
+      nodeSelector: {{kgc: a}}
+      containers: [{{name: myapp1, image: "{2}", ports: [{{containerPort: 80}}]}}]
+)", rev, uid, image, cause.empty() ? "" : ", kubernetes.io/change-cause: \"" + cause + "\"");
+  };
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, rs(1, "soscscs/myapp:v1", "") + "---\n" + rs(2, "soscscs/myapp:v2", "set image v2")).exit_code, 0);
+  ASSERT_EQ(Ctl({"set", "image", "deploy/myapp1", "myapp1=soscscs/myapp:v2"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"annotate", "deploy", "myapp1", "deployment.kubernetes.io/revision=2"}).exit_code, 0);
+  auto r = Ctl({"rollout", "history", "deployment/myapp1"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp1 \nREVISION   CHANGE-CAUSE\n1          <none>\n2          set image v2\n\n") << r.err;
+  EXPECT_EQ(Ctl({"rollout", "undo", "deployment/myapp1", "--to-revision=7"}).err,
+            "error: unable to find specified revision 7 in history\n");
+  r = Ctl({"rollout", "undo", "deployment/myapp1"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp1 rolled back\n") << r.err;
+  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out, HasSubstr("image: soscscs/myapp:v1"));
+  EXPECT_EQ(Ctl({"rollout", "undo", "deployment/myapp1", "--to-revision=1"}).out,
+            "deployment.apps/myapp1 skipped rollback (current template already matches revision 1)\n");
+  Ctl({"delete", "deploy", "myapp1"});
+  Ctl({"delete", "rs", "myapp1-1", "myapp1-2"});
+}
+
 TEST_F(MkubectlTest, InformationCommands) {
   auto r = Ctl({"api-resources"});
   EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +SHORTNAMES +APIVERSION +NAMESPACED +KIND"));
