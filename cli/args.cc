@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "api/labels.h"
 #include "fmt/format.h"
 
@@ -47,13 +48,10 @@ absl::StatusOr<TaintSpec> ParseTaint(const std::string& spec) {
 absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text, const std::string& flag) {
   if (text.empty() || text == "0") return std::chrono::seconds(0);
   size_t end = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(text, &end);
-  } catch (...) {
-    end = 0;
-  }
-  const std::string unit = end ? text.substr(end) : "?";
+  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+  int64_t n = -1;
+  if (end == 0 || end > 12 || !absl::SimpleAtoi(text.substr(0, end), &n)) n = -1;
+  const std::string unit = text.substr(end);
   if (n >= 0 && (unit.empty() || unit == "s")) return std::chrono::seconds(n);
   if (n >= 0 && unit == "m") return std::chrono::seconds(n * 60);
   if (n >= 0 && unit == "h") return std::chrono::seconds(n * 3600);

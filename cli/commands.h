@@ -1,0 +1,51 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cli/session.h"
+
+// mkubectl's commands. Each prints what kubectl prints and returns the error line to show
+// (UserError) or Reported() when it printed its errors itself.
+namespace mkube::cli {
+
+absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only);
+
+struct DeleteFlags {
+  std::vector<std::string> files;
+  std::string labels, fields;
+  bool all = false, force = false, wait = true, ignore_not_found = false;
+  int64_t grace = -1;
+  std::string timeout = "0s";
+};
+absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f);
+
+struct GetFlags {
+  std::string output, labels, fields;
+  bool all_namespaces = false, show_labels = false, no_headers = false, watch = false;
+};
+absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f);
+absl::Status Describe(Session& s, const std::vector<std::string>& args, const std::string& labels);
+
+absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite, bool annotations);
+absl::Status Taint(Session& s, const std::vector<std::string>& args, bool overwrite);
+absl::Status Cordon(Session& s, const std::vector<std::string>& nodes, bool unschedulable);
+absl::Status Scale(Session& s, const std::vector<std::string>& args, int replicas);
+absl::Status SetImage(Session& s, const std::vector<std::string>& args);
+
+struct DrainFlags {
+  bool ignore_daemonsets = false, delete_emptydir_data = false, force = false;
+  int64_t grace = -1;
+  std::string timeout = "0s";
+};
+absl::Status Drain(Session& s, const std::string& node, const DrainFlags& f);
+absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args, const std::string& timeout);
+absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args);
+absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision);
+
+absl::Status Explain(const std::string& path);
+absl::Status Completion(const std::string& shell);
+absl::Status ApiResources();
+
+}  // namespace mkube::cli
