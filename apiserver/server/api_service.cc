@@ -52,7 +52,16 @@ absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attribute
 grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
                                               std::function<absl::Status()> work) {
   auto* reactor = ctx->DefaultReactor();
-  executor_.Run([reactor, work = std::move(work)] { reactor->Finish(ToGrpc(work())); });
+  executor_.Run([ctx, reactor, work = std::move(work)] {
+    // A caller that gave up while the request waited for a worker gets nothing done: a
+    // write it no longer waits for would land after it was told it failed.
+    if (ctx->IsCancelled() || std::chrono::system_clock::now() >= ctx->deadline()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "the request's deadline passed before it was handled"));
+      return;
+    }
+    reactor->Finish(ToGrpc(work()));
+  });
   return reactor;
 }
 

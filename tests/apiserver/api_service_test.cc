@@ -1,0 +1,112 @@
+// The gRPC front of the registry, in-process on a real store: a request whose caller has
+// given up while it waited for a worker is not carried out.
+#include "apiserver/server/api_service.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "apiserver/cache/watch_cache.h"
+#include "apiserver/registry/registry.h"
+#include "proto/api/core.pb.h"
+#include "store/server/store_server.h"
+#include "tests/util/process.h"
+
+namespace mkube::apiserver::server {
+namespace {
+
+class ApiServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::server::ServerOptions o;
+    o.store.data_dir = dir_.Sub("store");
+    o.listen = "127.0.0.1:0";
+    auto s = store::server::StoreServer::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+    store_client_ = std::make_unique<storage::StoreClient>(store_->address());
+    cache_ = std::make_unique<cache::WatchCache>(store_client_.get());
+    ASSERT_TRUE(cache_->Start().ok());
+    registry_ = std::make_unique<registry::Registry>(store_client_.get(), cache_.get());
+    ASSERT_TRUE(registry_->Bootstrap().ok());
+    auto authn = auth::TokenAuthenticator::FromText("t,admin,1,\"system:masters\"\n");
+    ASSERT_TRUE(authn.ok());
+    authn_ = std::make_unique<auth::TokenAuthenticator>(*authn);
+    ServiceOptions options;
+    options.workers = 1;  // one request at a time, so the next one waits
+    service_ = std::make_unique<ApiService>(registry_.get(), authn_.get(), options);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_TRUE(server_ && port > 0);
+    stub_ = Api::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    cache_->Stop();
+  }
+
+  grpc::Status CreatePod(const std::string& name, std::chrono::milliseconds deadline) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    api::Pod pod;
+    pod.mutable_metadata()->set_name(name);
+    auto* c = pod.mutable_spec()->add_containers();
+    c->set_name("c");
+    c->set_image("soscscs/myapp:v1");
+    CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_object(pod.SerializeAsString());
+    ObjectReply reply;
+    return stub_->Create(&ctx, req, &reply);
+  }
+  grpc::StatusCode GetPod(const std::string& name) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    GetRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name(name);
+    ObjectReply reply;
+    return stub_->Get(&ctx, req, &reply).error_code();
+  }
+
+  mkube::testing::TempDir dir_;
+  std::unique_ptr<store::server::StoreServer> store_;
+  std::unique_ptr<storage::StoreClient> store_client_;
+  std::unique_ptr<cache::WatchCache> cache_;
+  std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<auth::TokenAuthenticator> authn_;
+  std::unique_ptr<ApiService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Api::Stub> stub_;
+};
+
+TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
+  ASSERT_TRUE(CreatePod("on-time", std::chrono::seconds(10)).ok());
+  EXPECT_EQ(GetPod("on-time"), grpc::StatusCode::OK);
+  // The only worker waits (up to 5 s) for a resourceVersion the cache has not seen.
+  std::thread busy([&] {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    ListRequest req;
+    req.set_resource("pods");
+    req.set_resource_version("999999");
+    ListReply reply;
+    EXPECT_EQ(stub_->List(&ctx, req, &reply).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Queued behind it, this create's caller gives up after half a second.
+  EXPECT_EQ(CreatePod("late", std::chrono::milliseconds(500)).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  busy.join();
+  // The worker is free again; the late create must not have happened.
+  ASSERT_TRUE(CreatePod("after", std::chrono::seconds(10)).ok());
+  EXPECT_EQ(GetPod("late"), grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace mkube::apiserver::server
