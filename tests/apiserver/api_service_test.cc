@@ -9,7 +9,7 @@
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
 #include "proto/api/core.pb.h"
-#include "store/server/store_server.h"
+#include "tests/apiserver/in_process_store.h"
 #include "tests/util/process.h"
 
 namespace mkube::apiserver::server {
@@ -18,10 +18,7 @@ namespace {
 class ApiServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store::server::ServerOptions o;
-    o.store.data_dir = dir_.Sub("store");
-    o.listen = "127.0.0.1:0";
-    auto s = store::server::StoreServer::Start(o);
+    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
     store_client_ = std::make_unique<storage::StoreClient>(store_->address());

@@ -10,7 +10,7 @@
 
 #include "api/object.h"
 #include "proto/api/core.pb.h"
-#include "store/server/store_server.h"
+#include "tests/apiserver/in_process_store.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
@@ -70,10 +70,7 @@ class WatchCacheTest : public ::testing::Test {
   void SetUp() override { StartStore(); }
 
   void StartStore() {
-    store::server::ServerOptions o;
-    o.store.data_dir = dir_.Sub("store");
-    o.listen = "127.0.0.1:0";
-    auto s = store::server::StoreServer::Start(o);
+    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
     client_ = std::make_unique<storage::StoreClient>(server_->address());
