@@ -151,3 +151,49 @@ TEST(TableTest, WorkloadsNodesAndEvents) {
 
 }  // namespace
 }  // namespace mkube::api
+
+namespace mkube::api {
+namespace {
+
+TEST(YamlOutputTest, AsKubectlWritesIt) {
+  auto pod = Parse<Pod>(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {tier: front, app: web}, annotations: {note: "two\nlines", port: "80"}}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    args: ["--port", "8080"]
+  tolerations:
+  - {key: cht, operator: Exists, effect: NoExecute}
+)");
+  EXPECT_EQ(ToYaml(pod),
+            "apiVersion: v1\n"
+            "kind: Pod\n"
+            "metadata:\n"
+            "  annotations:\n"
+            "    note: \"two\\nlines\"\n"
+            "    port: \"80\"\n"
+            "  labels:\n"
+            "    app: web\n"
+            "    tier: front\n"
+            "  name: web\n"
+            "spec:\n"
+            "  containers:\n"
+            "  - args:\n"
+            "    - --port\n"
+            "    - \"8080\"\n"
+            "    image: nginx\n"
+            "    name: c\n"
+            "  tolerations:\n"
+            "  - effect: NoExecute\n"
+            "    key: cht\n"
+            "    operator: Exists\n");
+  // JSON as kubectl prints it: four spaces, fields in the object's order.
+  EXPECT_EQ(ToJson(Parse<Namespace>("metadata: {name: x}\nstatus: {phase: Active}")),
+            "{\n    \"metadata\": {\n        \"name\": \"x\"\n    },\n    \"status\": {\n        \"phase\": \"Active\"\n    }\n}");
+}
+
+}  // namespace
+}  // namespace mkube::api
