@@ -344,11 +344,14 @@ Table MakeTable(const KindInfo& kind, const std::vector<const google::protobuf::
   return t;
 }
 
-std::string RenderTable(const Table& table, bool headers) {
+std::string RenderTable(const Table& table, bool headers, std::vector<size_t>* widths) {
   std::vector<const Row*> lines;
   if (headers) lines.push_back(&table.columns);
   for (const auto& r : table.rows) lines.push_back(&r);
   std::vector<size_t> width(table.columns.size(), 0);
+  if (widths) {
+    for (size_t i = 0; i < width.size() && i < widths->size(); ++i) width[i] = (*widths)[i];
+  }
   for (const Row* r : lines) {
     for (size_t i = 0; i < r->size() && i < width.size(); ++i) width[i] = std::max(width[i], (*r)[i].size());
   }
@@ -361,6 +364,7 @@ std::string RenderTable(const Table& table, bool headers) {
     }
     out += '\n';
   }
+  if (widths) *widths = width;
   return out;
 }
 

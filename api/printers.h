@@ -28,7 +28,9 @@ struct Table {
 Table MakeTable(const KindInfo& kind, const std::vector<const google::protobuf::Message*>& objects,
                 const TableOptions& options);
 // Aligned as kubectl aligns: each column as wide as its widest cell plus three spaces.
-std::string RenderTable(const Table& table, bool headers = true);
+// With `widths`, columns are at least as wide as given there, and it is widened to match:
+// rows printed one by one (get -w) keep lining up under the header printed first.
+std::string RenderTable(const Table& table, bool headers = true, std::vector<size_t>* widths = nullptr);
 
 // kubectl's short durations: "45s", "3m2s", "12m", "4h5m", "2d3h", "400d", "3y20d".
 std::string HumanDuration(absl::Duration d);

@@ -26,8 +26,9 @@ json ListJson(const std::vector<MessagePtr>& items) {
 }
 
 // As -o asks: a table (kind-prefixed names when several kinds are shown), yaml, json or names.
+// `widths` (optional) carries the table's column widths from one call to the next.
 void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& items, const GetFlags& f,
-                  bool single, bool prefix_kind, bool headers) {
+                  bool single, bool prefix_kind, bool headers, std::vector<size_t>* widths = nullptr) {
   if (f.output == "json" || f.output == "yaml") {
     json j = single && items.size() == 1 ? api::EncodeJson(*items[0]) : ListJson(items);
     std::cout << (f.output == "json" ? j.dump(4) + "\n" : api::JsonToYaml(j));
@@ -48,7 +49,7 @@ void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& item
     const size_t name_col = o.with_namespace ? 1 : 0;
     for (auto& row : t.rows) row[name_col] = KindName(kind) + "/" + row[name_col];
   }
-  std::cout << api::RenderTable(t, headers && !f.no_headers);
+  std::cout << api::RenderTable(t, headers && !f.no_headers, widths);
 }
 
 absl::Status CheckOutput(const std::string& o) {
@@ -62,7 +63,7 @@ absl::Status CheckOutput(const std::string& o) {
 
 // Prints rows as objects change, until interrupted.
 absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f, const std::string& ns,
-                       const std::string& rv) {
+                       const std::string& rv, std::vector<size_t>* widths) {
   apiserver::WatchRequest req;
   req.set_resource(kind.resource);
   req.set_namespace_(ns);
@@ -77,7 +78,7 @@ absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f,
     if (ev.type() == "BOOKMARK") continue;
     auto obj = s.res().Decode(kind, ev.object());
     if (!obj.ok()) continue;
-    PrintObjects(kind, {*obj}, rows, false, false, false);
+    PrintObjects(kind, {*obj}, rows, false, false, false, widths);
     std::cout.flush();
   }
   auto st = stream->Finish();
@@ -155,14 +156,15 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   if (targets.size() == 1 && targets[0].name.empty()) {
     const api::KindInfo& kind = *targets[0].kind;
     MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
+    std::vector<size_t> widths;
     if (list.items.empty() && !f.watch && (f.output.empty() || f.output == "wide")) {
       NoResources(s, kind, f.all_namespaces);
     } else {
-      PrintObjects(kind, list.items, f, false, false, true);
+      PrintObjects(kind, list.items, f, false, false, true, &widths);
     }
     if (!f.watch) return absl::OkStatus();
     std::cout.flush();
-    return WatchRows(s, kind, f, ns, list.resource_version);
+    return WatchRows(s, kind, f, ns, list.resource_version, &widths);
   }
   // Named objects: one table per kind, errors for the missing after the rest.
   std::vector<absl::Status> errors;

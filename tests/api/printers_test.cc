@@ -117,6 +117,17 @@ TEST(TableTest, PodsNarrowWideLabelsAndNamespaces) {
             "kube-system   pending-pod   0/2   Pending   0             5h     <none>\n");
 }
 
+TEST(TableTest, RowsPrintedOneByOneLineUpUnderTheHeader) {
+  Table head{{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, {}};
+  std::vector<size_t> widths;
+  EXPECT_EQ(RenderTable(head, true, &widths), "NAME   READY   STATUS   RESTARTS   AGE\n");
+  Table row{head.columns, {{"nginx", "0/1", "Pending", "0", "0s"}}};
+  EXPECT_EQ(RenderTable(row, false, &widths), "nginx   0/1     Pending   0          0s\n");
+  Table wider{head.columns, {{"nginx", "0/1", "ContainerCreating", "0", "1s"}}};
+  EXPECT_EQ(RenderTable(wider, false, &widths), "nginx   0/1     ContainerCreating   0          1s\n");
+  EXPECT_EQ(RenderTable(row, false, &widths), "nginx   0/1     Pending             0          0s\n");
+}
+
 TEST(TableTest, WorkloadsNodesAndEvents) {
   TableOptions o;
   o.now = kNow;
