@@ -21,7 +21,8 @@ std::string OrNone(const std::string& s) { return s.empty() ? "<none>" : s; }
 std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339) {
   absl::Time t;
   std::string err;
-  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) return std::nullopt;
+  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err))
+    return std::nullopt;
   return t;
 }
 
@@ -66,10 +67,8 @@ Row PodRow(const Pod& pod, const TableOptions& o, bool wide) {
   if (restarts > 0 && last_restart) {
     restart_cell += " (" + HumanDuration(o.now - *last_restart) + " ago)";
   }
-  Row row = {pod.metadata().name(),
-             fmt::format("{}/{}", ready, pod.spec().containers_size()),
-             PodStatusReason(pod), restart_cell,
-             Age(pod.metadata().creation_timestamp(), o.now)};
+  Row row = {pod.metadata().name(), fmt::format("{}/{}", ready, pod.spec().containers_size()),
+             PodStatusReason(pod), restart_cell, Age(pod.metadata().creation_timestamp(), o.now)};
   if (wide) {
     row.push_back(OrNone(pod.status().pod_ip()));
     row.push_back(OrNone(pod.spec().node_name()));
@@ -90,8 +89,9 @@ Row NodeRow(const Node& node, const TableOptions& o, bool wide) {
       if (a.type() == "ExternalIP" && external.empty()) external = a.address();
     }
     const auto& info = node.status().node_info();
-    row.insert(row.end(), {OrNone(internal), OrNone(external), OrNone(info.os_image()),
-                           OrNone(info.kernel_version()), OrNone(info.container_runtime_version())});
+    row.insert(row.end(),
+               {OrNone(internal), OrNone(external), OrNone(info.os_image()),
+                OrNone(info.kernel_version()), OrNone(info.container_runtime_version())});
   }
   return row;
 }
@@ -177,7 +177,8 @@ Row EventRow(const Event& e, const TableOptions& o, bool) {
   std::string last = e.last_timestamp().empty() ? e.event_time() : e.last_timestamp();
   if (last.empty()) last = e.metadata().creation_timestamp();
   std::string kind = e.involved_object().kind();
-  std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(kind.begin(), kind.end(), kind.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return {Age(last, o.now), e.type(), e.reason(), kind + "/" + e.involved_object().name(),
           e.message()};
 }
@@ -195,10 +196,10 @@ const std::map<std::string, Printer>& Printers() {
   static const auto* printers = new std::map<std::string, Printer>{
       {"Pod", Of<Pod>({"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
                       {"IP", "NODE", "NOMINATED NODE", "READINESS GATES"}, PodRow)},
-      {"Node", Of<Node>({"NAME", "STATUS", "ROLES", "AGE", "VERSION"},
-                        {"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION",
-                         "CONTAINER-RUNTIME"},
-                        NodeRow)},
+      {"Node",
+       Of<Node>({"NAME", "STATUS", "ROLES", "AGE", "VERSION"},
+                {"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"},
+                NodeRow)},
       {"Deployment", Of<Deployment>({"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"},
                                     {"CONTAINERS", "IMAGES", "SELECTOR"}, DeploymentRow)},
       {"ReplicaSet", Of<ReplicaSet>({"NAME", "DESIRED", "CURRENT", "READY", "AGE"},
@@ -206,22 +207,24 @@ const std::map<std::string, Printer>& Printers() {
       {"ReplicationController",
        Of<ReplicationController>({"NAME", "DESIRED", "CURRENT", "READY", "AGE"},
                                  {"CONTAINERS", "IMAGES", "SELECTOR"}, ReplicationControllerRow)},
-      {"DaemonSet", Of<DaemonSet>({"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE",
-                                   "AVAILABLE", "NODE SELECTOR", "AGE"},
+      {"DaemonSet", Of<DaemonSet>({"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE",
+                                   "NODE SELECTOR", "AGE"},
                                   {"CONTAINERS", "IMAGES", "SELECTOR"}, DaemonSetRow)},
       {"Job", Of<Job>({"NAME", "COMPLETIONS", "DURATION", "AGE"},
                       {"CONTAINERS", "IMAGES", "SELECTOR"}, JobRow)},
       {"Event", Of<Event>({"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, {}, EventRow)},
-      {"Namespace", Of<Namespace>({"NAME", "STATUS", "AGE"}, {},
-                                  +[](const Namespace& ns, const TableOptions& o, bool) -> Row {
-                                    return {ns.metadata().name(), ns.status().phase(),
-                                            Age(ns.metadata().creation_timestamp(), o.now)};
-                                  })},
-      {"Lease", Of<Lease>({"NAME", "HOLDER", "AGE"}, {},
-                          +[](const Lease& l, const TableOptions& o, bool) -> Row {
-                            return {l.metadata().name(), l.spec().holder_identity(),
-                                    Age(l.metadata().creation_timestamp(), o.now)};
-                          })},
+      {"Namespace", Of<Namespace>(
+                        {"NAME", "STATUS", "AGE"}, {},
+                        +[](const Namespace& ns, const TableOptions& o, bool) -> Row {
+                          return {ns.metadata().name(), ns.status().phase(),
+                                  Age(ns.metadata().creation_timestamp(), o.now)};
+                        })},
+      {"Lease", Of<Lease>(
+                    {"NAME", "HOLDER", "AGE"}, {},
+                    +[](const Lease& l, const TableOptions& o, bool) -> Row {
+                      return {l.metadata().name(), l.spec().holder_identity(),
+                              Age(l.metadata().creation_timestamp(), o.now)};
+                    })},
   };
   return *printers;
 }
@@ -241,7 +244,8 @@ std::string HumanDuration(absl::Duration d) {
   if (minutes < 60 * 3) return fmt::format("{}m", minutes);
   const int64_t hours = minutes / 60;
   if (hours < 8) {
-    return minutes % 60 == 0 ? fmt::format("{}h", hours) : fmt::format("{}h{}m", hours, minutes % 60);
+    return minutes % 60 == 0 ? fmt::format("{}h", hours)
+                             : fmt::format("{}h{}m", hours, minutes % 60);
   }
   if (hours < 48) return fmt::format("{}h", hours);
   if (hours < 24 * 8) {
@@ -353,7 +357,8 @@ std::string RenderTable(const Table& table, bool headers, std::vector<size_t>* w
     for (size_t i = 0; i < width.size() && i < widths->size(); ++i) width[i] = (*widths)[i];
   }
   for (const Row* r : lines) {
-    for (size_t i = 0; i < r->size() && i < width.size(); ++i) width[i] = std::max(width[i], (*r)[i].size());
+    for (size_t i = 0; i < r->size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], (*r)[i].size());
   }
   std::string out;
   for (const Row* r : lines) {

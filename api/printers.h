@@ -13,9 +13,9 @@ namespace mkube::api {
 // The kubectl-style tables of each kind: column names and row cells, as `kubectl get` prints
 // them. They live here, not in the CLI, so the apiserver can render the same tables.
 struct TableOptions {
-  bool wide = false;         // -o wide: the extra columns
-  bool show_labels = false;  // --show-labels: a LABELS column last
-  bool with_namespace = false;  // -A: a NAMESPACE column first
+  bool wide = false;             // -o wide: the extra columns
+  bool show_labels = false;      // --show-labels: a LABELS column last
+  bool with_namespace = false;   // -A: a NAMESPACE column first
   absl::Time now = absl::Now();  // ages are measured to this
 };
 
@@ -30,7 +30,8 @@ Table MakeTable(const KindInfo& kind, const std::vector<const google::protobuf::
 // Aligned as kubectl aligns: each column as wide as its widest cell plus three spaces.
 // With `widths`, columns are at least as wide as given there, and it is widened to match:
 // rows printed one by one (get -w) keep lining up under the header printed first.
-std::string RenderTable(const Table& table, bool headers = true, std::vector<size_t>* widths = nullptr);
+std::string RenderTable(const Table& table, bool headers = true,
+                        std::vector<size_t>* widths = nullptr);
 
 // kubectl's short durations: "45s", "3m2s", "12m", "4h5m", "2d3h", "400d", "3y20d".
 std::string HumanDuration(absl::Duration d);

@@ -11,8 +11,9 @@ namespace mkube::cli {
 absl::StatusOr<TaintSpec> ParseTaint(const std::string& spec) {
   static const std::set<std::string> kEffects = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
   auto invalid = [&](const std::string& why) {
-    return absl::InvalidArgumentError(why.empty() ? fmt::format("invalid taint spec: {}", spec)
-                                                  : fmt::format("invalid taint spec: {}, {}", spec, why));
+    return absl::InvalidArgumentError(why.empty()
+                                          ? fmt::format("invalid taint spec: {}", spec)
+                                          : fmt::format("invalid taint spec: {}, {}", spec, why));
   };
   TaintSpec t;
   std::string s = spec;
@@ -37,7 +38,8 @@ absl::StatusOr<TaintSpec> ParseTaint(const std::string& spec) {
   if (t.key.empty()) return invalid("");
   if (auto st = api::ValidateLabelKey(t.key); !st.ok()) return invalid(std::string(st.message()));
   if (!t.value.empty()) {
-    if (auto st = api::ValidateLabelValue(t.value); !st.ok()) return invalid(std::string(st.message()));
+    if (auto st = api::ValidateLabelValue(t.value); !st.ok())
+      return invalid(std::string(st.message()));
   }
   if (!t.effect.empty() && !kEffects.contains(t.effect)) {
     return invalid(fmt::format("unsupported taint effect \"{}\"", t.effect));
@@ -45,7 +47,8 @@ absl::StatusOr<TaintSpec> ParseTaint(const std::string& spec) {
   return t;
 }
 
-absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text, const std::string& flag) {
+absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text,
+                                                   const std::string& flag) {
   if (text.empty() || text == "0") return std::chrono::seconds(0);
   size_t end = 0;
   while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
@@ -55,8 +58,8 @@ absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text, cons
   if (n >= 0 && (unit.empty() || unit == "s")) return std::chrono::seconds(n);
   if (n >= 0 && unit == "m") return std::chrono::seconds(n * 60);
   if (n >= 0 && unit == "h") return std::chrono::seconds(n * 3600);
-  return absl::InvalidArgumentError(
-      fmt::format("invalid argument \"{}\" for \"{}\" flag: time: invalid duration \"{}\"", text, flag, text));
+  return absl::InvalidArgumentError(fmt::format(
+      "invalid argument \"{}\" for \"{}\" flag: time: invalid duration \"{}\"", text, flag, text));
 }
 
 }  // namespace mkube::cli

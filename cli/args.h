@@ -16,6 +16,7 @@ struct TaintSpec {
 absl::StatusOr<TaintSpec> ParseTaint(const std::string& spec);
 
 // A duration flag as kubectl takes it: "30s", "2m", "1h", a bare number of seconds, or 0.
-absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text, const std::string& flag);
+absl::StatusOr<std::chrono::seconds> ParseDuration(const std::string& text,
+                                                   const std::string& flag);
 
 }  // namespace mkube::cli

@@ -57,7 +57,8 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::vector<std::strin
   for (auto& [source, text] : texts) {
     auto objs = api::DecodeManifests(text);
     if (!objs.ok()) {
-      return UserError(fmt::format("error: error validating \"{}\": {}", source, std::string(objs.status().message())));
+      return UserError(fmt::format("error: error validating \"{}\": {}", source,
+                                   std::string(objs.status().message())));
     }
     for (auto& o : *objs) out.push_back(Manifest{source, std::move(o)});
   }
@@ -66,7 +67,8 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::vector<std::strin
 }
 
 // The namespace an object goes to: its own, else -n / the kubeconfig's; a conflict is an error.
-absl::StatusOr<std::string> NamespaceFor(Session& s, google::protobuf::Message* obj, const api::KindInfo& kind) {
+absl::StatusOr<std::string> NamespaceFor(Session& s, google::protobuf::Message* obj,
+                                         const api::KindInfo& kind) {
   if (!kind.namespaced) return std::string();
   auto* meta = api::MutableMetaOf(obj);
   if (meta->namespace_().empty()) {
@@ -140,9 +142,11 @@ absl::Status ApplyOne(Session& s, Manifest& m, bool create_only) {
   auto created = s.res().Create(kind, ns, *obj);
   if (!created.ok()) {
     absl::Status st = created.status();
-    if (st.code() == absl::StatusCode::kAlreadyExists || st.code() == absl::StatusCode::kInvalidArgument ||
+    if (st.code() == absl::StatusCode::kAlreadyExists ||
+        st.code() == absl::StatusCode::kInvalidArgument ||
         st.code() == absl::StatusCode::kNotFound) {
-      st = absl::Status(st.code(), fmt::format("error when creating \"{}\": {}", m.source, std::string(st.message())));
+      st = absl::Status(st.code(), fmt::format("error when creating \"{}\": {}", m.source,
+                                               std::string(st.message())));
     }
     return s.Worded(st);
   }
@@ -170,8 +174,9 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
   if (f.force) {
     if (!grace) grace = 0;
     if (*grace == 0) {
-      std::cerr << "Warning: Immediate deletion does not wait for confirmation that the running resource "
-                   "has been terminated. The resource may continue to run on the cluster indefinitely.\n";
+      std::cerr
+          << "Warning: Immediate deletion does not wait for confirmation that the running resource "
+             "has been terminated. The resource may continue to run on the cluster indefinitely.\n";
     }
   }
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(f.timeout, "--timeout"));
@@ -183,17 +188,21 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
   if (!f.files.empty()) {
     MKUBE_ASSIGN_OR_RETURN(auto manifests, ReadManifests(f.files));
     for (auto& m : manifests) {
-      MKUBE_ASSIGN_OR_RETURN(const std::string ns, NamespaceFor(s, m.object.message.get(), *m.object.info));
+      MKUBE_ASSIGN_OR_RETURN(const std::string ns,
+                             NamespaceFor(s, m.object.message.get(), *m.object.info));
       todo.push_back({m.object.info, ns, api::MetaOf(*m.object.message).name()});
     }
   } else {
     const bool selected = f.all || !f.labels.empty() || !f.fields.empty();
     MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, !selected));
     if (targets.size() == 1 && targets[0].name.empty()) {
-      if (!selected) return UserError("error: resource(s) were provided, but no name was specified");
-      MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*targets[0].kind, s.ns(), f.labels, f.fields)));
+      if (!selected)
+        return UserError("error: resource(s) were provided, but no name was specified");
+      MKUBE_ASSIGN_OR_RETURN(auto list,
+                             s.Worded(s.res().List(*targets[0].kind, s.ns(), f.labels, f.fields)));
       if (list.items.empty()) NoResources(s, *targets[0].kind, false);
-      for (const auto& i : list.items) todo.push_back({targets[0].kind, s.ns(), api::MetaOf(*i).name()});
+      for (const auto& i : list.items)
+        todo.push_back({targets[0].kind, s.ns(), api::MetaOf(*i).name()});
     } else {
       for (const auto& t : targets) todo.push_back({t.kind, s.ns(), t.name});
     }
@@ -208,14 +217,15 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
       failed = true;
       continue;
     }
-    std::cout << KindName(*d.kind) << " \"" << d.name << "\" " << (f.force && grace == 0 ? "force deleted" : "deleted")
-              << std::endl;
+    std::cout << KindName(*d.kind) << " \"" << d.name << "\" "
+              << (f.force && grace == 0 ? "force deleted" : "deleted") << std::endl;
     deleted.push_back(d);
   }
   if (f.wait) {
     for (const auto& d : deleted) {
       if (!WaitGone(s, *d.kind, d.ns, d.name, timeout)) {
-        std::cerr << fmt::format("error: timed out waiting for the condition on {}/{}\n", d.kind->resource, d.name);
+        std::cerr << fmt::format("error: timed out waiting for the condition on {}/{}\n",
+                                 d.kind->resource, d.name);
         failed = true;
       }
     }

@@ -12,7 +12,8 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(f.timeout, "--timeout"));
   MKUBE_RETURN_IF_ERROR(Cordon(s, {node_name}, true));
   const api::KindInfo& pods_kind = *api::FindResource("pods");
-  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(pods_kind, "", "", "spec.nodeName=" + node_name)));
+  MKUBE_ASSIGN_OR_RETURN(auto list,
+                         s.Worded(s.res().List(pods_kind, "", "", "spec.nodeName=" + node_name)));
   std::vector<std::string> daemonset, unmanaged, local_storage;
   std::vector<const api::Pod*> evict;
   for (const auto& p : list.items) {
@@ -38,25 +39,35 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
   }
   std::vector<std::string> errors;
   if (!daemonset.empty() && !f.ignore_daemonsets) {
-    errors.push_back("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): " + absl::StrJoin(daemonset, ", "));
+    errors.push_back("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): " +
+                     absl::StrJoin(daemonset, ", "));
   }
   if (!unmanaged.empty() && !f.force) {
-    errors.push_back("cannot delete Pods declare no controller (use --force to override): " + absl::StrJoin(unmanaged, ", "));
+    errors.push_back("cannot delete Pods declare no controller (use --force to override): " +
+                     absl::StrJoin(unmanaged, ", "));
   }
   if (!local_storage.empty() && !f.delete_emptydir_data) {
-    errors.push_back("cannot delete Pods with local storage (use --delete-emptydir-data to override): " + absl::StrJoin(local_storage, ", "));
+    errors.push_back(
+        "cannot delete Pods with local storage (use --delete-emptydir-data to override): " +
+        absl::StrJoin(local_storage, ", "));
   }
   if (!errors.empty()) {
-    std::cerr << fmt::format("error: unable to drain node \"{}\" due to error:{}, continuing command...\n", node_name,
-                             absl::StrJoin(errors, ", "));
+    std::cerr << fmt::format(
+        "error: unable to drain node \"{}\" due to error:{}, continuing command...\n", node_name,
+        absl::StrJoin(errors, ", "));
     std::cerr << "There are pending nodes to be drained:\n " << node_name << "\n";
     for (const auto& e : errors) std::cerr << e << "\n";
     return Reported();
   }
-  if (!daemonset.empty()) std::cerr << "Warning: ignoring DaemonSet-managed Pods: " << absl::StrJoin(daemonset, ", ") << "\n";
-  if (!unmanaged.empty()) std::cerr << "Warning: deleting Pods that declare no controller: " << absl::StrJoin(unmanaged, ", ") << "\n";
+  if (!daemonset.empty())
+    std::cerr << "Warning: ignoring DaemonSet-managed Pods: " << absl::StrJoin(daemonset, ", ")
+              << "\n";
+  if (!unmanaged.empty())
+    std::cerr << "Warning: deleting Pods that declare no controller: "
+              << absl::StrJoin(unmanaged, ", ") << "\n";
   for (const auto* pod : evict) {
-    std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name() << "\n";
+    std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name()
+              << "\n";
     std::cout.flush();
     api::Eviction ev;
     ev.mutable_metadata()->set_name(pod->metadata().name());
@@ -70,15 +81,17 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
     req.set_object(ev.SerializeAsString());
     auto r = s.res().client()->CreateRaw(req);
     if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
-      std::cerr << "error when evicting pods/\"" << pod->metadata().name() << "\" -n \"" << pod->metadata().namespace_()
-                << "\": " << r.status().message() << "\n";
+      std::cerr << "error when evicting pods/\"" << pod->metadata().name() << "\" -n \""
+                << pod->metadata().namespace_() << "\": " << r.status().message() << "\n";
       return Reported();
     }
   }
   for (const auto* pod : evict) {
     if (!WaitGone(s, pods_kind, pod->metadata().namespace_(), pod->metadata().name(), timeout)) {
-      std::cerr << fmt::format("error: unable to drain node \"{}\" due to error: global timeout reached: {}, continuing command...\n",
-                               node_name, f.timeout);
+      std::cerr << fmt::format(
+          "error: unable to drain node \"{}\" due to error: global timeout reached: {}, continuing "
+          "command...\n",
+          node_name, f.timeout);
       return Reported();
     }
     std::cout << "pod/" << pod->metadata().name() << " evicted\n";

@@ -31,7 +31,8 @@ absl::Status ForEach(const std::vector<Target>& targets, Fn one) {
 
 }  // namespace
 
-absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite, bool annotations) {
+absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite,
+                     bool annotations) {
   const char* field = annotations ? "annotations" : "labels";
   const char* verb = annotations ? "annotated" : "labeled";
   std::vector<std::string> objs;
@@ -43,10 +44,12 @@ absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool over
       const std::string key = a.substr(0, eq), value = a.substr(eq + 1);
       if (!annotations) {
         if (auto st = api::ValidateLabelKey(key); !st.ok()) {
-          return UserError(fmt::format("error: invalid label spec: {}: {}", a, std::string(st.message())));
+          return UserError(
+              fmt::format("error: invalid label spec: {}: {}", a, std::string(st.message())));
         }
         if (auto st = api::ValidateLabelValue(value); !st.ok()) {
-          return UserError(fmt::format("error: invalid label value: \"{}\": {}", a, std::string(st.message())));
+          return UserError(
+              fmt::format("error: invalid label value: \"{}\": {}", a, std::string(st.message())));
         }
       }
       changes[key] = value;
@@ -55,47 +58,50 @@ absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool over
     }
   }
   if (changes.empty()) {
-    return UserError(fmt::format("error: at least one {} update is required", annotations ? "annotation" : "label"));
+    return UserError(fmt::format("error: at least one {} update is required",
+                                 annotations ? "annotation" : "label"));
   }
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(objs, true));
   auto one = [&](const Target& t) -> absl::Status {
-      MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
-      const auto& meta = api::MetaOf(*obj);
-      const auto& current = annotations ? meta.annotations() : meta.labels();
-      json patch;
-      patch["metadata"][field] = json::object();
-      bool only_removals = true;
-      for (const auto& [k, v] : changes) {
-        auto it = current.find(k);
-        if (v) {
-          only_removals = false;
-          if (it != current.end() && it->second != *v && !overwrite) {
-            return UserError(fmt::format("error: '{}' already has a value ({}), and --overwrite is false", k, it->second));
-          }
-          patch["metadata"][field][k] = *v;
-        } else {
-          if (it == current.end()) {
-            std::cerr << fmt::format("{} \"{}\" not found.\n", annotations ? "annotation" : "label", k);
-            continue;
-          }
-          patch["metadata"][field][k] = nullptr;
+    MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
+    const auto& meta = api::MetaOf(*obj);
+    const auto& current = annotations ? meta.annotations() : meta.labels();
+    json patch;
+    patch["metadata"][field] = json::object();
+    bool only_removals = true;
+    for (const auto& [k, v] : changes) {
+      auto it = current.find(k);
+      if (v) {
+        only_removals = false;
+        if (it != current.end() && it->second != *v && !overwrite) {
+          return UserError(fmt::format(
+              "error: '{}' already has a value ({}), and --overwrite is false", k, it->second));
         }
+        patch["metadata"][field][k] = *v;
+      } else {
+        if (it == current.end()) {
+          std::cerr << fmt::format("{} \"{}\" not found.\n", annotations ? "annotation" : "label",
+                                   k);
+          continue;
+        }
+        patch["metadata"][field][k] = nullptr;
       }
-      patch["metadata"]["resourceVersion"] = meta.resource_version();
-      MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump())).status());
-      std::cout << KindName(*t.kind) << "/" << t.name << " "
-                << (only_removals ? (annotations ? "annotated" : "unlabeled") : verb) << "\n";
-      return absl::OkStatus();
+    }
+    patch["metadata"]["resourceVersion"] = meta.resource_version();
+    MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump())).status());
+    std::cout << KindName(*t.kind) << "/" << t.name << " "
+              << (only_removals ? (annotations ? "annotated" : "unlabeled") : verb) << "\n";
+    return absl::OkStatus();
   };
   return ForEach(targets, one);
 }
-
 
 absl::Status Taint(Session& s, const std::vector<std::string>& args, bool overwrite) {
   std::vector<std::string> objs;
   std::vector<TaintSpec> specs;
   for (const auto& a : args) {
-    if (a.find(':') != std::string::npos || a.find('=') != std::string::npos || (a.size() > 1 && a.back() == '-')) {
+    if (a.find(':') != std::string::npos || a.find('=') != std::string::npos ||
+        (a.size() > 1 && a.back() == '-')) {
       auto spec = ParseTaint(a);
       if (!spec.ok()) return UserError("error: " + std::string(spec.status().message()));
       specs.push_back(*spec);
@@ -109,51 +115,53 @@ absl::Status Taint(Session& s, const std::vector<std::string>& args, bool overwr
     if (t.kind->kind != "Node") return UserError("error: taints can only be applied to nodes");
   }
   auto one = [&](const Target& t) -> absl::Status {
-      MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, "", t.name)));
-      auto node = std::static_pointer_cast<api::Node>(obj);
-      std::vector<api::Taint> taints(node->spec().taints().begin(), node->spec().taints().end());
-      bool added = false, removed = false;
-      for (const auto& spec : specs) {
-        if (spec.remove) {
-          auto before = taints.size();
-          std::erase_if(taints, [&](const api::Taint& x) {
-            return x.key() == spec.key && (spec.effect.empty() || x.effect() == spec.effect);
-          });
-          if (taints.size() == before) {
-            return UserError(fmt::format("error: taint \"{}\" not found", spec.key + (spec.effect.empty() ? "" : ":" + spec.effect)));
-          }
-          removed = true;
-          continue;
-        }
-        auto it = std::find_if(taints.begin(), taints.end(), [&](const api::Taint& x) {
-          return x.key() == spec.key && x.effect() == spec.effect;
+    MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, "", t.name)));
+    auto node = std::static_pointer_cast<api::Node>(obj);
+    std::vector<api::Taint> taints(node->spec().taints().begin(), node->spec().taints().end());
+    bool added = false, removed = false;
+    for (const auto& spec : specs) {
+      if (spec.remove) {
+        auto before = taints.size();
+        std::erase_if(taints, [&](const api::Taint& x) {
+          return x.key() == spec.key && (spec.effect.empty() || x.effect() == spec.effect);
         });
-        if (it != taints.end() && !overwrite) {
-          return UserError(fmt::format("error: node {} already has {} taint(s) with same effect(s) and --overwrite is false",
-                                    t.name, spec.key));
+        if (taints.size() == before) {
+          return UserError(fmt::format("error: taint \"{}\" not found",
+                                       spec.key + (spec.effect.empty() ? "" : ":" + spec.effect)));
         }
-        api::Taint nt;
-        nt.set_key(spec.key);
-        nt.set_value(spec.value);
-        nt.set_effect(spec.effect);
-        if (it != taints.end()) {
-          *it = nt;
-        } else {
-          taints.push_back(nt);
-        }
-        added = true;
+        removed = true;
+        continue;
       }
-      json patch;
-      patch["metadata"]["resourceVersion"] = node->metadata().resource_version();
-      patch["spec"]["taints"] = json::array();
-      for (const auto& x : taints) patch["spec"]["taints"].push_back(api::EncodeJson(x));
-      MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, "", t.name, patch.dump())).status());
-      std::cout << "node/" << t.name << " " << (added ? (removed ? "modified" : "tainted") : "untainted") << "\n";
-      return absl::OkStatus();
+      auto it = std::find_if(taints.begin(), taints.end(), [&](const api::Taint& x) {
+        return x.key() == spec.key && x.effect() == spec.effect;
+      });
+      if (it != taints.end() && !overwrite) {
+        return UserError(fmt::format(
+            "error: node {} already has {} taint(s) with same effect(s) and --overwrite is false",
+            t.name, spec.key));
+      }
+      api::Taint nt;
+      nt.set_key(spec.key);
+      nt.set_value(spec.value);
+      nt.set_effect(spec.effect);
+      if (it != taints.end()) {
+        *it = nt;
+      } else {
+        taints.push_back(nt);
+      }
+      added = true;
+    }
+    json patch;
+    patch["metadata"]["resourceVersion"] = node->metadata().resource_version();
+    patch["spec"]["taints"] = json::array();
+    for (const auto& x : taints) patch["spec"]["taints"].push_back(api::EncodeJson(x));
+    MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, "", t.name, patch.dump())).status());
+    std::cout << "node/" << t.name << " "
+              << (added ? (removed ? "modified" : "tainted") : "untainted") << "\n";
+    return absl::OkStatus();
   };
   return ForEach(targets, one);
 }
-
 
 absl::Status Cordon(Session& s, const std::vector<std::string>& nodes, bool unschedulable) {
   int rc = 0;
@@ -185,7 +193,10 @@ absl::Status Cordon(Session& s, const std::vector<std::string>& nodes, bool unsc
 }
 
 absl::Status Scale(Session& s, const std::vector<std::string>& args, int replicas) {
-  if (replicas < 0) return UserError("error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0");
+  if (replicas < 0)
+    return UserError(
+        "error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to "
+        "0");
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, true));
   int rc = 0;
   for (const auto& t : targets) {
@@ -218,13 +229,18 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
   for (const auto& t : targets) {
     MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
     google::protobuf::Message* tmpl = nullptr;
-    if (t.kind->kind == "Deployment") tmpl = static_cast<api::Deployment&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "ReplicaSet") tmpl = static_cast<api::ReplicaSet&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "DaemonSet") tmpl = static_cast<api::DaemonSet&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "Job") tmpl = static_cast<api::Job&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "Deployment")
+      tmpl = static_cast<api::Deployment&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "ReplicaSet")
+      tmpl = static_cast<api::ReplicaSet&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "DaemonSet")
+      tmpl = static_cast<api::DaemonSet&>(*obj).mutable_spec()->mutable_template_();
+    if (t.kind->kind == "Job")
+      tmpl = static_cast<api::Job&>(*obj).mutable_spec()->mutable_template_();
     if (t.kind->kind == "Pod") tmpl = nullptr;
     api::PodSpec* spec = t.kind->kind == "Pod" ? static_cast<api::Pod&>(*obj).mutable_spec()
-                         : tmpl ? static_cast<api::PodTemplateSpec*>(tmpl)->mutable_spec() : nullptr;
+                         : tmpl ? static_cast<api::PodTemplateSpec*>(tmpl)->mutable_spec()
+                                : nullptr;
     if (!spec) return UserError(fmt::format("error: {} has no pod template", KindName(*t.kind)));
     for (const auto& [container, image] : images) {
       bool found = false;
@@ -234,7 +250,8 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
           found = true;
         }
       }
-      if (!found) return UserError(fmt::format("error: unable to find container named \"{}\"", container));
+      if (!found)
+        return UserError(fmt::format("error: unable to find container named \"{}\"", container));
     }
     json patch;
     json containers = json::array();

@@ -27,15 +27,17 @@ json ListJson(const std::vector<MessagePtr>& items) {
 
 // As -o asks: a table (kind-prefixed names when several kinds are shown), yaml, json or names.
 // `widths` (optional) carries the table's column widths from one call to the next.
-void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& items, const GetFlags& f,
-                  bool single, bool prefix_kind, bool headers, std::vector<size_t>* widths = nullptr) {
+void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& items,
+                  const GetFlags& f, bool single, bool prefix_kind, bool headers,
+                  std::vector<size_t>* widths = nullptr) {
   if (f.output == "json" || f.output == "yaml") {
     json j = single && items.size() == 1 ? api::EncodeJson(*items[0]) : ListJson(items);
     std::cout << (f.output == "json" ? j.dump(4) + "\n" : api::JsonToYaml(j));
     return;
   }
   if (f.output == "name") {
-    for (const auto& i : items) std::cout << KindName(kind) << "/" << api::MetaOf(*i).name() << "\n";
+    for (const auto& i : items)
+      std::cout << KindName(kind) << "/" << api::MetaOf(*i).name() << "\n";
     return;
   }
   api::TableOptions o;
@@ -55,15 +57,16 @@ void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& item
 absl::Status CheckOutput(const std::string& o) {
   static const std::set<std::string> kOutputs = {"", "wide", "yaml", "json", "name"};
   if (kOutputs.contains(o)) return absl::OkStatus();
-  return UserError(fmt::format(
-      "error: unable to match a printer suitable for the output format \"{}\", allowed formats are: "
-      "json,name,wide,yaml",
-      o));
+  return UserError(
+      fmt::format("error: unable to match a printer suitable for the output format \"{}\", allowed "
+                  "formats are: "
+                  "json,name,wide,yaml",
+                  o));
 }
 
 // Prints rows as objects change, until interrupted.
-absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f, const std::string& ns,
-                       const std::string& rv, std::vector<size_t>* widths) {
+absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f,
+                       const std::string& ns, const std::string& rv, std::vector<size_t>* widths) {
   apiserver::WatchRequest req;
   req.set_resource(kind.resource);
   req.set_namespace_(ns);
@@ -86,10 +89,13 @@ absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f,
   return absl::OkStatus();
 }
 
-std::vector<api::Event> EventsFor(Session& s, const api::KindInfo& kind, const google::protobuf::Message& obj) {
+std::vector<api::Event> EventsFor(Session& s, const api::KindInfo& kind,
+                                  const google::protobuf::Message& obj) {
   const auto& meta = api::MetaOf(obj);
-  const std::string fields = fmt::format("involvedObject.kind={},involvedObject.name={}", kind.kind, meta.name());
-  auto list = s.res().List(*api::FindResource("events"), kind.namespaced ? meta.namespace_() : "", "", fields);
+  const std::string fields =
+      fmt::format("involvedObject.kind={},involvedObject.name={}", kind.kind, meta.name());
+  auto list = s.res().List(*api::FindResource("events"), kind.namespaced ? meta.namespace_() : "",
+                           "", fields);
   std::vector<api::Event> out;
   if (!list.ok()) return out;
   for (const auto& e : list->items) {
@@ -100,18 +106,21 @@ std::vector<api::Event> EventsFor(Session& s, const api::KindInfo& kind, const g
   return out;
 }
 
-absl::StatusOr<std::string> DescribeOne(Session& s, const api::KindInfo& kind, const MessagePtr& obj) {
+absl::StatusOr<std::string> DescribeOne(Session& s, const api::KindInfo& kind,
+                                        const MessagePtr& obj) {
   const absl::Time now = absl::Now();
   auto events = EventsFor(s, kind, *obj);
   if (kind.kind == "Pod") return DescribePod(static_cast<const api::Pod&>(*obj), events, now);
   if (kind.kind == "Node") {
     const auto& node = static_cast<const api::Node&>(*obj);
     std::vector<api::Pod> pods;
-    MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*api::FindResource("pods"), "", "",
-                                                            "spec.nodeName=" + node.metadata().name())));
+    MKUBE_ASSIGN_OR_RETURN(auto list,
+                           s.Worded(s.res().List(*api::FindResource("pods"), "", "",
+                                                 "spec.nodeName=" + node.metadata().name())));
     for (const auto& p : list.items) {
       const auto& pod = static_cast<const api::Pod&>(*p);
-      if (pod.status().phase() != "Succeeded" && pod.status().phase() != "Failed") pods.push_back(pod);
+      if (pod.status().phase() != "Succeeded" && pod.status().phase() != "Failed")
+        pods.push_back(pod);
     }
     return DescribeNode(node, pods, events, now);
   }
@@ -141,7 +150,8 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   const std::string ns = f.all_namespaces ? "" : s.ns();
   if (!args.empty() && args[0] == "all") {
     bool any = false;
-    for (const char* r : {"pods", "replicationcontrollers", "daemonsets", "deployments", "replicasets", "jobs"}) {
+    for (const char* r :
+         {"pods", "replicationcontrollers", "daemonsets", "deployments", "replicasets", "jobs"}) {
       const api::KindInfo& kind = *api::FindResource(r);
       MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
       if (list.items.empty()) continue;

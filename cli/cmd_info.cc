@@ -19,12 +19,21 @@ std::string TypeName(const google::protobuf::FieldDescriptor* f) {
     return "<map[string]" + TypeName(f->message_type()->map_value()).substr(1);
   }
   switch (f->cpp_type()) {
-    case FD::CPPTYPE_STRING: t = "string"; break;
-    case FD::CPPTYPE_BOOL: t = "boolean"; break;
-    case FD::CPPTYPE_MESSAGE: t = f->message_type()->name() == "IntOrString" ? "string" : "Object"; break;
+    case FD::CPPTYPE_STRING:
+      t = "string";
+      break;
+    case FD::CPPTYPE_BOOL:
+      t = "boolean";
+      break;
+    case FD::CPPTYPE_MESSAGE:
+      t = f->message_type()->name() == "IntOrString" ? "string" : "Object";
+      break;
     case FD::CPPTYPE_DOUBLE:
-    case FD::CPPTYPE_FLOAT: t = "number"; break;
-    default: t = "integer";
+    case FD::CPPTYPE_FLOAT:
+      t = "number";
+      break;
+    default:
+      t = "integer";
   }
   return std::string("<") + (f->is_repeated() ? "[]" : "") + t + ">";
 }
@@ -44,8 +53,8 @@ absl::Status Explain(const std::string& path) {
       if (d->field(j)->json_name() == parts[i]) field = d->field(j);
     }
     if (!field) return UserError(fmt::format("error: field \"{}\" does not exist", parts[i]));
-    d = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE && !field->is_map() &&
-                field->message_type()->name() != "IntOrString"
+    d = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE &&
+                !field->is_map() && field->message_type()->name() != "IntOrString"
             ? field->message_type()
             : nullptr;
   }
@@ -57,13 +66,15 @@ absl::Status Explain(const std::string& path) {
   if (field) std::cout << "RESOURCE: " << field->json_name() << " " << TypeName(field) << "\n\n";
   std::cout << "FIELDS:\n";
   std::map<std::string, std::string> fields;
-  for (int j = 0; j < d->field_count(); ++j) fields[d->field(j)->json_name()] = TypeName(d->field(j));
+  for (int j = 0; j < d->field_count(); ++j)
+    fields[d->field(j)->json_name()] = TypeName(d->field(j));
   for (const auto& [name, type] : fields) std::cout << "   " << name << "\t" << type << "\n";
   return absl::OkStatus();
 }
 
 absl::Status Completion(const std::string& shell) {
-  if (shell != "bash") return UserError(fmt::format("error: Unsupported shell type \"{}\".", shell));
+  if (shell != "bash")
+    return UserError(fmt::format("error: Unsupported shell type \"{}\".", shell));
   std::set<std::string> types;
   for (const auto& k : api::Kinds()) {
     types.insert(k.resource);
@@ -74,7 +85,8 @@ absl::Status Completion(const std::string& shell) {
 _mkubectl() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   local commands="annotate api-resources apply cluster-info completion cordon create delete describe drain explain get label rollout scale set taint uncordon version"
-  local types=")SH" << absl::StrJoin(types, " ") << R"SH("
+  local types=")SH"
+            << absl::StrJoin(types, " ") << R"SH("
   case "$prev" in
     -o|--output) COMPREPLY=($(compgen -W "json yaml name wide" -- "$cur")); return ;;
     -n|--namespace) COMPREPLY=($(compgen -W "$(mkubectl get namespaces -o name 2>/dev/null | sed 's|.*/||')" -- "$cur")); return ;;

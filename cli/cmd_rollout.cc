@@ -17,26 +17,39 @@ namespace {
 absl::StatusOr<std::pair<std::string, bool>> RolloutMessage(const api::Deployment& d) {
   const std::string& name = d.metadata().name();
   const auto& st = d.status();
-  if (d.metadata().generation() > st.observed_generation()) return std::pair<std::string, bool>{"Waiting for deployment spec update to be observed...", false};
+  if (d.metadata().generation() > st.observed_generation())
+    return std::pair<std::string, bool>{"Waiting for deployment spec update to be observed...",
+                                        false};
   for (const auto& c : st.conditions()) {
     if (c.type() == "Progressing" && c.reason() == "ProgressDeadlineExceeded") {
-      return UserError(fmt::format("error: deployment \"{}\" exceeded its progress deadline", name));
+      return UserError(
+          fmt::format("error: deployment \"{}\" exceeded its progress deadline", name));
     }
   }
   const int32_t desired = d.spec().has_replicas() ? d.spec().replicas() : 1;
   if (st.updated_replicas() < desired) {
-    return std::pair<std::string, bool>{fmt::format("Waiting for deployment \"{}\" rollout to finish: {} out of {} new replicas have been updated...",
-                        name, st.updated_replicas(), desired), false};
+    return std::pair<std::string, bool>{
+        fmt::format("Waiting for deployment \"{}\" rollout to finish: {} out of {} new replicas "
+                    "have been updated...",
+                    name, st.updated_replicas(), desired),
+        false};
   }
   if (st.replicas() > st.updated_replicas()) {
-    return std::pair<std::string, bool>{fmt::format("Waiting for deployment \"{}\" rollout to finish: {} old replicas are pending termination...",
-                        name, st.replicas() - st.updated_replicas()), false};
+    return std::pair<std::string, bool>{
+        fmt::format("Waiting for deployment \"{}\" rollout to finish: {} old replicas are pending "
+                    "termination...",
+                    name, st.replicas() - st.updated_replicas()),
+        false};
   }
   if (st.available_replicas() < st.updated_replicas()) {
-    return std::pair<std::string, bool>{fmt::format("Waiting for deployment \"{}\" rollout to finish: {} of {} updated replicas are available...",
-                        name, st.available_replicas(), st.updated_replicas()), false};
+    return std::pair<std::string, bool>{
+        fmt::format("Waiting for deployment \"{}\" rollout to finish: {} of {} updated replicas "
+                    "are available...",
+                    name, st.available_replicas(), st.updated_replicas()),
+        false};
   }
-  return std::pair<std::string, bool>{fmt::format("deployment \"{}\" successfully rolled out", name), true};
+  return std::pair<std::string, bool>{
+      fmt::format("deployment \"{}\" successfully rolled out", name), true};
 }
 
 constexpr char kRevision[] = "deployment.kubernetes.io/revision";
@@ -44,11 +57,13 @@ constexpr char kRevision[] = "deployment.kubernetes.io/revision";
 // A deployment's ReplicaSets by revision (the deployment controller numbers them).
 absl::StatusOr<std::map<int64_t, api::ReplicaSet>> History(Session& s, const api::Deployment& d) {
   std::map<int64_t, api::ReplicaSet> out;
-  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*api::FindResource("replicasets"), d.metadata().namespace_(), "", "")));
+  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*api::FindResource("replicasets"),
+                                                          d.metadata().namespace_(), "", "")));
   for (const auto& r : list.items) {
     const auto& rs = static_cast<const api::ReplicaSet&>(*r);
     bool owned = false;
-    for (const auto& o : rs.metadata().owner_references()) owned |= o.controller() && o.uid() == d.metadata().uid();
+    for (const auto& o : rs.metadata().owner_references())
+      owned |= o.controller() && o.uid() == d.metadata().uid();
     auto it = rs.metadata().annotations().find(kRevision);
     if (!owned || it == rs.metadata().annotations().end()) continue;
     if (int64_t rev = std::atoll(it->second.c_str()); rev > 0) out[rev] = rs;
@@ -58,23 +73,29 @@ absl::StatusOr<std::map<int64_t, api::ReplicaSet>> History(Session& s, const api
 
 absl::StatusOr<const api::Deployment*> DeploymentOf(const Target& t, const MessagePtr& obj) {
   if (t.kind->kind != "Deployment") {
-    return UserError(fmt::format("error: no history viewer has been implemented for {}", t.kind->kind));
+    return UserError(
+        fmt::format("error: no history viewer has been implemented for {}", t.kind->kind));
   }
   return static_cast<const api::Deployment*>(obj.get());
 }
 
 }  // namespace
 
-absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args, const std::string& timeout_flag) {
+absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args,
+                           const std::string& timeout_flag) {
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, true));
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(timeout_flag, "--timeout"));
   for (const auto& t : targets) {
-    if (t.kind->kind != "Deployment") return UserError(fmt::format("error: no status viewer has been implemented for {}", t.kind->kind));
-    const auto deadline = std::chrono::steady_clock::now() + (timeout.count() ? timeout : std::chrono::hours(24 * 7));
+    if (t.kind->kind != "Deployment")
+      return UserError(
+          fmt::format("error: no status viewer has been implemented for {}", t.kind->kind));
+    const auto deadline =
+        std::chrono::steady_clock::now() + (timeout.count() ? timeout : std::chrono::hours(24 * 7));
     std::string last;
     for (;;) {
       MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
-      MKUBE_ASSIGN_OR_RETURN(const auto progress, RolloutMessage(static_cast<const api::Deployment&>(*obj)));
+      MKUBE_ASSIGN_OR_RETURN(const auto progress,
+                             RolloutMessage(static_cast<const api::Deployment&>(*obj)));
       const auto& [msg, done] = progress;
       if (msg != last) {
         std::cout << msg << "\n";
@@ -82,7 +103,8 @@ absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args, con
         last = msg;
       }
       if (done) break;
-      if (std::chrono::steady_clock::now() >= deadline) return UserError("error: timed out waiting for the condition");
+      if (std::chrono::steady_clock::now() >= deadline)
+        return UserError("error: timed out waiting for the condition");
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
   }
@@ -100,7 +122,8 @@ absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args) {
     table.columns = {"REVISION", "CHANGE-CAUSE"};
     for (const auto& [rev, rs] : history) {
       auto cause = rs.metadata().annotations().find("kubernetes.io/change-cause");
-      table.rows.push_back({std::to_string(rev), cause == rs.metadata().annotations().end() ? "<none>" : cause->second});
+      table.rows.push_back({std::to_string(rev),
+                            cause == rs.metadata().annotations().end() ? "<none>" : cause->second});
     }
     std::cout << api::RenderTable(table) << "\n";
   }
@@ -115,13 +138,16 @@ absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64
     const api::Deployment& d = *dp;
     MKUBE_ASSIGN_OR_RETURN(const auto history, History(s, d));
     int64_t current = 0;
-    if (auto it = d.metadata().annotations().find(kRevision); it != d.metadata().annotations().end()) {
+    if (auto it = d.metadata().annotations().find(kRevision);
+        it != d.metadata().annotations().end()) {
       current = std::atoll(it->second.c_str());
     }
     const api::ReplicaSet* target = nullptr;
     if (to_revision > 0) {
       auto it = history.find(to_revision);
-      if (it == history.end()) return UserError(fmt::format("error: unable to find specified revision {} in history", to_revision));
+      if (it == history.end())
+        return UserError(
+            fmt::format("error: unable to find specified revision {} in history", to_revision));
       target = &it->second;
     } else {
       // The newest revision before the current one (the newest there is, without a current).
@@ -129,13 +155,16 @@ absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64
       for (const auto& [rev, rs] : history) {
         if (rev < current) target = &rs;
       }
-      if (!target) return UserError(fmt::format("error: no rollout history found for deployment \"{}\"", t.name));
+      if (!target)
+        return UserError(
+            fmt::format("error: no rollout history found for deployment \"{}\"", t.name));
     }
     // The ReplicaSet's template without the label the controller adds to tell revisions apart.
     api::PodTemplateSpec tmpl = target->spec().template_();
     tmpl.mutable_metadata()->mutable_labels()->erase("pod-template-hash");
     if (google::protobuf::util::MessageDifferencer::Equals(tmpl, d.spec().template_())) {
-      std::cout << KindName(*t.kind) << "/" << t.name << " skipped rollback (current template already matches revision "
+      std::cout << KindName(*t.kind) << "/" << t.name
+                << " skipped rollback (current template already matches revision "
                 << target->metadata().annotations().at(kRevision) << ")\n";
       continue;
     }

@@ -28,7 +28,8 @@ struct GetFlags {
 absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f);
 absl::Status Describe(Session& s, const std::vector<std::string>& args, const std::string& labels);
 
-absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite, bool annotations);
+absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite,
+                     bool annotations);
 absl::Status Taint(Session& s, const std::vector<std::string>& args, bool overwrite);
 absl::Status Cordon(Session& s, const std::vector<std::string>& nodes, bool unschedulable);
 absl::Status Scale(Session& s, const std::vector<std::string>& args, int replicas);
@@ -40,7 +41,8 @@ struct DrainFlags {
   std::string timeout = "0s";
 };
 absl::Status Drain(Session& s, const std::string& node, const DrainFlags& f);
-absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args, const std::string& timeout);
+absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args,
+                           const std::string& timeout);
 absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args);
 absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision);
 

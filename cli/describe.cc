@@ -26,7 +26,8 @@ class Out {
   // A block of fields, some nested under others: their values start at one column.
   void Block(const std::vector<F>& fields) {
     size_t col = 0;
-    for (const auto& f : fields) col = std::max(col, 2 * static_cast<size_t>(f.level) + f.key.size() + 1 + 2);
+    for (const auto& f : fields)
+      col = std::max(col, 2 * static_cast<size_t>(f.level) + f.key.size() + 1 + 2);
     last_col_ = col;
     for (const auto& f : fields) Field(f.level, f.key, f.value, col);
   }
@@ -52,7 +53,8 @@ class Out {
   }
   void Line(const std::string& s) { text_ += s + "\n"; }
   // A table with padding 2 under a header row and its dashes.
-  void Table(int level, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  void Table(int level, const std::vector<std::string>& header,
+             const std::vector<std::vector<std::string>>& rows) {
     std::vector<std::vector<std::string>> all = {header, {}};
     for (const auto& h : header) all[1].push_back(std::string(h.size(), '-'));
     all.insert(all.end(), rows.begin(), rows.end());
@@ -84,7 +86,8 @@ std::string Time(const std::string& rfc3339) {
 }
 
 // "k=v" one per line, sorted; "<none>" when empty.
-std::string MapLines(const google::protobuf::Map<std::string, std::string>& m, const char* sep = "=") {
+std::string MapLines(const google::protobuf::Map<std::string, std::string>& m,
+                     const char* sep = "=") {
   if (m.empty()) return "<none>";
   std::map<std::string, std::string> sorted(m.begin(), m.end());
   std::vector<std::string> lines;
@@ -119,17 +122,20 @@ void EventsBlock(Out& out, std::vector<api::Event> events, absl::Time now) {
     return;
   }
   auto last = [](const api::Event& e) {
-    return e.last_timestamp().empty() ? (e.event_time().empty() ? e.metadata().creation_timestamp() : e.event_time())
-                                      : e.last_timestamp();
+    return e.last_timestamp().empty()
+               ? (e.event_time().empty() ? e.metadata().creation_timestamp() : e.event_time())
+               : e.last_timestamp();
   };
-  std::stable_sort(events.begin(), events.end(), [&](const auto& a, const auto& b) { return last(a) < last(b); });
+  std::stable_sort(events.begin(), events.end(),
+                   [&](const auto& a, const auto& b) { return last(a) < last(b); });
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : events) {
     std::string age = api::Age(last(e), now);
     if (e.count() > 1 && !e.first_timestamp().empty()) {
       age = fmt::format("{} (x{} over {})", age, e.count(), api::Age(e.first_timestamp(), now));
     }
-    std::string from = e.source().component().empty() ? e.reporting_component() : e.source().component();
+    std::string from =
+        e.source().component().empty() ? e.reporting_component() : e.source().component();
     rows.push_back({e.type(), e.reason(), age, from, e.message()});
   }
   out.Line("Events:");
@@ -137,7 +143,8 @@ void EventsBlock(Out& out, std::vector<api::Event> events, absl::Time now) {
 }
 
 // A container state's lines: "State: Running" and what it has under it.
-void AddState(const api::ContainerState& s, int level, const std::string& label, std::vector<Out::F>* out) {
+void AddState(const api::ContainerState& s, int level, const std::string& label,
+              std::vector<Out::F>* out) {
   if (s.has_running()) {
     out->push_back({level, label, "Running"});
     out->push_back({level + 1, "Started", Time(s.running().started_at())});
@@ -149,7 +156,8 @@ void AddState(const api::ContainerState& s, int level, const std::string& label,
     out->push_back({level + 1, "Finished", Time(s.terminated().finished_at())});
   } else {
     out->push_back({level, label, "Waiting"});
-    if (s.has_waiting() && !s.waiting().reason().empty()) out->push_back({level + 1, "Reason", s.waiting().reason()});
+    if (s.has_waiting() && !s.waiting().reason().empty())
+      out->push_back({level + 1, "Reason", s.waiting().reason()});
   }
 }
 
@@ -187,7 +195,8 @@ api::Quantity Sum(const std::vector<api::Pod>& pods, const std::string& resource
   return total;
 }
 
-std::string Percent(api::Quantity q, const google::protobuf::Map<std::string, std::string>& allocatable,
+std::string Percent(api::Quantity q,
+                    const google::protobuf::Map<std::string, std::string>& allocatable,
                     const std::string& resource) {
   auto it = allocatable.find(resource);
   if (it == allocatable.end()) return "0%";
@@ -200,7 +209,8 @@ std::string Percent(api::Quantity q, const google::protobuf::Map<std::string, st
 std::string Usage(const std::vector<api::Pod>& pods, const std::string& resource, bool limits,
                   const google::protobuf::Map<std::string, std::string>& allocatable) {
   const api::Quantity q = Sum(pods, resource, limits);
-  return fmt::format("{} ({})", resource == "cpu" ? CpuString(q) : BytesString(q), Percent(q, allocatable, resource));
+  return fmt::format("{} ({})", resource == "cpu" ? CpuString(q) : BytesString(q),
+                     Percent(q, allocatable, resource));
 }
 
 void MetaFields(Out& out, const api::ObjectMeta& m, bool namespaced) {
@@ -214,7 +224,8 @@ void MetaFields(Out& out, const api::ObjectMeta& m, bool namespaced) {
 
 }  // namespace
 
-std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events, absl::Time now) {
+std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events,
+                        absl::Time now) {
   Out out;
   const auto& m = pod.metadata();
   const auto& st = pod.status();
@@ -232,13 +243,14 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   std::string status = st.phase().empty() ? "Pending" : st.phase();
   if (!m.deletion_timestamp().empty()) {
     status = fmt::format("Terminating (lasts {})", api::HumanDuration(now - [&] {
-      absl::Time t;
-      std::string err;
-      absl::ParseTime(absl::RFC3339_full, m.deletion_timestamp(), &t, &err);
-      return t;
-    }()));
+                           absl::Time t;
+                           std::string err;
+                           absl::ParseTime(absl::RFC3339_full, m.deletion_timestamp(), &t, &err);
+                           return t;
+                         }()));
     f.push_back({"Status", status});
-    f.push_back({"Termination Grace Period", fmt::format("{}s", m.deletion_grace_period_seconds())});
+    f.push_back(
+        {"Termination Grace Period", fmt::format("{}s", m.deletion_grace_period_seconds())});
   } else {
     f.push_back({"Status", status});
   }
@@ -282,14 +294,17 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
     }
     cf.push_back({2, "Ready", cs && cs->ready() ? "True" : "False"});
     cf.push_back({2, "Restart Count", std::to_string(cs ? cs->restart_count() : 0)});
-    if (!c.resources().limits().empty()) cf.push_back({2, "Limits", Quantities(c.resources().limits())});
-    if (!c.resources().requests().empty()) cf.push_back({2, "Requests", Quantities(c.resources().requests())});
+    if (!c.resources().limits().empty())
+      cf.push_back({2, "Limits", Quantities(c.resources().limits())});
+    if (!c.resources().requests().empty())
+      cf.push_back({2, "Requests", Quantities(c.resources().requests())});
     std::vector<std::string> env;
     for (const auto& e : c.env()) env.push_back(e.name() + ":  " + e.value());
     cf.push_back({2, "Environment", env.empty() ? "<none>" : absl::StrJoin(env, "\n")});
     std::vector<std::string> mounts;
     for (const auto& vm : c.volume_mounts()) {
-      mounts.push_back(vm.mount_path() + " from " + vm.name() + (vm.read_only() ? " (ro)" : " (rw)"));
+      mounts.push_back(vm.mount_path() + " from " + vm.name() +
+                       (vm.read_only() ? " (ro)" : " (rw)"));
     }
     cf.push_back({2, "Mounts", mounts.empty() ? "<none>" : absl::StrJoin(mounts, "\n")});
     out.Block(cf);
@@ -304,10 +319,11 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   for (const auto& v : pod.spec().volumes()) volumes.push_back(v.name());
   std::vector<std::string> tolerations;
   for (const auto& t : pod.spec().tolerations()) tolerations.push_back(TolerationString(t));
-  out.Fields(0, {{"Volumes", volumes.empty() ? "<none>" : absl::StrJoin(volumes, "\n")},
-                 {"QoS Class", st.qos_class().empty() ? "BestEffort" : st.qos_class()},
-                 {"Node-Selectors", MapLines(pod.spec().node_selector())},
-                 {"Tolerations", tolerations.empty() ? "<none>" : absl::StrJoin(tolerations, "\n")}});
+  out.Fields(0,
+             {{"Volumes", volumes.empty() ? "<none>" : absl::StrJoin(volumes, "\n")},
+              {"QoS Class", st.qos_class().empty() ? "BestEffort" : st.qos_class()},
+              {"Node-Selectors", MapLines(pod.spec().node_selector())},
+              {"Tolerations", tolerations.empty() ? "<none>" : absl::StrJoin(tolerations, "\n")}});
   EventsBlock(out, events, now);
   return out.str();
 }
@@ -328,21 +344,23 @@ std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pod
   out.Line("Conditions:");
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : node.status().conditions()) {
-    rows.push_back({c.type(), c.status(), Time(c.last_heartbeat_time()), Time(c.last_transition_time()),
-                    c.reason(), c.message()});
+    rows.push_back({c.type(), c.status(), Time(c.last_heartbeat_time()),
+                    Time(c.last_transition_time()), c.reason(), c.message()});
   }
-  out.Table(1, {"Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"}, rows);
+  out.Table(1, {"Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"},
+            rows);
   out.Line("Addresses:");
   std::vector<std::pair<std::string, std::string>> addrs;
   for (const auto& a : node.status().addresses()) addrs.push_back({a.type(), a.address()});
   out.Fields(1, addrs);
   out.Line("Capacity:");
-  std::vector<std::pair<std::string, std::string>> cap(node.status().capacity().begin(), node.status().capacity().end());
+  std::vector<std::pair<std::string, std::string>> cap(node.status().capacity().begin(),
+                                                       node.status().capacity().end());
   std::sort(cap.begin(), cap.end());
   out.Fields(1, cap);
   out.Line("Allocatable:");
   std::vector<std::pair<std::string, std::string>> alloc(node.status().allocatable().begin(),
-                                                        node.status().allocatable().end());
+                                                         node.status().allocatable().end());
   std::sort(alloc.begin(), alloc.end());
   out.Fields(1, alloc);
   const auto& info = node.status().node_info();
@@ -359,28 +377,36 @@ std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pod
   std::vector<std::vector<std::string>> pod_rows;
   for (const auto& p : pods) {
     const std::vector<api::Pod> one = {p};
-    pod_rows.push_back({p.metadata().namespace_(), p.metadata().name(), Usage(one, "cpu", false, allocatable),
-                        Usage(one, "cpu", true, allocatable), Usage(one, "memory", false, allocatable),
-                        Usage(one, "memory", true, allocatable), api::Age(p.metadata().creation_timestamp(), now)});
+    pod_rows.push_back({p.metadata().namespace_(), p.metadata().name(),
+                        Usage(one, "cpu", false, allocatable), Usage(one, "cpu", true, allocatable),
+                        Usage(one, "memory", false, allocatable),
+                        Usage(one, "memory", true, allocatable),
+                        api::Age(p.metadata().creation_timestamp(), now)});
   }
-  out.Table(1, {"Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests", "Memory Limits", "Age"}, pod_rows);
+  out.Table(1,
+            {"Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests", "Memory Limits",
+             "Age"},
+            pod_rows);
   out.Line("Allocated resources:");
   out.Line("  (Total limits may be over 100 percent, i.e., overcommitted.)");
   out.Table(1, {"Resource", "Requests", "Limits"},
             {{"cpu", Usage(pods, "cpu", false, allocatable), Usage(pods, "cpu", true, allocatable)},
-             {"memory", Usage(pods, "memory", false, allocatable), Usage(pods, "memory", true, allocatable)}});
+             {"memory", Usage(pods, "memory", false, allocatable),
+              Usage(pods, "memory", true, allocatable)}});
   EventsBlock(out, events, now);
   return out.str();
 }
 
-std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::ReplicaSet>& replica_sets,
+std::string DescribeDeployment(const api::Deployment& d,
+                               const std::vector<api::ReplicaSet>& replica_sets,
                                const std::vector<api::Event>& events, absl::Time now) {
   Out out;
   const auto& m = d.metadata();
   const auto& s = d.status();
   const int32_t desired = d.spec().has_replicas() ? d.spec().replicas() : 1;
   std::string selector = "<none>";
-  if (auto sel = api::Selector::FromLabelSelector(d.spec().selector()); sel.ok()) selector = sel->String();
+  if (auto sel = api::Selector::FromLabelSelector(d.spec().selector()); sel.ok())
+    selector = sel->String();
   std::vector<std::pair<std::string, std::string>> f = {
       {"Name", m.name()},
       {"Namespace", m.namespace_()},
@@ -388,9 +414,11 @@ std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::
       {"Labels", MapLines(m.labels())},
       {"Annotations", Annotations(m.annotations())},
       {"Selector", selector},
-      {"Replicas", fmt::format("{} desired | {} updated | {} total | {} available | {} unavailable", desired,
-                               s.updated_replicas(), s.replicas(), s.available_replicas(), s.unavailable_replicas())},
-      {"StrategyType", d.spec().strategy().type().empty() ? "RollingUpdate" : d.spec().strategy().type()},
+      {"Replicas", fmt::format("{} desired | {} updated | {} total | {} available | {} unavailable",
+                               desired, s.updated_replicas(), s.replicas(), s.available_replicas(),
+                               s.unavailable_replicas())},
+      {"StrategyType",
+       d.spec().strategy().type().empty() ? "RollingUpdate" : d.spec().strategy().type()},
       {"MinReadySeconds", std::to_string(d.spec().min_ready_seconds())},
   };
   if (d.spec().strategy().type() != "Recreate") {
@@ -399,8 +427,9 @@ std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::
       return v.string_value().empty() ? std::string(def) : v.string_value();
     };
     const auto& ru = d.spec().strategy().rolling_update();
-    f.push_back({"RollingUpdateStrategy", fmt::format("{} max unavailable, {} max surge",
-                                                      ios(ru.max_unavailable(), "25%"), ios(ru.max_surge(), "25%"))});
+    f.push_back({"RollingUpdateStrategy",
+                 fmt::format("{} max unavailable, {} max surge", ios(ru.max_unavailable(), "25%"),
+                             ios(ru.max_surge(), "25%"))});
   }
   out.Fields(0, f);
   out.Line("Pod Template:");
@@ -410,8 +439,11 @@ std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::
   for (const auto& c : tmpl.spec().containers()) {
     out.Line("   " + c.name() + ":");
     std::vector<std::string> ports;
-    for (const auto& p : c.ports()) ports.push_back(fmt::format("{}/{}", p.container_port(), p.protocol().empty() ? "TCP" : p.protocol()));
-    out.Fields(2, {{"Image", c.image()}, {"Port", ports.empty() ? "<none>" : absl::StrJoin(ports, ", ")}});
+    for (const auto& p : c.ports())
+      ports.push_back(
+          fmt::format("{}/{}", p.container_port(), p.protocol().empty() ? "TCP" : p.protocol()));
+    out.Fields(
+        2, {{"Image", c.image()}, {"Port", ports.empty() ? "<none>" : absl::StrJoin(ports, ", ")}});
   }
   if (!s.conditions().empty()) {
     out.Line("Conditions:");
@@ -423,8 +455,9 @@ std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::
   std::string new_rs = "<none>";
   for (size_t i = 0; i < replica_sets.size(); ++i) {
     const auto& rs = replica_sets[i];
-    std::string desc = fmt::format("{} ({}/{} replicas created)", rs.metadata().name(), rs.status().replicas(),
-                                   rs.spec().has_replicas() ? rs.spec().replicas() : 1);
+    std::string desc =
+        fmt::format("{} ({}/{} replicas created)", rs.metadata().name(), rs.status().replicas(),
+                    rs.spec().has_replicas() ? rs.spec().replicas() : 1);
     if (i + 1 == replica_sets.size()) {
       new_rs = desc;
     } else if (rs.status().replicas() > 0) {

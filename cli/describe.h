@@ -17,7 +17,8 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
 std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pods,
                          const std::vector<api::Event>& events, absl::Time now);
 // `replica_sets` are the deployment's, newest last.
-std::string DescribeDeployment(const api::Deployment& d, const std::vector<api::ReplicaSet>& replica_sets,
+std::string DescribeDeployment(const api::Deployment& d,
+                               const std::vector<api::ReplicaSet>& replica_sets,
                                const std::vector<api::Event>& events, absl::Time now);
 // Any other kind: its metadata, then the rest of it as YAML, then its events.
 std::string DescribeGeneric(const api::KindInfo& kind, const google::protobuf::Message& obj,

@@ -52,24 +52,27 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
   try {
     root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(fmt::format("error loading config file \"{}\": {}", path, e.what()));
+    return absl::InvalidArgumentError(
+        fmt::format("error loading config file \"{}\": {}", path, e.what()));
   }
   KubeConfig cfg;
   cfg.path = path;
   const std::string current = Str(root, "current-context");
   if (current.empty()) {
-    return absl::InvalidArgumentError(fmt::format("error loading config file \"{}\": no current-context", path));
+    return absl::InvalidArgumentError(
+        fmt::format("error loading config file \"{}\": no current-context", path));
   }
   YAML::Node context = Named(root["contexts"], current, "context");
   if (!context || !context.IsMap()) {
-    return absl::InvalidArgumentError(
-        fmt::format("error loading config file \"{}\": context \"{}\" does not exist", path, current));
+    return absl::InvalidArgumentError(fmt::format(
+        "error loading config file \"{}\": context \"{}\" does not exist", path, current));
   }
   YAML::Node cluster = Named(root["clusters"], Str(context, "cluster"), "cluster");
   YAML::Node user = Named(root["users"], Str(context, "user"), "user");
   if (!cluster || !cluster.IsMap()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "error loading config file \"{}\": cluster \"{}\" does not exist", path, Str(context, "cluster")));
+    return absl::InvalidArgumentError(
+        fmt::format("error loading config file \"{}\": cluster \"{}\" does not exist", path,
+                    Str(context, "cluster")));
   }
   if (!Str(context, "namespace").empty()) cfg.namespace_ = Str(context, "namespace");
   cfg.server = Str(cluster, "server");
@@ -82,13 +85,14 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
   }
   if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   if (rest.empty()) {
-    return absl::InvalidArgumentError(fmt::format("error loading config file \"{}\": the cluster has no server", path));
+    return absl::InvalidArgumentError(
+        fmt::format("error loading config file \"{}\": the cluster has no server", path));
   }
   cfg.address = rest;
   if (const std::string data = Str(cluster, "certificate-authority-data"); !data.empty()) {
     if (!absl::Base64Unescape(data, &cfg.ca_pem)) {
-      return absl::InvalidArgumentError(
-          fmt::format("error loading config file \"{}\": certificate-authority-data is not base64", path));
+      return absl::InvalidArgumentError(fmt::format(
+          "error loading config file \"{}\": certificate-authority-data is not base64", path));
     }
   } else if (std::string file = Str(cluster, "certificate-authority"); !file.empty()) {
     if (file[0] != '/') {  // relative to the kubeconfig, as kubectl resolves it
@@ -96,12 +100,15 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
       if (dir != std::string::npos) file = path.substr(0, dir + 1) + file;
     }
     auto ca = ReadFile(file);
-    if (!ca.ok()) return absl::NotFoundError(fmt::format("unable to read certificate-authority {}", file));
+    if (!ca.ok())
+      return absl::NotFoundError(fmt::format("unable to read certificate-authority {}", file));
     cfg.ca_pem = *ca;
   }
   if (cfg.tls && cfg.ca_pem.empty()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "error loading config file \"{}\": an https server needs certificate-authority or certificate-authority-data", path));
+    return absl::InvalidArgumentError(
+        fmt::format("error loading config file \"{}\": an https server needs certificate-authority "
+                    "or certificate-authority-data",
+                    path));
   }
   cfg.token = Str(user, "token");
   if (cfg.token.empty()) {

@@ -10,10 +10,10 @@ namespace mkube::cli {
 // current-context): where the apiserver is, how to trust it, who we are, which namespace.
 struct KubeConfig {
   std::string path;
-  std::string server;     // as written: https://127.0.0.1:6443 or http://... (plaintext)
-  std::string address;    // host:port for gRPC
+  std::string server;   // as written: https://127.0.0.1:6443 or http://... (plaintext)
+  std::string address;  // host:port for gRPC
   bool tls = true;
-  std::string ca_pem;     // from certificate-authority(-data)
+  std::string ca_pem;  // from certificate-authority(-data)
   std::string token;
   std::string namespace_ = "default";
 };

@@ -32,7 +32,8 @@ int Run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
   Globals g;
-  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file (default $MKUBECONFIG, then ~/.mkube/config)");
+  app.add_option("--kubeconfig", g.kubeconfig,
+                 "Path to the kubeconfig file (default $MKUBECONFIG, then ~/.mkube/config)");
   app.add_option("-s,--server", g.server, "The address of the mkube API server");
   app.add_option("--token", g.token, "Bearer token for authentication to the API server");
   app.add_option("-n,--namespace", g.ns, "If present, the namespace scope for this request");
@@ -42,12 +43,20 @@ int Run(int argc, char** argv) {
 
   // apply / create
   std::vector<std::string> files;
-  auto* apply = app.add_subcommand("apply", "Apply a configuration to a resource by file name or stdin");
-  apply->add_option("-f,--filename", files, "Files, directories or - (stdin) with the configuration")->required();
-  apply->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, false); }); }; });
+  auto* apply =
+      app.add_subcommand("apply", "Apply a configuration to a resource by file name or stdin");
+  apply
+      ->add_option("-f,--filename", files, "Files, directories or - (stdin) with the configuration")
+      ->required();
+  apply->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, false); }); };
+  });
   auto* create = app.add_subcommand("create", "Create a resource from a file or from stdin");
-  create->add_option("-f,--filename", files, "Files, directories or - (stdin) with the resources")->required();
-  create->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, true); }); }; });
+  create->add_option("-f,--filename", files, "Files, directories or - (stdin) with the resources")
+      ->required();
+  create->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, true); }); };
+  });
 
   // get
   GetFlags gf;
@@ -64,8 +73,9 @@ int Run(int argc, char** argv) {
   get->callback([&] {
     action = [&] {
       if (args.empty()) {
-        return UserError("You must specify the type of resource to get. Use \"mkubectl api-resources\" "
-                         "for a complete list of supported resources.");
+        return UserError(
+            "You must specify the type of resource to get. Use \"mkubectl api-resources\" "
+            "for a complete list of supported resources.");
       }
       return WithSession(g, [&](Session& s) { return Get(s, args, gf); });
     };
@@ -73,84 +83,134 @@ int Run(int argc, char** argv) {
 
   // delete
   DeleteFlags df;
-  auto* del = app.add_subcommand("delete", "Delete resources by file names, stdin, resources and names, or by selector");
+  auto* del = app.add_subcommand(
+      "delete", "Delete resources by file names, stdin, resources and names, or by selector");
   del->add_option("args", args, "TYPE NAME... | TYPE/NAME...");
   del->add_option("-f,--filename", df.files, "Files with the resources to delete");
   del->add_option("-l,--selector", df.labels, "Label selector");
   del->add_option("--field-selector", df.fields, "Field selector");
   del->add_flag("--all", df.all, "Delete every resource of the type in the namespace");
   del->add_flag("--force", df.force, "Delete at once, without waiting for the pods to stop");
-  del->add_option("--grace-period", df.grace, "Seconds given to the resource to terminate gracefully (-1: its default)");
-  del->add_option("--wait", df.wait, "Wait for the resources to be gone before returning")->capture_default_str();
+  del->add_option("--grace-period", df.grace,
+                  "Seconds given to the resource to terminate gracefully (-1: its default)");
+  del->add_option("--wait", df.wait, "Wait for the resources to be gone before returning")
+      ->capture_default_str();
   del->add_option("--timeout", df.timeout, "How long to wait before giving up (0: a week)");
-  del->add_flag("--ignore-not-found", df.ignore_not_found, "Treat \"resource not found\" as a successful delete");
-  del->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); }; });
+  del->add_flag("--ignore-not-found", df.ignore_not_found,
+                "Treat \"resource not found\" as a successful delete");
+  del->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); };
+  });
 
   // label / annotate / taint
   bool overwrite = false;
   auto* label = app.add_subcommand("label", "Update the labels on a resource");
   label->add_option("args", args, "TYPE NAME KEY_1=VAL_1 ... KEY_N- ")->required();
   label->add_flag("--overwrite", overwrite, "Allow labels to be overwritten");
-  label->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, false); }); }; });
+  label->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, false); });
+    };
+  });
   auto* annotate = app.add_subcommand("annotate", "Update the annotations on a resource");
   annotate->add_option("args", args, "TYPE NAME KEY_1=VAL_1 ... KEY_N-")->required();
   annotate->add_flag("--overwrite", overwrite, "Allow annotations to be overwritten");
-  annotate->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, true); }); }; });
+  annotate->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, true); });
+    };
+  });
   auto* taint = app.add_subcommand("taint", "Update the taints on one or more nodes");
   taint->add_option("args", args, "nodes NODE KEY_1=VAL_1:TAINT_EFFECT_1 ... KEY_N-")->required();
   taint->add_flag("--overwrite", overwrite, "Allow taints to be overwritten");
-  taint->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Taint(s, args, overwrite); }); }; });
+  taint->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Taint(s, args, overwrite); }); };
+  });
 
   // cordon / uncordon / scale
   auto* cordon = app.add_subcommand("cordon", "Mark node as unschedulable");
   cordon->add_option("nodes", args, "NODE...")->required();
-  cordon->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, true); }); }; });
+  cordon->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, true); }); };
+  });
   auto* uncordon = app.add_subcommand("uncordon", "Mark node as schedulable");
   uncordon->add_option("nodes", args, "NODE...")->required();
-  uncordon->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, false); }); }; });
+  uncordon->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, false); }); };
+  });
   int replicas = -1;
   auto* scale = app.add_subcommand("scale", "Set a new size for a deployment or replica set");
   scale->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
   scale->add_option("--replicas", replicas, "The new desired number of replicas")->required();
-  scale->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Scale(s, args, replicas); }); }; });
+  scale->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Scale(s, args, replicas); }); };
+  });
 
   // describe / drain / rollout / set image
   std::string describe_labels;
-  auto* describe = app.add_subcommand("describe", "Show details of a specific resource or group of resources");
+  auto* describe =
+      app.add_subcommand("describe", "Show details of a specific resource or group of resources");
   describe->add_option("args", args, "TYPE [NAME...] | TYPE/NAME...")->required();
   describe->add_option("-l,--selector", describe_labels, "Label selector");
-  describe->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Describe(s, args, describe_labels); }); }; });
+  describe->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Describe(s, args, describe_labels); });
+    };
+  });
   DrainFlags drain_flags;
   std::string drain_node;
   auto* drain = app.add_subcommand("drain", "Drain node in preparation for maintenance");
   drain->add_option("node", drain_node, "NODE")->required();
-  drain->add_flag("--ignore-daemonsets", drain_flags.ignore_daemonsets, "Ignore DaemonSet-managed pods");
-  drain->add_flag("--delete-emptydir-data,--delete-local-data", drain_flags.delete_emptydir_data,
-                  "Continue even if there are pods using emptyDir (local data that will be deleted)");
-  drain->add_flag("--force", drain_flags.force, "Continue even if there are pods that do not declare a controller");
-  drain->add_option("--grace-period", drain_flags.grace, "Seconds given to each pod to terminate gracefully (-1: its own)");
-  drain->add_option("--timeout", drain_flags.timeout, "How long to wait before giving up (0: infinite)");
-  drain->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return Drain(s, drain_node, drain_flags); }); }; });
+  drain->add_flag("--ignore-daemonsets", drain_flags.ignore_daemonsets,
+                  "Ignore DaemonSet-managed pods");
+  drain->add_flag(
+      "--delete-emptydir-data,--delete-local-data", drain_flags.delete_emptydir_data,
+      "Continue even if there are pods using emptyDir (local data that will be deleted)");
+  drain->add_flag("--force", drain_flags.force,
+                  "Continue even if there are pods that do not declare a controller");
+  drain->add_option("--grace-period", drain_flags.grace,
+                    "Seconds given to each pod to terminate gracefully (-1: its own)");
+  drain->add_option("--timeout", drain_flags.timeout,
+                    "How long to wait before giving up (0: infinite)");
+  drain->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Drain(s, drain_node, drain_flags); });
+    };
+  });
   auto* rollout = app.add_subcommand("rollout", "Manage the rollout of a resource");
   rollout->require_subcommand(1);
   std::string rollout_timeout = "0s";
   auto* rollout_status = rollout->add_subcommand("status", "Show the status of the rollout");
   rollout_status->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
   rollout_status->add_option("--timeout", rollout_timeout, "How long to wait (0: forever)");
-  rollout_status->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return RolloutStatus(s, args, rollout_timeout); }); }; });
+  rollout_status->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return RolloutStatus(s, args, rollout_timeout); });
+    };
+  });
   auto* rollout_history = rollout->add_subcommand("history", "View the rollout history");
   rollout_history->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  rollout_history->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return RolloutHistory(s, args); }); }; });
+  rollout_history->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return RolloutHistory(s, args); }); };
+  });
   int64_t to_revision = 0;
   auto* rollout_undo = rollout->add_subcommand("undo", "Undo a previous rollout");
   rollout_undo->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  rollout_undo->add_option("--to-revision", to_revision, "The revision to roll back to (0: the previous one)");
-  rollout_undo->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return RolloutUndo(s, args, to_revision); }); }; });
+  rollout_undo->add_option("--to-revision", to_revision,
+                           "The revision to roll back to (0: the previous one)");
+  rollout_undo->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return RolloutUndo(s, args, to_revision); });
+    };
+  });
   auto* set = app.add_subcommand("set", "Set specific features on objects");
   set->require_subcommand(1);
   auto* set_image = set->add_subcommand("image", "Update the image of a pod template");
-  set_image->add_option("args", args, "TYPE NAME CONTAINER=IMAGE... | TYPE/NAME CONTAINER=IMAGE...")->required();
-  set_image->callback([&] { action = [&] { return WithSession(g, [&](Session& s) { return SetImage(s, args); }); }; });
+  set_image->add_option("args", args, "TYPE NAME CONTAINER=IMAGE... | TYPE/NAME CONTAINER=IMAGE...")
+      ->required();
+  set_image->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return SetImage(s, args); }); };
+  });
 
   // information
   auto* version = app.add_subcommand("version", "Print the client and server version information");
@@ -176,20 +236,24 @@ int Run(int argc, char** argv) {
         std::cout << (tty ? "\033[0;32mKubernetes control plane\033[0m is running at \033[0;33m"
                           : "Kubernetes control plane is running at ")
                   << s.server() << (tty ? "\033[0m" : "") << "\n\n"
-                  << "To further debug and diagnose cluster problems, use 'mkubectl cluster-info dump'.\n";
+                  << "To further debug and diagnose cluster problems, use 'mkubectl cluster-info "
+                     "dump'.\n";
         return absl::OkStatus();
       });
     };
   });
   std::string explain_path;
-  auto* explain = app.add_subcommand("explain", "Get the fields of a resource, or of a field: TYPE[.FIELD...]");
+  auto* explain =
+      app.add_subcommand("explain", "Get the fields of a resource, or of a field: TYPE[.FIELD...]");
   explain->add_option("path", explain_path, "e.g. pod.spec.affinity.nodeAffinity")->required();
   explain->callback([&] { action = [&] { return Explain(explain_path); }; });
   std::string shell;
-  auto* completion = app.add_subcommand("completion", "Output shell completion code for bash: source <(mkubectl completion bash)");
+  auto* completion = app.add_subcommand(
+      "completion", "Output shell completion code for bash: source <(mkubectl completion bash)");
   completion->add_option("shell", shell, "bash")->required();
   completion->callback([&] { action = [&] { return Completion(shell); }; });
-  auto* resources = app.add_subcommand("api-resources", "Print the supported API resources on the server");
+  auto* resources =
+      app.add_subcommand("api-resources", "Print the supported API resources on the server");
   resources->callback([&] { action = [] { return ApiResources(); }; });
 
   try {

@@ -16,21 +16,32 @@ std::string ResourceName(const api::KindInfo& kind) {
 std::string ErrorLine(const absl::Status& st, const std::string& server) {
   const std::string msg(st.message());
   switch (st.code()) {
-    case absl::StatusCode::kNotFound: return "Error from server (NotFound): " + msg;
-    case absl::StatusCode::kAlreadyExists: return "Error from server (AlreadyExists): " + msg;
-    case absl::StatusCode::kAborted: return "Error from server (Conflict): " + msg;
-    case absl::StatusCode::kInvalidArgument: return "Error from server (Invalid): " + msg;
-    case absl::StatusCode::kFailedPrecondition: return "Error from server (BadRequest): " + msg;
-    case absl::StatusCode::kOutOfRange: return "Error from server (Expired): " + msg;
-    case absl::StatusCode::kPermissionDenied: return "Error from server (Forbidden): " + msg;
-    case absl::StatusCode::kResourceExhausted: return "Error from server (TooManyRequests): " + msg;
+    case absl::StatusCode::kNotFound:
+      return "Error from server (NotFound): " + msg;
+    case absl::StatusCode::kAlreadyExists:
+      return "Error from server (AlreadyExists): " + msg;
+    case absl::StatusCode::kAborted:
+      return "Error from server (Conflict): " + msg;
+    case absl::StatusCode::kInvalidArgument:
+      return "Error from server (Invalid): " + msg;
+    case absl::StatusCode::kFailedPrecondition:
+      return "Error from server (BadRequest): " + msg;
+    case absl::StatusCode::kOutOfRange:
+      return "Error from server (Expired): " + msg;
+    case absl::StatusCode::kPermissionDenied:
+      return "Error from server (Forbidden): " + msg;
+    case absl::StatusCode::kResourceExhausted:
+      return "Error from server (TooManyRequests): " + msg;
     case absl::StatusCode::kUnauthenticated:
       return "error: You must be logged in to the server (Unauthorized)";
     case absl::StatusCode::kUnavailable:
-      return fmt::format("The connection to the server {} was refused - did you specify the right host or port?", server);
+      return fmt::format(
+          "The connection to the server {} was refused - did you specify the right host or port?",
+          server);
     case absl::StatusCode::kDeadlineExceeded:
       return fmt::format("Unable to connect to the server {}: the request timed out", server);
-    default: return "error: " + msg;
+    default:
+      return "error: " + msg;
   }
 }
 
@@ -115,7 +126,8 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
 }
 
 absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,
-                                             const std::string& name, std::optional<int64_t> grace) {
+                                             const std::string& name,
+                                             std::optional<int64_t> grace) {
   apiserver::DeleteRequest req;
   req.set_resource(kind.resource);
   req.set_namespace_(kind.namespaced ? ns : "");

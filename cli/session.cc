@@ -13,7 +13,8 @@ namespace {
 // kubectl's --request-timeout: "0" (none), a bare number of seconds, or 500ms / 1s / 2m / 1h.
 absl::StatusOr<std::chrono::milliseconds> RequestTimeout(const std::string& s) {
   if (s.empty() || s == "0") return std::chrono::milliseconds(std::chrono::hours(24));
-  if (int64_t ms = 0; s.ends_with("ms") && absl::SimpleAtoi(s.substr(0, s.size() - 2), &ms) && ms >= 0) {
+  if (int64_t ms = 0;
+      s.ends_with("ms") && absl::SimpleAtoi(s.substr(0, s.size() - 2), &ms) && ms >= 0) {
     return std::chrono::milliseconds(ms);
   }
   if (auto d = ParseDuration(s, "--request-timeout"); d.ok() && !s.ends_with("ms")) {
@@ -40,7 +41,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const Globals& g) {
     s->cfg_.address = g.server;
     s->cfg_.tls = !g.server.starts_with("http://");
     for (const char* scheme : {"https://", "http://"}) {
-      if (s->cfg_.address.starts_with(scheme)) s->cfg_.address = s->cfg_.address.substr(std::strlen(scheme));
+      if (s->cfg_.address.starts_with(scheme))
+        s->cfg_.address = s->cfg_.address.substr(std::strlen(scheme));
     }
   }
   if (!g.token.empty()) s->cfg_.token = g.token;
@@ -63,15 +65,19 @@ absl::Status Session::Worded(const absl::Status& st) const {
   return st.ok() ? st : UserError(ErrorLine(st, cfg_.address));
 }
 
-void Session::PrintError(const absl::Status& st) const { std::cerr << Worded(st).message() << "\n"; }
+void Session::PrintError(const absl::Status& st) const {
+  std::cerr << Worded(st).message() << "\n";
+}
 
 absl::StatusOr<const api::KindInfo*> KindNamed(const std::string& name) {
   const api::KindInfo* k = api::FindResource(name);
-  if (!k) return UserError(fmt::format("error: the server doesn't have a resource type \"{}\"", name));
+  if (!k)
+    return UserError(fmt::format("error: the server doesn't have a resource type \"{}\"", name));
   return k;
 }
 
-absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args, bool names_required) {
+absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args,
+                                                 bool names_required) {
   std::vector<Target> out;
   if (args.empty()) return UserError("error: you must specify the type of resource");
   if (args[0].find('/') != std::string::npos) {
@@ -79,8 +85,10 @@ absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>&
       auto slash = a.find('/');
       if (slash == std::string::npos) {
         return UserError(
-            "error: there is no need to specify a resource type as a separate argument when passing "
-            "arguments in resource/name form (e.g. 'mkubectl get resource/<resource_name>' instead of "
+            "error: there is no need to specify a resource type as a separate argument when "
+            "passing "
+            "arguments in resource/name form (e.g. 'mkubectl get resource/<resource_name>' instead "
+            "of "
             "'mkubectl get resource resource/<resource_name>'");
       }
       MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed(a.substr(0, slash)));
@@ -91,13 +99,15 @@ absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>&
   MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed(args[0]));
   for (size_t i = 1; i < args.size(); ++i) out.push_back({kind, args[i]});
   if (out.empty()) {
-    if (names_required) return UserError("error: resource(s) were provided, but no name was specified");
+    if (names_required)
+      return UserError("error: resource(s) were provided, but no name was specified");
     out.push_back({kind, ""});
   }
   return out;
 }
 
-absl::StatusOr<std::chrono::seconds> DurationFlag(const std::string& text, const std::string& flag) {
+absl::StatusOr<std::chrono::seconds> DurationFlag(const std::string& text,
+                                                  const std::string& flag) {
   auto d = ParseDuration(text == "0s" ? "0" : text, flag);
   if (!d.ok()) return UserError("error: " + std::string(d.status().message()));
   return *d;

@@ -12,8 +12,8 @@
 #include "nlohmann/json.hpp"
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define MKUBE_RETURN_IF_ERROR(expr)                \
-  do {                                             \
+#define MKUBE_RETURN_IF_ERROR(expr)                       \
+  do {                                                    \
     if (absl::Status _st = (expr); !_st.ok()) return _st; \
   } while (0)
 #define MKUBE_CONCAT_INNER(a, b) a##b
@@ -77,7 +77,8 @@ struct Target {
   const api::KindInfo* kind;
   std::string name;
 };
-absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args, bool names_required);
+absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args,
+                                                 bool names_required);
 
 // A --timeout or --grace-period style duration flag.
 absl::StatusOr<std::chrono::seconds> DurationFlag(const std::string& text, const std::string& flag);

@@ -68,7 +68,9 @@ grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                                              const CreateRequest* req, ObjectReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+    if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(),
+                              req->name(), ""});
+        !st.ok()) {
       return st;
     }
     return Fill(registry_->Create(*req), resp);
@@ -78,15 +80,17 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, const GetRequest* req,
                                           ObjectReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+    if (auto st = Check(
+            ctx, {"get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""});
+        !st.ok()) {
       return st;
     }
     return Fill(registry_->Get(*req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx,
-                                           const ListRequest* req, ListReply* resp) {
+grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx, const ListRequest* req,
+                                           ListReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
     if (auto st = Check(ctx, {"list", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
       return st;
@@ -106,7 +110,9 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
     if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
   }
   return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""}); !st.ok()) {
+    if (auto st = Check(
+            ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""});
+        !st.ok()) {
       return st;
     }
     return Fill(registry_->Update(*req), resp);
@@ -116,7 +122,9 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
                                             const PatchRequest* req, ObjectReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"patch", req->resource(), req->subresource(), req->namespace_(), req->name(), ""}); !st.ok()) {
+    if (auto st = Check(ctx, {"patch", req->resource(), req->subresource(), req->namespace_(),
+                              req->name(), ""});
+        !st.ok()) {
       return st;
     }
     return Fill(registry_->Patch(*req), resp);
@@ -126,7 +134,8 @@ grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
                                              const DeleteRequest* req, ObjectReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"delete", req->resource(), "", req->namespace_(), req->name(), ""}); !st.ok()) {
+    if (auto st = Check(ctx, {"delete", req->resource(), "", req->namespace_(), req->name(), ""});
+        !st.ok()) {
       return st;
     }
     return Fill(registry_->Delete(*req), resp);
@@ -134,7 +143,7 @@ grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ApiService::Watch(grpc::CallbackServerContext* ctx,
-                                                             const grpc::ByteBuffer* raw) {
+                                                              const grpc::ByteBuffer* raw) {
   auto* reactor = new WatchReactor<registry::Registry>(registry_, options_.watch_queue, &flusher_);
   WatchRequest req;
   std::vector<grpc::Slice> slices;
@@ -144,7 +153,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ApiService::Watch(grpc::CallbackServ
   }
   if (!req.ParseFromString(bytes)) {
     reactor->Fail(absl::InvalidArgumentError("cannot decode the watch request"));
-  } else if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) {
+  } else if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""});
+             !st.ok()) {
     reactor->Fail(st);
   } else {
     reactor->Start(req);

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "apiserver/auth/auth.h"
+#include "apiserver/registry/registry.h"
 #include "apiserver/server/executor.h"
 #include "apiserver/server/watch_stream.h"
-#include "apiserver/registry/registry.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
 namespace mkube::apiserver::server {
@@ -41,7 +41,7 @@ class ApiService final : public Api::WithRawCallbackMethod_Watch<Api::CallbackSe
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const DeleteRequest* req,
                                    ObjectReply* resp) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(grpc::CallbackServerContext* ctx,
-                                                   const grpc::ByteBuffer* req) override;
+                                                    const grpc::ByteBuffer* req) override;
 
  private:
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.

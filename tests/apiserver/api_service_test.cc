@@ -38,7 +38,8 @@ class ApiServiceTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_TRUE(server_ && port > 0);
-    stub_ = Api::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    stub_ = Api::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                             grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -98,7 +99,8 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // Queued behind it, this create's caller gives up after half a second.
-  EXPECT_EQ(CreatePod("late", std::chrono::milliseconds(500)).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CreatePod("late", std::chrono::milliseconds(500)).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
   busy.join();
   // The worker is free again; the late create must not have happened.
   ASSERT_TRUE(CreatePod("after", std::chrono::seconds(10)).ok());

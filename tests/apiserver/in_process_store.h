@@ -9,7 +9,8 @@
 namespace mkube::testing {
 
 // mkube-store in this process, on a free loopback port, with its data under `dir`.
-inline absl::StatusOr<std::unique_ptr<store::server::StoreServer>> StartInProcessStore(const std::string& dir) {
+inline absl::StatusOr<std::unique_ptr<store::server::StoreServer>> StartInProcessStore(
+    const std::string& dir) {
   store::server::ServerOptions o;
   o.store.data_dir = dir;
   o.listen = "127.0.0.1:0";

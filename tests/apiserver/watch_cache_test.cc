@@ -177,35 +177,40 @@ TEST_P(WatchCacheSelectionTest, LiveAndReplayedWatchesAgree) {
   const int64_t start = PutPod("default", "other", {{"tier", "none"}});
   Sync(start);
   auto live = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, live).ok());
+  ASSERT_TRUE(
+      cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, live).ok());
 
-  PutPod("default", "p", {{"tier", "front"}});                  // created in the selection
-  PutPod("default", "p", {{"tier", "back"}});                   // leaves it
-  PutPod("default", "p", {{"tier", "front"}});                  // comes back
-  PutPod("default", "p", {{"tier", "front"}}, "node01");        // changes inside it
+  PutPod("default", "p", {{"tier", "front"}});            // created in the selection
+  PutPod("default", "p", {{"tier", "back"}});             // leaves it
+  PutPod("default", "p", {{"tier", "front"}});            // comes back
+  PutPod("default", "p", {{"tier", "front"}}, "node01");  // changes inside it
   PutPod("default", "p", {{"tier", "front"}, {"x", "1"}}, "node01");
-  const int64_t last = DeletePod("default", "p");               // gone
+  const int64_t last = DeletePod("default", "p");  // gone
   Sync(last);
 
   EXPECT_EQ(live->Kinds(), GetParam().want);
   auto replay = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, replay).ok());
+  ASSERT_TRUE(
+      cache_->Watch(PodFilter(GetParam().labels, GetParam().fields), start, false, replay).ok());
   EXPECT_EQ(replay->events(), live->events()) << "a replay from the window is the live watch";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Selections, WatchCacheSelectionTest,
     ::testing::Values(
-        SelectionCase{"everything", "", "",
-                      {"ADDED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
-        SelectionCase{"label", "tier=front", "",
+        SelectionCase{
+            "everything",
+            "",
+            "",
+            {"ADDED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"label",
+                      "tier=front",
+                      "",
                       {"ADDED p", "DELETED p", "ADDED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
-        SelectionCase{"label_not_in", "tier notin (front)", "",
-                      {"ADDED p", "DELETED p"}},
-        SelectionCase{"node", "", "spec.nodeName=node01",
-                      {"ADDED p", "MODIFIED p", "DELETED p"}},
-        SelectionCase{"unbound", "", "spec.nodeName=",
-                      {"ADDED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{"label_not_in", "tier notin (front)", "", {"ADDED p", "DELETED p"}},
+        SelectionCase{"node", "", "spec.nodeName=node01", {"ADDED p", "MODIFIED p", "DELETED p"}},
+        SelectionCase{
+            "unbound", "", "spec.nodeName=", {"ADDED p", "MODIFIED p", "MODIFIED p", "DELETED p"}},
         SelectionCase{"both", "x=1", "spec.nodeName=node01", {"ADDED p", "DELETED p"}},
         SelectionCase{"nothing", "tier=middle", "", {}}),
     [](const auto& info) { return info.param.name; });
@@ -243,7 +248,8 @@ TEST_F(WatchCacheTest, TheWindowIsBoundedByTheSizeOfItsObjectsToo) {
   StartCache(o);
   const std::string big(20 << 10, 'x');
   std::vector<int64_t> revs;
-  for (int i = 0; i < 10; ++i) revs.push_back(PutPod("default", "p" + std::to_string(i), {{"blob", ""}}));
+  for (int i = 0; i < 10; ++i)
+    revs.push_back(PutPod("default", "p" + std::to_string(i), {{"blob", ""}}));
   for (int i = 0; i < 10; ++i) {
     api::Pod pod;
     pod.mutable_metadata()->set_name("big" + std::to_string(i));

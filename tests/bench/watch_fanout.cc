@@ -84,7 +84,8 @@ class Watch {
 };
 
 // A watch read on gRPC's callback threads.
-class CallbackWatch final : public Watch, public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
+class CallbackWatch final : public Watch,
+                            public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
  public:
   template <typename... TallyArgs>
   explicit CallbackWatch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
@@ -169,7 +170,8 @@ int main(int argc, char** argv) {
   app.add_option("--connections", channels, "Connections the watchers are spread over")
       ->capture_default_str();
   std::string reader = "queue";
-  app.add_option("--reader", reader, "How the watches are read: queue (completion queues) or callback")
+  app.add_option("--reader", reader,
+                 "How the watches are read: queue (completion queues) or callback")
       ->check(CLI::IsMember({"queue", "callback"}))
       ->capture_default_str();
   double rate = 0;
@@ -286,7 +288,9 @@ int main(int argc, char** argv) {
   const double seconds = static_cast<double>(std::max(last_ns.load(), created_ns) - start) / 1e9;
   auto pct_of = [](std::vector<double>& v, double p) {
     std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+    return v.empty()
+               ? 0.0
+               : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
   };
   auto pct = [&](double p) { return pct_of(latencies, p); };
   // A full list of everything created.
@@ -297,14 +301,14 @@ int main(int argc, char** argv) {
     return r;
   }());
   const double list_ms = static_cast<double>(NowNs() - l0) / 1e6;
-  std::printf("watchers=%d pods=%d delivered=%lld expected=%lld seconds=%.2f create_per_s=%.0f "
-              "create_p50_ms=%.1f create_p99_ms=%.1f deliveries_per_s=%.0f events_per_message=%.1f p50_ms=%.1f p99_ms=%.1f list_items=%d list_ms=%.1f\n",
-              watchers, pods, static_cast<long long>(delivered.load()),
-              static_cast<long long>(expected), seconds,
-              pods / (static_cast<double>(created_ns - start) / 1e9), pct_of(create_ms, 0.5),
-              pct_of(create_ms, 0.99),
-              static_cast<double>(delivered.load()) / seconds,
-              static_cast<double>(delivered.load()) / static_cast<double>(std::max<int64_t>(1, batches)), pct(0.5), pct(0.99),
-              full.ok() ? full->items_size() : -1, list_ms);
+  std::printf(
+      "watchers=%d pods=%d delivered=%lld expected=%lld seconds=%.2f create_per_s=%.0f "
+      "create_p50_ms=%.1f create_p99_ms=%.1f deliveries_per_s=%.0f events_per_message=%.1f "
+      "p50_ms=%.1f p99_ms=%.1f list_items=%d list_ms=%.1f\n",
+      watchers, pods, static_cast<long long>(delivered.load()), static_cast<long long>(expected),
+      seconds, pods / (static_cast<double>(created_ns - start) / 1e9), pct_of(create_ms, 0.5),
+      pct_of(create_ms, 0.99), static_cast<double>(delivered.load()) / seconds,
+      static_cast<double>(delivered.load()) / static_cast<double>(std::max<int64_t>(1, batches)),
+      pct(0.5), pct(0.99), full.ok() ? full->items_size() : -1, list_ms);
   return 0;
 }

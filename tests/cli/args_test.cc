@@ -18,12 +18,15 @@ TEST(ParseTaintTest, TheSeedsFormsAndTheMalformed) {
       {"key1:NoSchedule-", "key1", "", "NoSchedule", true, ""},
       {"cht=mycht:NoExecute-", "cht", "mycht", "NoExecute", true, ""},
       {"check-", "check", "", "", true, ""},
-      {"node-role.kubernetes.io/master:PreferNoSchedule", "node-role.kubernetes.io/master", "", "PreferNoSchedule", false, ""},
+      {"node-role.kubernetes.io/master:PreferNoSchedule", "node-role.kubernetes.io/master", "",
+       "PreferNoSchedule", false, ""},
       {"cht=mycht", "", "", "", false, "invalid taint spec: cht=mycht"},
       {"cht=mycht:", "", "", "", false, "invalid taint spec: cht=mycht:"},
       {"=x:NoSchedule", "", "", "", false, "invalid taint spec: =x:NoSchedule"},
-      {"cht=x:Sometimes", "", "", "", false, "invalid taint spec: cht=x:Sometimes, unsupported taint effect \"Sometimes\""},
-      {"role=kubernetes.io/master:PreferNoSchedule", "", "", "", false, "invalid taint spec: role=kubernetes.io/master:PreferNoSchedule, "},
+      {"cht=x:Sometimes", "", "", "", false,
+       "invalid taint spec: cht=x:Sometimes, unsupported taint effect \"Sometimes\""},
+      {"role=kubernetes.io/master:PreferNoSchedule", "", "", "", false,
+       "invalid taint spec: role=kubernetes.io/master:PreferNoSchedule, "},
       {"bad key!:NoSchedule", "", "", "", false, "invalid taint spec: bad key!:NoSchedule, "},
   };
   for (const auto& c : cases) {
@@ -52,7 +55,8 @@ TEST(ParseDurationTest, KubectlForms) {
     auto d = ParseDuration(bad, "--timeout");
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().message(), std::string("invalid argument \"") + bad +
-                                        "\" for \"--timeout\" flag: time: invalid duration \"" + bad + "\"");
+                                        "\" for \"--timeout\" flag: time: invalid duration \"" +
+                                        bad + "\"");
   }
 }
 

@@ -63,7 +63,8 @@ lastTimestamp: '2027-01-15T07:58:00Z'
            "Controlled By:  ReplicaSet/web-5d8\n",
            "    Port:           80/TCP\n",
            "    State:          Running\n      Started:      ",
-           "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n",
+           "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    "
+           "137\n",
            "    Restart Count:  1\n",
            "    Requests:       cpu:100m\n                    memory:64Mi\n",
            "Conditions:\n  Type   Status\n  ----   ------\n  Ready  True\n",
@@ -71,7 +72,8 @@ lastTimestamp: '2027-01-15T07:58:00Z'
            "Tolerations:     cht=mycht:NoExecute for 3600s\n",
            "Events:\n  Type    Reason     Age  From               Message\n"
            "  ----    ------     ---  ----               -------\n"
-           "  Normal  Scheduled  2m   default-scheduler  Successfully assigned default/web to node01\n",
+           "  Normal  Scheduled  2m   default-scheduler  Successfully assigned default/web to "
+           "node01\n",
        }) {
     EXPECT_NE(out.find(want), std::string::npos) << "missing:\n" << want << "\nin:\n" << out;
   }
@@ -94,11 +96,13 @@ spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory
   const std::string out = DescribeNode(node, {pod}, {}, kNow);
   for (const char* want : {
            "Roles:              master\n",
-           "Taints:             node-role.kubernetes.io/master:NoSchedule\n                    cht=a:NoExecute\n",
+           "Taints:             node-role.kubernetes.io/master:NoSchedule\n                    "
+           "cht=a:NoExecute\n",
            "Unschedulable:      true\n",
            "  InternalIP:  192.168.1.10\n",
            "Non-terminated Pods:        (1 in total)\n",
-           "  kube-system  p     500m (25%)    1 (50%)     1Gi (25%)        0 (0%)         <unknown>\n",
+           "  kube-system  p     500m (25%)    1 (50%)     1Gi (25%)        0 (0%)         "
+           "<unknown>\n",
            "  cpu       500m (25%)  1 (50%)\n",
            "  memory    1Gi (25%)   0 (0%)\n",
            "Events:",

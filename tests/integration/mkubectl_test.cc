@@ -1,7 +1,7 @@
 // build/bin/mkubectl as a user runs it, against a real mkube-store and mkube-apiserver: the
 // seeds' commands, kubectl's output, and one-line errors with a non-zero exit code.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 
@@ -38,7 +38,8 @@ class MkubectlTest : public ::testing::Test {
   }
   static void WriteConfig(const std::string& path, const std::string& token) {
     std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
-                        << "clusters:\n- name: test\n  cluster:\n    server: http://" << api_->address() << "\n"
+                        << "clusters:\n- name: test\n  cluster:\n    server: http://"
+                        << api_->address() << "\n"
                         << "users:\n- name: admin\n  user:\n    token: " << token << "\n"
                         << "contexts:\n- name: test\n  context: {cluster: test, user: admin}\n"
                         << "current-context: test\n";
@@ -50,7 +51,9 @@ class MkubectlTest : public ::testing::Test {
     args.insert(args.begin(), BinDir() + "/mkubectl");
     return RunCommand(args, {{"MKUBECONFIG", dir_->Sub(config)}}, stdin_text);
   }
-  static std::string Seed(const std::string& name) { return std::string(MKUBE_SEED_DIR) + "/" + name; }
+  static std::string Seed(const std::string& name) {
+    return std::string(MKUBE_SEED_DIR) + "/" + name;
+  }
   static std::string Write(const std::string& name, const std::string& text) {
     std::ofstream(dir_->Sub(name)) << text;
     return dir_->Sub(name);
@@ -112,7 +115,8 @@ TEST_F(MkubectlTest, ApplyAFolderOfManifests) {
   EXPECT_EQ(lines.size(), 11u) << r.out;
   EXPECT_EQ(lines[0], "pod/myapp01 created");  // demo01.yaml, files in name order
   EXPECT_THAT(r.out, HasSubstr("deployment.apps/myapp created\ndeployment.apps/myapp1 created\n"));
-  EXPECT_THAT(r.out, HasSubstr("pod/affinity created\npod/affinity configured\n")) << "pod2 and pod3 share a name";
+  EXPECT_THAT(r.out, HasSubstr("pod/affinity created\npod/affinity configured\n"))
+      << "pod2 and pod3 share a name";
   r = Ctl({"delete", "-f", MKUBE_SEED_DIR, "--ignore-not-found"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Ctl({"get", "all"}).err, "No resources found in default namespace.\n");
@@ -129,8 +133,11 @@ TEST_F(MkubectlTest, GetPrintsKubectlTablesAndFormats) {
   EXPECT_THAT(lines[2], MatchesRegex("myapp01 +0/1 +Pending +0 +[0-9]+s"));
 
   r = Ctl({"get", "po", "myapp01", "-o", "wide"});
-  EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES"));
-  EXPECT_THAT(Lines(r.out)[1], MatchesRegex("myapp01 +0/1 +Pending +0 +[0-9]+s +<none> +<none> +<none> +<none>"));
+  EXPECT_THAT(Lines(r.out)[0],
+              MatchesRegex(
+                  "NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES"));
+  EXPECT_THAT(Lines(r.out)[1],
+              MatchesRegex("myapp01 +0/1 +Pending +0 +[0-9]+s +<none> +<none> +<none> +<none>"));
 
   r = Ctl({"get", "pods", "--show-labels", "-l", "app=myapp01"});
   ASSERT_EQ(Lines(r.out).size(), 2u) << r.out;
@@ -167,7 +174,8 @@ TEST_F(MkubectlTest, LabelsTaintsAndCordonOnNodes) {
   auto r = Ctl({"label", "nodes", "node01", "disktype=hdd"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "error: 'disktype' already has a value (ssd), and --overwrite is false\n");
-  EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype=hdd", "--overwrite"}).out, "node/node01 labeled\n");
+  EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype=hdd", "--overwrite"}).out,
+            "node/node01 labeled\n");
   EXPECT_THAT(Ctl({"get", "nodes", "-l", "disktype=hdd", "-o", "name"}).out, "node/node01\n");
   EXPECT_EQ(Ctl({"label", "nodes", "node01", "disktype-"}).out, "node/node01 unlabeled\n");
   EXPECT_EQ(Ctl({"get", "nodes", "-l", "disktype"}).err, "No resources found\n");
@@ -176,22 +184,26 @@ TEST_F(MkubectlTest, LabelsTaintsAndCordonOnNodes) {
   EXPECT_EQ(Ctl({"taint", "nodes", "node01", "cht=mycht:NoExecute"}).out, "node/node01 tainted\n");
   r = Ctl({"taint", "nodes", "node01", "cht=other:NoExecute"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("already has cht taint(s) with same effect(s) and --overwrite is false"));
+  EXPECT_THAT(r.err,
+              HasSubstr("already has cht taint(s) with same effect(s) and --overwrite is false"));
   r = Ctl({"get", "node", "node01", "-o", "yaml"});
   EXPECT_THAT(r.out, HasSubstr("- effect: NoExecute\n    key: cht\n    value: mycht"));
   EXPECT_EQ(Ctl({"taint", "nodes", "node01", "cht:NoExecute-"}).out, "node/node01 untainted\n");
   r = Ctl({"taint", "nodes", "node01", "cht=x:Sometimes"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "error: invalid taint spec: cht=x:Sometimes, unsupported taint effect \"Sometimes\"\n");
+  EXPECT_EQ(r.err,
+            "error: invalid taint spec: cht=x:Sometimes, unsupported taint effect \"Sometimes\"\n");
   r = Ctl({"taint", "nodes", "node01", "cht-"});
   EXPECT_EQ(r.err, "error: taint \"cht\" not found\n");
 
   EXPECT_EQ(Ctl({"cordon", "node02"}).out, "node/node02 cordoned\n");
   EXPECT_EQ(Ctl({"cordon", "node02"}).out, "node/node02 already cordoned\n");
   r = Ctl({"get", "nodes"});
-  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*node02 +Unknown,SchedulingDisabled +<none> +[0-9]+s +\n(.|\n)*"));
+  EXPECT_THAT(
+      r.out, MatchesRegex("(.|\n)*node02 +Unknown,SchedulingDisabled +<none> +[0-9]+s +\n(.|\n)*"));
   EXPECT_EQ(Ctl({"uncordon", "node02"}).out, "node/node02 uncordoned\n");
-  EXPECT_EQ(Ctl({"delete", "nodes", "node01", "node02"}).out, "node \"node01\" deleted\nnode \"node02\" deleted\n");
+  EXPECT_EQ(Ctl({"delete", "nodes", "node01", "node02"}).out,
+            "node \"node01\" deleted\nnode \"node02\" deleted\n");
 }
 
 TEST_F(MkubectlTest, ScaleADeployment) {
@@ -211,18 +223,48 @@ TEST_F(MkubectlTest, ClearOneLineErrors) {
     std::vector<std::string> args;
     std::string stdin_text, config, want_err;
   };
-  const std::string bad_yaml = Write("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n");
-  const std::string unknown_kind = Write("kind.yaml", "apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n");
-  const std::string unknown_field = Write("field.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containerz: []}\n");
+  const std::string bad_yaml =
+      Write("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n");
+  const std::string unknown_kind =
+      Write("kind.yaml", "apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n");
+  const std::string unknown_field = Write(
+      "field.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containerz: []}\n");
   const std::vector<Case> cases = {
-      {"missing file", {"apply", "-f", "/nonexistent/pod.yaml"}, "", "config",
+      {"missing file",
+       {"apply", "-f", "/nonexistent/pod.yaml"},
+       "",
+       "config",
        "error: the path \"/nonexistent/pod.yaml\" does not exist\n"},
-      {"invalid yaml", {"apply", "-f", bad_yaml}, "", "config", "error: error validating \"" + bad_yaml + "\": "},
-      {"unknown kind", {"apply", "-f", unknown_kind}, "", "config", "error: error validating \"" + unknown_kind + "\": "},
-      {"unknown field", {"create", "-f", unknown_field}, "", "config", "error: error validating \"" + unknown_field + "\": "},
-      {"unknown resource", {"get", "gadgets"}, "", "config", "error: the server doesn't have a resource type \"gadgets\"\n"},
-      {"wrong token", {"get", "pods"}, "", "wrong-token", "error: You must be logged in to the server (Unauthorized)\n"},
-      {"bad output", {"get", "pods", "-o", "table"}, "", "config", "error: unable to match a printer suitable for the output format \"table\""},
+      {"invalid yaml",
+       {"apply", "-f", bad_yaml},
+       "",
+       "config",
+       "error: error validating \"" + bad_yaml + "\": "},
+      {"unknown kind",
+       {"apply", "-f", unknown_kind},
+       "",
+       "config",
+       "error: error validating \"" + unknown_kind + "\": "},
+      {"unknown field",
+       {"create", "-f", unknown_field},
+       "",
+       "config",
+       "error: error validating \"" + unknown_field + "\": "},
+      {"unknown resource",
+       {"get", "gadgets"},
+       "",
+       "config",
+       "error: the server doesn't have a resource type \"gadgets\"\n"},
+      {"wrong token",
+       {"get", "pods"},
+       "",
+       "wrong-token",
+       "error: You must be logged in to the server (Unauthorized)\n"},
+      {"bad output",
+       {"get", "pods", "-o", "table"},
+       "",
+       "config",
+       "error: unable to match a printer suitable for the output format \"table\""},
   };
   for (const auto& c : cases) {
     auto r = Ctl(c.args, c.stdin_text, c.config);
@@ -238,7 +280,8 @@ TEST_F(MkubectlTest, ClearOneLineErrors) {
                        "--request-timeout", "3s", "get", "pods"},
                       {{"MKUBECONFIG", dir_->Sub("none")}});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, StartsWith("The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?"));
+  EXPECT_THAT(r.err, StartsWith("The connection to the server 127.0.0.1:1 was refused - did you "
+                                "specify the right host or port?"));
   // No kubeconfig at all.
   r = RunCommand({BinDir() + "/mkubectl", "get", "pods"}, {{"MKUBECONFIG", dir_->Sub("none")}});
   EXPECT_EQ(r.exit_code, 1);
@@ -246,8 +289,9 @@ TEST_F(MkubectlTest, ClearOneLineErrors) {
 }
 
 TEST_F(MkubectlTest, WatchPrintsRowsAsPodsChange) {
-  Subprocess watch({BinDir() + "/mkubectl", "--kubeconfig", dir_->Sub("config"), "get", "pods", "-w"},
-                   dir_->Sub("watch.out"));
+  Subprocess watch(
+      {BinDir() + "/mkubectl", "--kubeconfig", dir_->Sub("config"), "get", "pods", "-w"},
+      dir_->Sub("watch.out"));
   ASSERT_TRUE(Ctl({"apply", "-f", Seed("pod3.yaml")}).exit_code == 0);
   bool seen = false;
   for (int i = 0; i < 300 && !seen; ++i) {
@@ -273,20 +317,27 @@ type: Warning
 count: 1
 source: {component: default-scheduler}
 message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
-)").exit_code, 0);
+)")
+                .exit_code,
+            0);
   auto r = Ctl({"describe", "pod", "myapp01"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("Name:         myapp01\nNamespace:    default\n"));
-  EXPECT_THAT(r.out, HasSubstr("Tolerations:     cht=mycht:NoExecute for 3600s\n"
-                               "                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s\n"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("Tolerations:     cht=mycht:NoExecute for 3600s\n"
+                "                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s\n"));
   EXPECT_THAT(r.out, HasSubstr("    State:          Waiting\n    Ready:          False\n"));
-  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*Events:\n"
-                                  "  Type +Reason +Age +From +Message\n"
-                                  "  ---- +------ +--- +---- +-------\n"
-                                  "  Warning +FailedScheduling +[0-9]+s +default-scheduler +0/2 nodes are available: 2 node\\(s\\) didn't match Pod's node affinity/selector.\n"));
+  EXPECT_THAT(
+      r.out, MatchesRegex("(.|\n)*Events:\n"
+                          "  Type +Reason +Age +From +Message\n"
+                          "  ---- +------ +--- +---- +-------\n"
+                          "  Warning +FailedScheduling +[0-9]+s +default-scheduler +0/2 nodes are "
+                          "available: 2 node\\(s\\) didn't match Pod's node affinity/selector.\n"));
   // The seed's "describe nodes | grep -B 3 Taints".
   r = Ctl({"describe", "nodes"});
-  EXPECT_THAT(r.out, HasSubstr("Taints:             cht=mycht:NoExecute\nUnschedulable:      false\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("Taints:             cht=mycht:NoExecute\nUnschedulable:      false\n"));
   EXPECT_THAT(r.out, HasSubstr("Taints:             <none>\n"));
   EXPECT_THAT(r.out, HasSubstr("Allocated resources:\n"));
   r = Ctl({"describe", "node", "nope"});
@@ -314,17 +365,26 @@ apiVersion: v1
 kind: Pod
 metadata: {name: elsewhere}
 spec: {nodeName: node02, containers: [{name: c, image: soscscs/myapp:v1}]}
-)").exit_code, 0);
+)")
+                .exit_code,
+            0);
   auto r = Ctl({"drain", "node01"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "node/node01 cordoned\n");
-  EXPECT_THAT(r.err, HasSubstr("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/ds-pod"));
-  EXPECT_THAT(r.err, HasSubstr("cannot delete Pods declare no controller (use --force to override): default/lonely"));
+  EXPECT_THAT(r.err, HasSubstr("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to "
+                               "ignore): default/ds-pod"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "cannot delete Pods declare no controller (use --force to override): default/lonely"));
   EXPECT_THAT(Ctl({"get", "pods", "-o", "name"}).out, HasSubstr("pod/lonely")) << "nothing evicted";
   // The seed's command (no agent runs here: a grace period of 0 removes the pods at once).
-  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-local-data", "--force", "--grace-period", "0"});
+  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-local-data", "--force",
+           "--grace-period", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "node/node01 already cordoned\nevicting pod default/lonely\npod/lonely evicted\nnode/node01 drained\n");
+  EXPECT_EQ(r.out,
+            "node/node01 already cordoned\nevicting pod default/lonely\npod/lonely "
+            "evicted\nnode/node01 drained\n");
   EXPECT_THAT(r.err, HasSubstr("Warning: ignoring DaemonSet-managed Pods: default/ds-pod"));
   EXPECT_EQ(Ctl({"get", "pods", "-o", "name"}).out, "pod/ds-pod\npod/elsewhere\n");
   EXPECT_THAT(Ctl({"get", "node", "node01"}).out, HasSubstr("SchedulingDisabled"));
@@ -338,7 +398,8 @@ TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
   ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp1.yaml")}).exit_code, 0);
   EXPECT_EQ(Ctl({"set", "image", "deployment/myapp1", "myapp1=soscscs/myapp:v2"}).out,
             "deployment.apps/myapp1 image updated\n");
-  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out, HasSubstr("image: soscscs/myapp:v2"));
+  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out,
+              HasSubstr("image: soscscs/myapp:v2"));
   auto r = Ctl({"set", "image", "deployment/myapp1", "nope=x"});
   EXPECT_EQ(r.err, "error: unable to find container named \"nope\"\n");
   // No controller runs here: the status says so until someone (here: the test) reports progress.
@@ -355,12 +416,14 @@ TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
   const std::string status = fmt::format(
       R"({{"status":{{"observedGeneration":{},"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3}}}})",
       d->metadata().generation());
-  ASSERT_TRUE(admin.Patch<api::Deployment>("deployments", "default", "myapp1", status, "status").ok());
+  ASSERT_TRUE(
+      admin.Patch<api::Deployment>("deployments", "default", "myapp1", status, "status").ok());
   r = Ctl({"rollout", "status", "deployment/myapp1", "--timeout", "10s"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "deployment \"myapp1\" successfully rolled out\n");
   r = Ctl({"describe", "deployment", "myapp1"});
-  EXPECT_THAT(r.out, HasSubstr("Replicas:               3 desired | 3 updated | 3 total | 3 available | 0 unavailable\n"));
+  EXPECT_THAT(r.out, HasSubstr("Replicas:               3 desired | 3 updated | 3 total | 3 "
+                               "available | 0 unavailable\n"));
   EXPECT_THAT(r.out, HasSubstr("StrategyType:           RollingUpdate\n"));
   Ctl({"delete", "deployment", "myapp1"});
 }
@@ -390,20 +453,31 @@ spec:
     spec:
       nodeSelector: {{kgc: a}}
       containers: [{{name: myapp1, image: "{2}", ports: [{{containerPort: 80}}]}}]
-)", rev, uid, image, cause.empty() ? "" : ", kubernetes.io/change-cause: \"" + cause + "\"");
+)",
+                       rev, uid, image,
+                       cause.empty() ? "" : ", kubernetes.io/change-cause: \"" + cause + "\"");
   };
-  ASSERT_EQ(Ctl({"apply", "-f", "-"}, rs(1, "soscscs/myapp:v1", "") + "---\n" + rs(2, "soscscs/myapp:v2", "set image v2")).exit_code, 0);
+  ASSERT_EQ(Ctl({"apply", "-f", "-"},
+                rs(1, "soscscs/myapp:v1", "") + "---\n" + rs(2, "soscscs/myapp:v2", "set image v2"))
+                .exit_code,
+            0);
   ASSERT_EQ(Ctl({"set", "image", "deploy/myapp1", "myapp1=soscscs/myapp:v2"}).exit_code, 0);
-  ASSERT_EQ(Ctl({"annotate", "deploy", "myapp1", "deployment.kubernetes.io/revision=2"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"annotate", "deploy", "myapp1", "deployment.kubernetes.io/revision=2"}).exit_code,
+            0);
   auto r = Ctl({"rollout", "history", "deployment/myapp1"});
-  EXPECT_EQ(r.out, "deployment.apps/myapp1 \nREVISION   CHANGE-CAUSE\n1          <none>\n2          set image v2\n\n") << r.err;
+  EXPECT_EQ(r.out,
+            "deployment.apps/myapp1 \nREVISION   CHANGE-CAUSE\n1          <none>\n2          set "
+            "image v2\n\n")
+      << r.err;
   EXPECT_EQ(Ctl({"rollout", "undo", "deployment/myapp1", "--to-revision=7"}).err,
             "error: unable to find specified revision 7 in history\n");
   r = Ctl({"rollout", "undo", "deployment/myapp1"});
   EXPECT_EQ(r.out, "deployment.apps/myapp1 rolled back\n") << r.err;
-  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out, HasSubstr("image: soscscs/myapp:v1"));
-  EXPECT_EQ(Ctl({"rollout", "undo", "deployment/myapp1", "--to-revision=1"}).out,
-            "deployment.apps/myapp1 skipped rollback (current template already matches revision 1)\n");
+  EXPECT_THAT(Ctl({"get", "deploy", "myapp1", "-o", "yaml"}).out,
+              HasSubstr("image: soscscs/myapp:v1"));
+  EXPECT_EQ(
+      Ctl({"rollout", "undo", "deployment/myapp1", "--to-revision=1"}).out,
+      "deployment.apps/myapp1 skipped rollback (current template already matches revision 1)\n");
   Ctl({"delete", "deploy", "myapp1"});
   Ctl({"delete", "rs", "myapp1-1", "myapp1-2"});
 }
@@ -411,14 +485,18 @@ spec:
 TEST_F(MkubectlTest, InformationCommands) {
   auto r = Ctl({"api-resources"});
   EXPECT_THAT(Lines(r.out)[0], MatchesRegex("NAME +SHORTNAMES +APIVERSION +NAMESPACED +KIND"));
-  EXPECT_THAT(r.out, MatchesRegex("(.|\n)*\ndeployments +deploy +apps/v1 +true +Deployment\n(.|\n)*"));
+  EXPECT_THAT(r.out,
+              MatchesRegex("(.|\n)*\ndeployments +deploy +apps/v1 +true +Deployment\n(.|\n)*"));
   EXPECT_THAT(Ctl({"version"}).out, MatchesRegex("Client Version: v.*\nServer Version: v.*\n"));
-  EXPECT_THAT(Ctl({"cluster-info"}).out, StartsWith("Kubernetes control plane is running at http://" + api_->address()));
+  EXPECT_THAT(Ctl({"cluster-info"}).out,
+              StartsWith("Kubernetes control plane is running at http://" + api_->address()));
   r = Ctl({"explain", "pod.spec.affinity.nodeAffinity"});
-  EXPECT_EQ(r.out, "KIND:     Pod\nVERSION:  v1\n\nRESOURCE: nodeAffinity <Object>\n\nFIELDS:\n"
-                   "   preferredDuringSchedulingIgnoredDuringExecution\t<[]Object>\n"
-                   "   requiredDuringSchedulingIgnoredDuringExecution\t<Object>\n");
-  EXPECT_EQ(Ctl({"explain", "deploy.spec.replicas"}).out, "KIND:     Deployment\nVERSION:  apps/v1\n\nFIELD:    replicas <integer>\n");
+  EXPECT_EQ(r.out,
+            "KIND:     Pod\nVERSION:  v1\n\nRESOURCE: nodeAffinity <Object>\n\nFIELDS:\n"
+            "   preferredDuringSchedulingIgnoredDuringExecution\t<[]Object>\n"
+            "   requiredDuringSchedulingIgnoredDuringExecution\t<Object>\n");
+  EXPECT_EQ(Ctl({"explain", "deploy.spec.replicas"}).out,
+            "KIND:     Deployment\nVERSION:  apps/v1\n\nFIELD:    replicas <integer>\n");
   // The seed's misspelt path.
   r = Ctl({"explain", "pod.spec.aff1n1ty.nodeAffin1ty"});
   EXPECT_EQ(r.exit_code, 1);
@@ -427,9 +505,12 @@ TEST_F(MkubectlTest, InformationCommands) {
   // Bash completion: commands, types, names from the server, output formats.
   const std::string script = Ctl({"completion", "bash"}).out;
   auto complete = [&](const std::string& words, int cword) {
-    return RunCommand({"bash", "-c", "source /dev/stdin; COMP_WORDS=(" + words + "); COMP_CWORD=" +
-                                         std::to_string(cword) + "; _mkubectl; echo \"${COMPREPLY[*]}\""},
-                      {{"MKUBECONFIG", dir_->Sub("config")}, {"PATH", BinDir() + ":/usr/bin:/bin"}}, script).out;
+    return RunCommand({"bash", "-c",
+                       "source /dev/stdin; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                           std::to_string(cword) + "; _mkubectl; echo \"${COMPREPLY[*]}\""},
+                      {{"MKUBECONFIG", dir_->Sub("config")}, {"PATH", BinDir() + ":/usr/bin:/bin"}},
+                      script)
+        .out;
   };
   EXPECT_EQ(complete("mkubectl cord", 1), "cordon\n");
   EXPECT_EQ(complete("mkubectl get deploy", 2), "deploy deployment deployments\n");
