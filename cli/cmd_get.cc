@@ -122,7 +122,11 @@ absl::StatusOr<std::string> DescribeOne(Session& s, const api::KindInfo& kind,
       if (pod.status().phase() != "Succeeded" && pod.status().phase() != "Failed")
         pods.push_back(pod);
     }
-    return DescribeNode(node, pods, events, now);
+    // The agent's heartbeat lease, kept in kube-node-lease under the node's name.
+    auto lease =
+        s.res().Get(*api::FindResource("leases"), "kube-node-lease", node.metadata().name());
+    const api::Lease* held = lease.ok() ? static_cast<const api::Lease*>(lease->get()) : nullptr;
+    return DescribeNode(node, held, pods, events, now);
   }
   if (kind.kind == "Deployment") {
     const auto& d = static_cast<const api::Deployment&>(*obj);

@@ -328,8 +328,9 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   return out.str();
 }
 
-std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pods,
-                         const std::vector<api::Event>& events, absl::Time now) {
+std::string DescribeNode(const api::Node& node, const api::Lease* lease,
+                         const std::vector<api::Pod>& pods, const std::vector<api::Event>& events,
+                         absl::Time now) {
   Out out;
   const auto& m = node.metadata();
   std::vector<std::string> taints;
@@ -341,6 +342,17 @@ std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pod
                  {"CreationTimestamp", Time(m.creation_timestamp())},
                  {"Taints", taints.empty() ? "<none>" : absl::StrJoin(taints, "\n")},
                  {"Unschedulable", node.spec().unschedulable() ? "true" : "false"}});
+  if (lease) {
+    out.Line("Lease:");
+    out.Fields(
+        1, {{"HolderIdentity",
+             lease->spec().holder_identity().empty() ? "<unset>" : lease->spec().holder_identity()},
+            {"AcquireTime", Time(lease->spec().acquire_time())},
+            {"RenewTime", Time(lease->spec().renew_time())}});
+  } else {
+    out.Field(0, "Lease",
+              "Failed to get lease: leases.coordination.k8s.io \"" + m.name() + "\" not found");
+  }
   out.Line("Conditions:");
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : node.status().conditions()) {

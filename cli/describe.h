@@ -13,9 +13,10 @@ namespace mkube::cli {
 
 // `mkubectl describe`'s text, as kubectl lays it out. Events are the object's own, any order.
 std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events, absl::Time now);
-// `pods` are the node's non-terminated pods.
-std::string DescribeNode(const api::Node& node, const std::vector<api::Pod>& pods,
-                         const std::vector<api::Event>& events, absl::Time now);
+// `pods` are the node's non-terminated pods; `lease` its heartbeat lease, when it has one.
+std::string DescribeNode(const api::Node& node, const api::Lease* lease,
+                         const std::vector<api::Pod>& pods, const std::vector<api::Event>& events,
+                         absl::Time now);
 // `replica_sets` are the deployment's, newest last.
 std::string DescribeDeployment(const api::Deployment& d,
                                const std::vector<api::ReplicaSet>& replica_sets,

@@ -93,7 +93,18 @@ status:
 metadata: {name: p, namespace: kube-system}
 spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {cpu: '1'}}}]}
 )");
-  const std::string out = DescribeNode(node, {pod}, {}, kNow);
+  auto lease =
+      Parse<api::Lease>("spec: {holderIdentity: master01, renewTime: '2027-01-15T07:59:50Z'}");
+  const std::string out = DescribeNode(node, &lease, {pod}, {}, kNow);
+  EXPECT_NE(
+      out.find(
+          "Lease:\n  HolderIdentity:  master01\n  AcquireTime:     <unset>\n  RenewTime:       "),
+      std::string::npos)
+      << out;
+  EXPECT_NE(DescribeNode(node, nullptr, {}, {}, kNow)
+                .find("Lease:              Failed to get lease: leases.coordination.k8s.io "
+                      "\"master01\" not found\n"),
+            std::string::npos);
   for (const char* want : {
            "Roles:              master\n",
            "Taints:             node-role.kubernetes.io/master:NoSchedule\n                    "
