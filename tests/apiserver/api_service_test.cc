@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "apiserver/cache/watch_cache.h"
@@ -29,8 +30,9 @@ class ApiServiceTest : public ::testing::Test {
     auto authn = auth::TokenAuthenticator::FromText("t,admin,1,\"system:masters\"\n");
     ASSERT_TRUE(authn.ok());
     authn_ = std::make_unique<auth::TokenAuthenticator>(*authn);
-    ServiceOptions options;
-    options.workers = 1;  // one request at a time, so the next one waits
+  }
+
+  void Serve(ServiceOptions options) {
     service_ = std::make_unique<ApiService>(registry_.get(), authn_.get(), options);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -42,7 +44,7 @@ class ApiServiceTest : public ::testing::Test {
                                              grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     cache_->Stop();
   }
 
@@ -85,6 +87,9 @@ class ApiServiceTest : public ::testing::Test {
 };
 
 TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
+  ServiceOptions options;
+  options.workers = 1;  // one request at a time, so the next one waits
+  Serve(options);
   ASSERT_TRUE(CreatePod("on-time", std::chrono::seconds(10)).ok());
   EXPECT_EQ(GetPod("on-time"), grpc::StatusCode::OK);
   // The only worker waits (up to 5 s) for a resourceVersion the cache has not seen.
@@ -106,6 +111,63 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
   ASSERT_TRUE(CreatePod("after", std::chrono::seconds(10)).ok());
   EXPECT_EQ(GetPod("late"), grpc::StatusCode::NOT_FOUND);
 }
+
+// Watch streams carry every event once, in order, however the writes are batched.
+class WatchStreamTest : public ApiServiceTest,
+                        public ::testing::WithParamInterface<std::chrono::milliseconds> {};
+
+TEST_P(WatchStreamTest, EveryEventOnceInOrderInBatches) {
+  ServiceOptions options;
+  options.watch_coalesce = GetParam();
+  Serve(options);
+  ASSERT_TRUE(CreatePod("before", std::chrono::seconds(10)).ok());
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer t");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  WatchRequest req;
+  req.set_resource("pods");
+  req.set_resource_version("0");  // the existing pod first, then what happens
+  auto reader = stub_->Watch(&ctx, req);
+  constexpr int kPods = 200;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = w; i < kPods; i += 4) {
+        EXPECT_TRUE(CreatePod("p" + std::to_string(i), std::chrono::seconds(30)).ok());
+      }
+    });
+  }
+  std::vector<std::string> names;
+  int64_t last_rv = 0;
+  int messages = 0;
+  WatchBatch batch;
+  while (names.size() < kPods + 1 && reader->Read(&batch)) {
+    ++messages;
+    for (const auto& ev : batch.events()) {
+      ASSERT_EQ(ev.type(), "ADDED");
+      const int64_t rv = std::stoll(ev.resource_version());
+      EXPECT_GT(rv, last_rv) << "in order";
+      last_rv = rv;
+      api::Pod pod;
+      ASSERT_TRUE(pod.ParseFromString(ev.object()));
+      names.push_back(pod.metadata().name());
+    }
+  }
+  for (auto& t : writers) t.join();
+  ctx.TryCancel();
+  ASSERT_EQ(names.size(), static_cast<size_t>(kPods + 1));
+  EXPECT_EQ(names[0], "before");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::unique(names.begin(), names.end()), names.end()) << "no duplicates";
+  EXPECT_LE(messages, kPods + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Coalescing, WatchStreamTest,
+                         ::testing::Values(std::chrono::milliseconds(0),
+                                           std::chrono::milliseconds(10)),
+                         [](const auto& info) {
+                           return std::to_string(info.param.count()) + "ms";
+                         });
 
 }  // namespace
 }  // namespace mkube::apiserver::server
