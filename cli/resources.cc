@@ -9,10 +9,6 @@ std::string KindName(const api::KindInfo& kind) {
   return kind.group.empty() ? kind.singular : kind.singular + "." + kind.group;
 }
 
-std::string ResourceName(const api::KindInfo& kind) {
-  return kind.group.empty() ? kind.resource : kind.resource + "." + kind.group;
-}
-
 std::string ErrorLine(const absl::Status& st, const std::string& server) {
   const std::string msg(st.message());
   switch (st.code()) {
@@ -45,26 +41,22 @@ std::string ErrorLine(const absl::Status& st, const std::string& server) {
   }
 }
 
-absl::StatusOr<MessagePtr> Resources::Decode(const api::KindInfo& kind, const std::string& bytes) {
-  MessagePtr m(kind.New().release());
+absl::StatusOr<MessagePtr> Resources::Decode(const api::KindInfo& kind, const std::string& bytes,
+                                             const std::string& subresource) {
+  MessagePtr m = subresource == "scale" ? std::make_shared<api::Scale>()
+                                        : MessagePtr(kind.New().release());
   if (!m->ParseFromString(bytes)) return absl::DataLossError("cannot decode the server's reply");
   return m;
 }
 
 absl::StatusOr<MessagePtr> Resources::Get(const api::KindInfo& kind, const std::string& ns,
-                                          const std::string& name, const std::string& subresource) {
+                                          const std::string& name) {
   apiserver::GetRequest req;
   req.set_resource(kind.resource);
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
-  req.set_subresource(subresource);
   auto r = client_->GetRaw(req);
   if (!r.ok()) return r.status();
-  if (subresource == "scale") {
-    MessagePtr m = std::make_shared<api::Scale>();
-    if (!m->ParseFromString(*r)) return absl::DataLossError("cannot decode the server's reply");
-    return m;
-  }
   return Decode(kind, *r);
 }
 
@@ -117,12 +109,7 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
   req.set_merge_patch(merge_patch);
   auto r = client_->PatchRaw(req);
   if (!r.ok()) return r.status();
-  if (subresource == "scale") {
-    MessagePtr m = std::make_shared<api::Scale>();
-    if (!m->ParseFromString(*r)) return absl::DataLossError("cannot decode the server's reply");
-    return m;
-  }
-  return Decode(kind, *r);
+  return Decode(kind, *r, subresource);
 }
 
 absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,

@@ -15,8 +15,6 @@ using MessagePtr = std::shared_ptr<google::protobuf::Message>;
 
 // "pod", "deployment.apps": how kubectl names a kind in its messages.
 std::string KindName(const api::KindInfo& kind);
-// "pods", "deployments.apps": the resource as kubectl names it in errors.
-std::string ResourceName(const api::KindInfo& kind);
 
 // The one-line message kubectl prints for a failed call ("Error from server (NotFound): ...").
 std::string ErrorLine(const absl::Status& st, const std::string& server);
@@ -27,7 +25,7 @@ class Resources {
   explicit Resources(client::ApiClient* client) : client_(client) {}
 
   absl::StatusOr<MessagePtr> Get(const api::KindInfo& kind, const std::string& ns,
-                                 const std::string& name, const std::string& subresource = "");
+                                 const std::string& name);
   struct ListResult {
     std::vector<MessagePtr> items;
     std::string resource_version;
@@ -41,7 +39,9 @@ class Resources {
                                    const std::string& subresource = "");
   absl::StatusOr<MessagePtr> Delete(const api::KindInfo& kind, const std::string& ns,
                                     const std::string& name, std::optional<int64_t> grace);
-  absl::StatusOr<MessagePtr> Decode(const api::KindInfo& kind, const std::string& bytes);
+  // An object the server sent: the kind's message, or a Scale for the scale subresource.
+  absl::StatusOr<MessagePtr> Decode(const api::KindInfo& kind, const std::string& bytes,
+                                    const std::string& subresource = "");
   client::ApiClient* client() { return client_; }
 
  private:

@@ -17,11 +17,6 @@ auto WithRetries(int attempts, Fn fn) -> decltype(fn()) {
 
 }  // namespace
 
-absl::Status FromGrpc(const grpc::Status& st) {
-  if (st.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
-}
-
 ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);

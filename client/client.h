@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
+#include "proto/grpc_status.h"
 
 namespace mkube::client {
 
@@ -23,8 +24,6 @@ struct ClientOptions {
   // A connection of its own instead of the one shared by every client of the same address.
   bool own_connection = false;
 };
-
-absl::Status FromGrpc(const grpc::Status& st);
 
 // The typed client of the mkube API: objects are the kinds' protobuf messages.
 class ApiClient {

@@ -5,14 +5,10 @@
 #include "absl/base/thread_annotations.h"
 #include "api/object.h"
 #include "proto/api/core.pb.h"
+#include "proto/grpc_status.h"
 
 namespace mkube::apiserver::server {
 namespace {
-
-grpc::Status ToGrpc(const absl::Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
-}
 
 template <typename ReplyT>
 absl::Status Fill(absl::StatusOr<std::string> r, ReplyT* resp) {

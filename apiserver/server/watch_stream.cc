@@ -4,14 +4,10 @@
 #include <cstring>
 
 #include "proto/apiserver/apiserver.pb.h"
+#include "proto/grpc_status.h"
 
 namespace mkube::apiserver::server {
 namespace {
-
-grpc::Status ToGrpc(const absl::Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
-}
 
 // An event as it travels inside a WatchBatch: the field's tag and length, then the
 // WatchEvent. A message is these slices one after another, so a write copies nothing.

@@ -1,16 +1,12 @@
 #include "apiserver/storage/store_client.h"
 
 #include "absl/strings/str_split.h"
+#include "proto/grpc_status.h"
 
 namespace mkube::apiserver::storage {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(10);
-
-absl::Status FromGrpc(const grpc::Status& st) {
-  if (st.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
-}
 
 std::string Target(const std::string& endpoints) {
   std::vector<std::string> list = absl::StrSplit(endpoints, ',', absl::SkipEmpty());

@@ -1,7 +1,7 @@
 #include "store/server/kv_service.h"
 
 #include "store/mvcc/validate.h"
-#include "store/server/grpc_status.h"
+#include "proto/grpc_status.h"
 
 namespace mkube::store::server {
 namespace {

@@ -6,11 +6,6 @@
 
 namespace mkube::testing {
 
-absl::Status FromGrpc(const grpc::Status& st) {
-  if (st.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
-}
-
 EtcdClient::EtcdClient(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);

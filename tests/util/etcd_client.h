@@ -8,11 +8,10 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/etcd/rpc.grpc.pb.h"
+#include "proto/grpc_status.h"
 
 // A small blocking etcd v3 client for tests and benchmarks.
 namespace mkube::testing {
-
-absl::Status FromGrpc(const grpc::Status& st);
 
 class EtcdClient {
  public:
