@@ -75,16 +75,16 @@ void StreamSink::Close(const absl::Status& why) {
   reactor_->Finish(status);
 }
 
-bool StreamSink::Prepare() {
-  std::lock_guard<std::mutex> lock(mu_);
-  scheduled_ = false;
-  if (writing_ || closed_ || queue_.empty()) return false;
-  writing_ = true;
-  TakeBatch();
-  return true;
+void StreamSink::Flush() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    scheduled_ = false;
+    if (writing_ || closed_ || queue_.empty()) return;
+    writing_ = true;
+    TakeBatch();
+  }
+  reactor_->StartWrite(&buffer_);
 }
-
-void StreamSink::Start() { reactor_->StartWrite(&buffer_); }
 
 void StreamSink::WriteDone(bool ok) {
   bool schedule = false, finish = false;
@@ -141,7 +141,7 @@ void WatchFlusher::Schedule(std::shared_ptr<StreamSink> sink) {
 void WatchFlusher::Loop() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_round;
-  std::vector<std::shared_ptr<StreamSink>> round, ready;
+  std::vector<std::shared_ptr<StreamSink>> round;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !due_.empty(); });
@@ -153,12 +153,8 @@ void WatchFlusher::Loop() {
     last_round = Clock::now();
     round.swap(due_);
     lock.unlock();
-    for (auto& s : round) {
-      if (s->Prepare()) ready.push_back(std::move(s));
-    }
-    for (auto& s : ready) s->Start();
+    for (auto& s : round) s->Flush();
     round.clear();
-    ready.clear();
     lock.lock();
   }
 }

@@ -32,10 +32,8 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
   bool Push(const cache::Event& e, bool backlog) override;
   void Close(const absl::Status& why) override;
 
-  // The flusher's two steps: take what is queued as the next message (false: nothing to
-  // write now), then start writing it.
-  bool Prepare();
-  void Start();
+  // Called by the flusher: starts a write of everything queued, unless one is in flight.
+  void Flush();
   void WriteDone(bool ok);
 
  private:
