@@ -95,9 +95,7 @@ absl::Status Authorize(const registry::Caller& c, const Attributes& a) {
     if (a.resource == "leases" && a.ns == "kube-system") return absl::OkStatus();
     return Deny(c, a);
   }
-  constexpr std::string_view kNodePrefix = "system:node:";
-  if (HasGroup(c, "system:nodes") && c.user.rfind(kNodePrefix, 0) == 0) {
-    const std::string node = c.user.substr(kNodePrefix.size());
+  if (const std::string node = NodeOf(c); !node.empty()) {
     if (ReadOnly(a.verb)) return absl::OkStatus();
     if (a.resource == "events" && a.verb == "create") return absl::OkStatus();
     if (a.resource == "nodes" && a.name == node) return absl::OkStatus();
@@ -110,6 +108,12 @@ absl::Status Authorize(const registry::Caller& c, const Attributes& a) {
     return Deny(c, a);
   }
   return Deny(c, a);
+}
+
+std::string NodeOf(const registry::Caller& c) {
+  constexpr std::string_view kNodePrefix = "system:node:";
+  if (!HasGroup(c, "system:nodes") || c.user.rfind(kNodePrefix, 0) != 0) return "";
+  return c.user.substr(kNodePrefix.size());
 }
 
 }  // namespace mkube::apiserver::auth

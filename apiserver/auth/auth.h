@@ -37,5 +37,7 @@ struct Attributes {
 // (system:node:<name> in system:nodes), which may change only their own Node and Lease and the
 // status of pods bound to them (Kubernetes' NodeRestriction).
 absl::Status Authorize(const registry::Caller& caller, const Attributes& a);
+// The node a caller acts for (user system:node:<name> in group system:nodes), or empty.
+std::string NodeOf(const registry::Caller& caller);
 
 }  // namespace mkube::apiserver::auth

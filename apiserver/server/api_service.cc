@@ -30,9 +30,9 @@ absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attribute
   auto caller = authn_->Authenticate(header);
   if (!caller.ok()) return caller.status();
   a.resource = Canonical(a.resource);
-  if (a.resource == "pods" && !a.name.empty() &&
+  if (a.resource == "pods" && !a.name.empty() && !auth::NodeOf(*caller).empty() &&
       (a.verb == "update" || a.verb == "patch" || a.verb == "delete")) {
-    // NodeRestriction needs to know where the pod runs.
+    // NodeRestriction needs to know where the pod runs (only nodes are restricted by it).
     GetRequest g;
     g.set_resource("pods");
     g.set_namespace_(a.ns);
