@@ -290,7 +290,6 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
     out.type = EventType::kDeleted;
     out.entry = std::move(gone);
   }
-  revision_ = std::max(revision_, revision);
   window_.push_back(out);
   window_bytes_ += out.entry->bytes.size();
   TrimWindow();

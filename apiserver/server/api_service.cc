@@ -99,13 +99,13 @@ grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx, con
 
 grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
                                              const UpdateRequest* req, ObjectReply* resp) {
-  std::unique_ptr<google::protobuf::Message> obj;
-  std::string name;
-  if (const api::KindInfo* k = api::FindResource(req->resource())) {
-    obj = k->New();
-    if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
-  }
   return Offload(ctx, [=, this]() -> absl::Status {
+    // Authorization needs the object's name, which only its body carries.
+    std::string name;
+    if (const api::KindInfo* k = api::FindResource(req->resource())) {
+      auto obj = k->New();
+      if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
+    }
     if (auto st = Check(
             ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""});
         !st.ok()) {
