@@ -29,6 +29,24 @@ absl::Status ForEach(const std::vector<Target>& targets, Fn one) {
   return failed ? Reported() : absl::OkStatus();
 }
 
+// A pod's spec, or the one in a workload's pod template; null for kinds without one.
+api::PodSpec* MutablePodSpec(const api::KindInfo& kind, google::protobuf::Message* obj) {
+  if (kind.kind == "Pod") return static_cast<api::Pod*>(obj)->mutable_spec();
+  if (kind.kind == "Deployment") {
+    return static_cast<api::Deployment*>(obj)->mutable_spec()->mutable_template_()->mutable_spec();
+  }
+  if (kind.kind == "ReplicaSet") {
+    return static_cast<api::ReplicaSet*>(obj)->mutable_spec()->mutable_template_()->mutable_spec();
+  }
+  if (kind.kind == "DaemonSet") {
+    return static_cast<api::DaemonSet*>(obj)->mutable_spec()->mutable_template_()->mutable_spec();
+  }
+  if (kind.kind == "Job") {
+    return static_cast<api::Job*>(obj)->mutable_spec()->mutable_template_()->mutable_spec();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite,
@@ -164,53 +182,39 @@ absl::Status Taint(Session& s, const std::vector<std::string>& args, bool overwr
 }
 
 absl::Status Cordon(Session& s, const std::vector<std::string>& nodes, bool unschedulable) {
-  int rc = 0;
-  for (const auto& n : nodes) {
-    const api::KindInfo& kind = *api::FindResource("nodes");
-    auto obj = s.res().Get(kind, "", n);
-    if (!obj.ok()) {
-      s.PrintError(obj.status());
-      rc = 1;
-      continue;
-    }
-    const auto& node = static_cast<const api::Node&>(**obj);
-    const char* verb = unschedulable ? "cordoned" : "uncordoned";
-    if (node.spec().unschedulable() == unschedulable) {
-      std::cout << "node/" << n << " already " << verb << "\n";
-      continue;
+  const api::KindInfo* kind = api::FindResource("nodes");
+  std::vector<Target> targets;
+  for (const auto& n : nodes) targets.push_back({kind, n});
+  const char* verb = unschedulable ? "cordoned" : "uncordoned";
+  return ForEach(targets, [&](const Target& t) -> absl::Status {
+    MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*kind, "", t.name)));
+    if (static_cast<const api::Node&>(*obj).spec().unschedulable() == unschedulable) {
+      std::cout << "node/" << t.name << " already " << verb << "\n";
+      return absl::OkStatus();
     }
     json patch;
     patch["spec"]["unschedulable"] = unschedulable ? json(true) : json(nullptr);
-    auto r = s.res().Patch(kind, "", n, patch.dump());
-    if (!r.ok()) {
-      s.PrintError(r.status());
-      rc = 1;
-      continue;
-    }
-    std::cout << "node/" << n << " " << verb << "\n";
-  }
-  return rc ? Reported() : absl::OkStatus();
+    MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*kind, "", t.name, patch.dump()).status()));
+    std::cout << "node/" << t.name << " " << verb << "\n";
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Scale(Session& s, const std::vector<std::string>& args, int replicas) {
-  if (replicas < 0)
+  if (replicas < 0) {
     return UserError(
         "error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to "
         "0");
+  }
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, true));
-  int rc = 0;
-  for (const auto& t : targets) {
+  return ForEach(targets, [&](const Target& t) -> absl::Status {
     json patch;
     patch["spec"]["replicas"] = replicas;
-    auto r = s.res().Patch(*t.kind, s.ns(), t.name, patch.dump(), "scale");
-    if (!r.ok()) {
-      s.PrintError(r.status());
-      rc = 1;
-      continue;
-    }
+    MKUBE_RETURN_IF_ERROR(
+        s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump(), "scale").status()));
     std::cout << KindName(*t.kind) << "/" << t.name << " scaled\n";
-  }
-  return rc ? Reported() : absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
@@ -225,22 +229,9 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
   }
   if (images.empty()) return UserError("error: at least one image update is required");
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(objs, true));
-  int rc = 0;
-  for (const auto& t : targets) {
+  return ForEach(targets, [&](const Target& t) -> absl::Status {
     MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
-    google::protobuf::Message* tmpl = nullptr;
-    if (t.kind->kind == "Deployment")
-      tmpl = static_cast<api::Deployment&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "ReplicaSet")
-      tmpl = static_cast<api::ReplicaSet&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "DaemonSet")
-      tmpl = static_cast<api::DaemonSet&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "Job")
-      tmpl = static_cast<api::Job&>(*obj).mutable_spec()->mutable_template_();
-    if (t.kind->kind == "Pod") tmpl = nullptr;
-    api::PodSpec* spec = t.kind->kind == "Pod" ? static_cast<api::Pod&>(*obj).mutable_spec()
-                         : tmpl ? static_cast<api::PodTemplateSpec*>(tmpl)->mutable_spec()
-                                : nullptr;
+    api::PodSpec* spec = MutablePodSpec(*t.kind, obj.get());
     if (!spec) return UserError(fmt::format("error: {} has no pod template", KindName(*t.kind)));
     for (const auto& [container, image] : images) {
       bool found = false;
@@ -250,8 +241,9 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
           found = true;
         }
       }
-      if (!found)
+      if (!found) {
         return UserError(fmt::format("error: unable to find container named \"{}\"", container));
+      }
     }
     json patch;
     json containers = json::array();
@@ -262,15 +254,10 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args) {
       patch["spec"]["template"]["spec"]["containers"] = containers;
     }
     patch["metadata"]["resourceVersion"] = api::MetaOf(*obj).resource_version();
-    auto r = s.res().Patch(*t.kind, s.ns(), t.name, patch.dump());
-    if (!r.ok()) {
-      s.PrintError(r.status());
-      rc = 1;
-      continue;
-    }
+    MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump()).status()));
     std::cout << KindName(*t.kind) << "/" << t.name << " image updated\n";
-  }
-  return rc ? Reported() : absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace mkube::cli
