@@ -18,14 +18,6 @@ using Row = std::vector<std::string>;
 
 std::string OrNone(const std::string& s) { return s.empty() ? "<none>" : s; }
 
-std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339) {
-  absl::Time t;
-  std::string err;
-  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err))
-    return std::nullopt;
-  return t;
-}
-
 // The containers' names and images, and the selector: the wide columns of workloads.
 Row Workload(const PodTemplateSpec& tmpl, const std::string& selector) {
   std::vector<std::string> names, images;
@@ -230,6 +222,15 @@ const std::map<std::string, Printer>& Printers() {
 }
 
 }  // namespace
+
+std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339) {
+  absl::Time t;
+  std::string err;
+  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) {
+    return std::nullopt;
+  }
+  return t;
+}
 
 std::string HumanDuration(absl::Duration d) {
   const int64_t seconds = absl::ToInt64Seconds(d);

@@ -79,10 +79,8 @@ class Out {
 };
 
 std::string Time(const std::string& rfc3339) {
-  absl::Time t;
-  std::string err;
-  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) return "<unset>";
-  return absl::FormatTime("%a, %d %b %Y %H:%M:%S %z", t, absl::LocalTimeZone());
+  auto t = api::ParseRfc3339(rfc3339);
+  return t ? absl::FormatTime("%a, %d %b %Y %H:%M:%S %z", *t, absl::LocalTimeZone()) : "<unset>";
 }
 
 // "k=v" one per line, sorted; "<none>" when empty.
@@ -242,12 +240,7 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   f.push_back({"Annotations", Annotations(m.annotations())});
   std::string status = st.phase().empty() ? "Pending" : st.phase();
   if (!m.deletion_timestamp().empty()) {
-    status = fmt::format("Terminating (lasts {})", api::HumanDuration(now - [&] {
-                           absl::Time t;
-                           std::string err;
-                           absl::ParseTime(absl::RFC3339_full, m.deletion_timestamp(), &t, &err);
-                           return t;
-                         }()));
+    status = fmt::format("Terminating (lasts {})", api::Age(m.deletion_timestamp(), now));
     f.push_back({"Status", status});
     f.push_back(
         {"Termination Grace Period", fmt::format("{}s", m.deletion_grace_period_seconds())});
@@ -490,7 +483,11 @@ std::string DescribeGeneric(const api::KindInfo& kind, const google::protobuf::M
   j.erase("metadata");
   j.erase("apiVersion");
   j.erase("kind");
-  if (!j.empty()) out.Line(api::JsonToYaml(j).substr(0, api::JsonToYaml(j).size() - 1));
+  if (!j.empty()) {
+    std::string yaml = api::JsonToYaml(j);
+    yaml.pop_back();  // Line adds the newline
+    out.Line(yaml);
+  }
   EventsBlock(out, events, now);
   return out.str();
 }
