@@ -86,34 +86,39 @@ absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Create(const std::string&
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
 }
 
-absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Update(const std::string& key,
-                                                              int64_t revision,
-                                                              const std::string& value) {
+namespace {
+
+// A transaction whose success branch runs only if `key` was last written at `revision`; its
+// failure branch reads the key, so a conflict can be told from a deletion.
+etcdserverpb::TxnRequest IfModRevision(const std::string& key, int64_t revision) {
   etcdserverpb::TxnRequest t;
   auto* c = t.add_compare();
   c->set_key(key);
   c->set_target(etcdserverpb::Compare::MOD);
   c->set_result(etcdserverpb::Compare::EQUAL);
   c->set_mod_revision(revision);
+  t.add_failure()->mutable_request_range()->set_key(key);
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Update(const std::string& key,
+                                                              int64_t revision,
+                                                              const std::string& value) {
+  etcdserverpb::TxnRequest t = IfModRevision(key, revision);
   auto* put = t.add_success()->mutable_request_put();
   put->set_key(key);
   put->set_value(value);
-  t.add_failure()->mutable_request_range()->set_key(key);
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Delete(const std::string& key,
                                                               int64_t revision) {
-  etcdserverpb::TxnRequest t;
-  auto* c = t.add_compare();
-  c->set_key(key);
-  c->set_target(etcdserverpb::Compare::MOD);
-  c->set_result(etcdserverpb::Compare::EQUAL);
-  c->set_mod_revision(revision);
+  etcdserverpb::TxnRequest t = IfModRevision(key, revision);
   auto* del = t.add_success()->mutable_request_delete_range();
   del->set_key(key);
   del->set_prev_kv(true);
-  t.add_failure()->mutable_request_range()->set_key(key);
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
 }
 
