@@ -32,14 +32,29 @@ class Client {
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
   }
   absl::StatusOr<api::Pod> CreatePod(const api::Pod& pod, const std::string& ns = "default") {
+    auto bytes = Create("pods", pod, ns);
+    if (!bytes.ok()) return bytes.status();
+    api::Pod out;
+    out.ParseFromString(*bytes);
+    return out;
+  }
+  // Creates `obj` as a `resource`, or as the subresource of the object `name`; returns what the
+  // server stored.
+  absl::StatusOr<std::string> Create(const std::string& resource,
+                                     const google::protobuf::Message& obj,
+                                     const std::string& ns = "default", const std::string& name = "",
+                                     const std::string& subresource = "") {
     grpc::ClientContext ctx;
     Auth(&ctx);
     apiserver::CreateRequest req;
-    req.set_resource("pods");
+    req.set_resource(resource);
     req.set_namespace_(ns);
-    req.set_object(pod.SerializeAsString());
+    req.set_name(name);
+    req.set_subresource(subresource);
+    req.set_object(obj.SerializeAsString());
     apiserver::ObjectReply reply;
-    return Out<api::Pod>(stub_->Create(&ctx, req, &reply), reply);
+    if (auto st = stub_->Create(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+    return reply.object();
   }
   template <typename T>
   absl::StatusOr<T> Out(const grpc::Status& st, const apiserver::ObjectReply& reply) {
@@ -481,16 +496,7 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
     b.mutable_metadata()->set_name("pending");
     b.mutable_target()->set_kind("Node");
     b.mutable_target()->set_name(node);
-    grpc::ClientContext ctx;
-    sched.Auth(&ctx);
-    apiserver::CreateRequest req;
-    req.set_resource("pods");
-    req.set_namespace_("default");
-    req.set_name("pending");
-    req.set_subresource("binding");
-    req.set_object(b.SerializeAsString());
-    apiserver::ObjectReply reply;
-    return FromGrpc(sched.stub()->Create(&ctx, req, &reply));
+    return sched.Create("pods", b, "default", "pending", "binding").status();
   };
   ASSERT_TRUE(bind("node01").ok());
   EXPECT_EQ(admin_->GetPod("pending")->spec().node_name(), "node01");
@@ -503,18 +509,7 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
   api::Eviction ev;
   ev.mutable_metadata()->set_name("pending");
   ev.mutable_delete_options()->set_grace_period_seconds(0);
-  {
-    grpc::ClientContext ctx;
-    admin_->Auth(&ctx);
-    apiserver::CreateRequest req;
-    req.set_resource("pods");
-    req.set_namespace_("default");
-    req.set_name("pending");
-    req.set_subresource("eviction");
-    req.set_object(ev.SerializeAsString());
-    apiserver::ObjectReply reply;
-    ASSERT_TRUE(admin_->stub()->Create(&ctx, req, &reply).ok());
-  }
+  ASSERT_TRUE(admin_->Create("pods", ev, "default", "pending", "eviction").ok());
   EXPECT_EQ(admin_->GetPod("pending").status().code(), absl::StatusCode::kNotFound);
 
   auto objs = api::DecodeManifests(
@@ -522,16 +517,7 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
       "  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n"
       "        app: web\n    spec:\n      containers:\n      - name: c\n        image: nginx\n");
   ASSERT_TRUE(objs.ok());
-  {
-    grpc::ClientContext ctx;
-    admin_->Auth(&ctx);
-    apiserver::CreateRequest req;
-    req.set_resource("deployments");
-    req.set_namespace_("default");
-    req.set_object((*objs)[0].message->SerializeAsString());
-    apiserver::ObjectReply reply;
-    ASSERT_TRUE(admin_->stub()->Create(&ctx, req, &reply).ok());
-  }
+  ASSERT_TRUE(admin_->Create("deployments", *(*objs)[0].message).ok());
   api::Scale scale;
   {
     grpc::ClientContext ctx;
@@ -574,17 +560,10 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
       "        image: niginx\n        ports:\n        - containerPort: 80\n");
   ASSERT_TRUE(legacy.ok());
   {
-    grpc::ClientContext ctx;
-    admin_->Auth(&ctx);
-    apiserver::CreateRequest req;
-    req.set_resource("deployments");
-    req.set_namespace_("default");
-    req.set_object((*legacy)[0].message->SerializeAsString());
-    apiserver::ObjectReply reply;
-    auto st = admin_->stub()->Create(&ctx, req, &reply);
-    ASSERT_TRUE(st.ok()) << st.error_message();
+    auto stored = admin_->Create("deployments", *(*legacy)[0].message);
+    ASSERT_TRUE(stored.ok()) << stored.status();
     api::Deployment created;
-    created.ParseFromString(reply.object());
+    created.ParseFromString(*stored);
     EXPECT_EQ(created.api_version(), "apps/v1");
     EXPECT_EQ(created.spec().selector().match_labels().at("app"), "myapp");
   }
