@@ -99,10 +99,4 @@ std::unique_ptr<ApiClient::WatchStream> ApiClient::Watch(const apiserver::WatchR
   return w;
 }
 
-void ApiClient::WatchAsync(grpc::ClientContext* ctx, const apiserver::WatchRequest& req,
-                           grpc::ClientReadReactor<apiserver::WatchBatch>* reactor) {
-  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
-  stub_->async()->Watch(ctx, &req, reactor);
-}
-
 }  // namespace mkube::client

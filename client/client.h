@@ -106,10 +106,6 @@ class ApiClient {
     int next_ = 0;
   };
   std::unique_ptr<WatchStream> Watch(const apiserver::WatchRequest& req);
-  // Starts a watch whose batches go to `reactor` on gRPC's threads, for callers that hold
-  // many watches without a thread each. `ctx` gets the credentials but no deadline.
-  void WatchAsync(grpc::ClientContext* ctx, const apiserver::WatchRequest& req,
-                  grpc::ClientReadReactor<apiserver::WatchBatch>* reactor);
 
  private:
   template <typename T>

@@ -76,48 +76,12 @@ class Tally {
   bool done_ = false;
 };
 
-class Watch {
- public:
-  virtual ~Watch() = default;
-  virtual void Cancel() = 0;
-  virtual Tally& tally() = 0;
-};
-
-// A watch read on gRPC's callback threads.
-class CallbackWatch final : public Watch,
-                            public grpc::ClientReadReactor<mkube::apiserver::WatchBatch> {
- public:
-  template <typename... TallyArgs>
-  explicit CallbackWatch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
-  void Start(mkube::client::ApiClient* client, const mkube::apiserver::WatchRequest& req) {
-    client->WatchAsync(&ctx_, req, this);
-    StartRead(&batch_);
-    StartCall();
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    if (tally_.Add(batch_)) {
-      StartRead(&batch_);
-    } else {
-      ctx_.TryCancel();
-    }
-  }
-  void OnDone(const grpc::Status&) override { tally_.Done(); }
-  void Cancel() override { ctx_.TryCancel(); }
-  Tally& tally() override { return tally_; }
-
- private:
-  Tally tally_;
-  grpc::ClientContext ctx_;
-  mkube::apiserver::WatchBatch batch_;
-};
-
 // A watch read from a completion queue that one of a few threads polls: no hand-off to
 // another thread per message.
-class QueueWatch final : public Watch {
+class Watch {
  public:
   template <typename... TallyArgs>
-  explicit QueueWatch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
+  explicit Watch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
   void Start(mkube::apiserver::Api::Stub* stub, const std::string& token,
              const mkube::apiserver::WatchRequest& req, grpc::CompletionQueue* cq) {
     ctx_.AddMetadata("authorization", "Bearer " + token);
@@ -143,8 +107,8 @@ class QueueWatch final : public Watch {
         return;
     }
   }
-  void Cancel() override { ctx_.TryCancel(); }
-  Tally& tally() override { return tally_; }
+  void Cancel() { ctx_.TryCancel(); }
+  Tally& tally() { return tally_; }
 
  private:
   enum State { kStarting, kReading, kFinishing };
@@ -168,11 +132,6 @@ int main(int argc, char** argv) {
   app.add_option("--pods", pods)->capture_default_str();
   app.add_option("--creators", creators)->capture_default_str();
   app.add_option("--connections", channels, "Connections the watchers are spread over")
-      ->capture_default_str();
-  std::string reader = "queue";
-  app.add_option("--reader", reader,
-                 "How the watches are read: queue (completion queues) or callback")
-      ->check(CLI::IsMember({"queue", "callback"}))
       ->capture_default_str();
   double rate = 0;
   app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
@@ -202,41 +161,32 @@ int main(int argc, char** argv) {
   std::vector<double> latencies;
   std::atomic<int64_t> last_ns{0};
   std::vector<std::unique_ptr<Watch>> watches;
-  // For the queue reader: a stub per connection and two polling threads.
+  // The watches: a stub per connection, read from two completion-queue threads.
   std::vector<std::unique_ptr<mkube::apiserver::Api::Stub>> stubs;
   std::vector<std::unique_ptr<grpc::CompletionQueue>> queues;
   std::vector<std::thread> pollers;
-  if (reader == "queue") {
-    for (int c = 0; c < channels; ++c) {
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(INT32_MAX);
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      stubs.push_back(mkube::apiserver::Api::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
-    }
-    for (int q = 0; q < 2; ++q) queues.push_back(std::make_unique<grpc::CompletionQueue>());
+  for (int c = 0; c < channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(INT32_MAX);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stubs.push_back(mkube::apiserver::Api::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
+  for (int q = 0; q < 2; ++q) queues.push_back(std::make_unique<grpc::CompletionQueue>());
   for (int w = 0; w < watchers; ++w) {
     mkube::apiserver::WatchRequest req;
     req.set_resource("pods");
     req.set_resource_version(list->resource_version());
     const bool sample = w % 50 == 0;
-    if (reader == "queue") {
-      auto watch = std::make_unique<QueueWatch>(pods, sample, &delivered, &last_ns);
-      watch->Start(stubs[static_cast<size_t>(w % channels)].get(), token, req,
-                   queues[static_cast<size_t>(w) % queues.size()].get());
-      watches.push_back(std::move(watch));
-    } else {
-      auto watch = std::make_unique<CallbackWatch>(pods, sample, &delivered, &last_ns);
-      watch->Start(clients[static_cast<size_t>(w % channels)].get(), req);
-      watches.push_back(std::move(watch));
-    }
+    watches.push_back(std::make_unique<Watch>(pods, sample, &delivered, &last_ns));
+    watches.back()->Start(stubs[static_cast<size_t>(w % channels)].get(), token, req,
+                          queues[static_cast<size_t>(w) % queues.size()].get());
   }
   for (auto& q : queues) {
     pollers.emplace_back([cq = q.get()] {
       void* tag;
       bool ok;
-      while (cq->Next(&tag, &ok)) static_cast<QueueWatch*>(tag)->Proceed(ok);
+      while (cq->Next(&tag, &ok)) static_cast<Watch*>(tag)->Proceed(ok);
     });
   }
   const int64_t start = NowNs();
