@@ -13,6 +13,7 @@
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/api_service.h"
+#include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/store_client.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:6443";
   std::string store_endpoints = "127.0.0.1:2379";
   std::string token_file, address_file, log_level = "info";
-  std::string tls_cert, tls_key, client_ca;
+  std::string tls_cert, tls_key, client_ca, agent_token_file;
   bool insecure = false;
   size_t max_request_bytes = 3 << 20;
   mkube::apiserver::server::ServiceOptions service_options;
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert-file", tls_cert, "Serving certificate (PEM)");
   app.add_option("--tls-private-key-file", tls_key, "Serving key (PEM)");
   app.add_option("--client-ca-file", client_ca, "CA for client certificates (optional)");
+  app.add_option("--agent-token-file", agent_token_file,
+                 "File with the token presented to node agents for pods' logs and exec");
   app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
   app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
       ->capture_default_str();
@@ -100,6 +103,17 @@ int main(int argc, char** argv) {
 
   auto authn = mkube::apiserver::auth::TokenAuthenticator::FromFile(token_file);
   if (!authn.ok()) return Fail(authn.status().ToString());
+  std::string agent_token;
+  if (!agent_token_file.empty()) {
+    if (!std::filesystem::exists(agent_token_file)) {
+      return Fail("cannot read --agent-token-file " + agent_token_file);
+    }
+    agent_token = Slurp(agent_token_file);
+    while (!agent_token.empty() && (agent_token.back() == '\n' || agent_token.back() == '\r')) {
+      agent_token.pop_back();
+    }
+    if (agent_token.empty()) return Fail("--agent-token-file " + agent_token_file + " is empty");
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -123,6 +137,7 @@ int main(int argc, char** argv) {
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
   service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
   mkube::apiserver::server::ApiService service(&registry, &*authn, service_options);
+  mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, agent_token);
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -132,6 +147,7 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(&service);
+  builder.RegisterService(&streams);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);

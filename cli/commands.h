@@ -46,6 +46,19 @@ absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args,
 absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args);
 absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision);
 
+struct LogsFlags {
+  std::string container;
+  bool follow = false, previous = false;
+  int64_t tail = -1;  // all lines
+};
+absl::Status Logs(Session& s, const std::string& pod, const LogsFlags& f);
+struct ExecFlags {
+  std::string container;
+  bool stdin = false, tty = false;
+};
+absl::Status Exec(Session& s, const std::string& pod, const std::vector<std::string>& command,
+                  const ExecFlags& f);
+
 absl::Status Explain(const std::string& path);
 absl::Status Completion(const std::string& shell);
 absl::Status ApiResources();

@@ -177,6 +177,34 @@ int Run(int argc, char** argv) {
       return WithSession(g, [&](Session& s) { return Drain(s, drain_node, drain_flags); });
     };
   });
+  LogsFlags logs_flags;
+  std::string logs_pod;
+  auto* logs = app.add_subcommand("logs", "Print the logs for a container in a pod");
+  logs->add_option("pod", logs_pod, "POD | pod/POD")->required();
+  logs->add_option("-c,--container", logs_flags.container, "The container (default: the first)");
+  logs->add_flag("-f,--follow", logs_flags.follow, "Keep streaming the log as it grows");
+  logs->add_option("--tail", logs_flags.tail, "Lines of recent log to show (-1: all)");
+  logs->add_flag("-p,--previous", logs_flags.previous,
+                 "The previous instance of the container, if it restarted");
+  logs->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Logs(s, logs_pod, logs_flags); });
+    };
+  });
+  ExecFlags exec_flags;
+  std::string exec_pod;
+  std::vector<std::string> exec_command;
+  auto* exec = app.add_subcommand("exec", "Execute a command in a container: exec POD -- CMD...");
+  exec->add_option("pod", exec_pod, "POD | pod/POD")->required();
+  exec->add_option("command", exec_command, "The command and its arguments, after --");
+  exec->add_option("-c,--container", exec_flags.container, "The container (default: the first)");
+  exec->add_flag("-i,--stdin", exec_flags.stdin, "Pass stdin to the container");
+  exec->add_flag("-t,--tty", exec_flags.tty, "Stdin is a TTY");
+  exec->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return Exec(s, exec_pod, exec_command, exec_flags); });
+    };
+  });
   auto* rollout = app.add_subcommand("rollout", "Manage the rollout of a resource");
   rollout->require_subcommand(1);
   std::string rollout_timeout = "0s";
@@ -271,7 +299,7 @@ int Run(int argc, char** argv) {
   if (st.ok()) return 0;
   std::cout.flush();
   if (!st.message().empty()) std::cerr << st.message() << "\n";
-  return 1;
+  return ExitCodeOf(st);
 }
 
 }  // namespace

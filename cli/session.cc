@@ -3,6 +3,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "cli/args.h"
 #include "fmt/format.h"
@@ -27,6 +28,24 @@ absl::StatusOr<std::chrono::milliseconds> RequestTimeout(const std::string& s) {
 
 absl::Status UserError(std::string line) { return absl::FailedPreconditionError(line); }
 absl::Status Reported() { return absl::CancelledError(""); }
+
+namespace {
+constexpr char kExitCodePayload[] = "mkube.io/exit-code";
+}  // namespace
+
+absl::Status ExitWith(int code, std::string line) {
+  absl::Status st = absl::AbortedError(std::move(line));
+  st.SetPayload(kExitCodePayload, absl::Cord(std::to_string(code)));
+  return st;
+}
+
+int ExitCodeOf(const absl::Status& st) {
+  int code = 1;
+  if (auto p = st.GetPayload(kExitCodePayload)) {
+    if (!absl::SimpleAtoi(std::string(*p), &code) || code <= 0 || code > 255) code = 1;
+  }
+  return code;
+}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Open(const Globals& g) {
   std::unique_ptr<Session> s(new Session());

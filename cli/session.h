@@ -34,6 +34,10 @@ using json = nlohmann::ordered_json;
 absl::Status UserError(std::string line);
 // A failure whose lines were printed already: exit 1, print nothing more.
 absl::Status Reported();
+// A failure that exits with `code` (a remote command's), after printing `line` if not empty.
+absl::Status ExitWith(int code, std::string line);
+// The exit code a failed command's status asks for (1 unless ExitWith said otherwise).
+int ExitCodeOf(const absl::Status& st);
 
 // The flags every command takes.
 struct Globals {

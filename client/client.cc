@@ -32,7 +32,9 @@ ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
     ssl.pem_root_certs = options_.ca_pem;
     creds = grpc::SslCredentials(ssl);
   }
-  stub_ = apiserver::Api::NewStub(grpc::CreateCustomChannel(options_.address, creds, args));
+  auto channel = grpc::CreateCustomChannel(options_.address, creds, args);
+  stub_ = apiserver::Api::NewStub(channel);
+  streams_ = apiserver::PodStreams::NewStub(channel);
 }
 
 void ApiClient::Prepare(grpc::ClientContext* ctx) const {
@@ -97,6 +99,18 @@ std::unique_ptr<ApiClient::WatchStream> ApiClient::Watch(const apiserver::WatchR
   if (!options_.token.empty()) w->ctx_.AddMetadata("authorization", "Bearer " + options_.token);
   w->reader_ = stub_->Watch(&w->ctx_, req);
   return w;
+}
+
+std::unique_ptr<grpc::ClientReader<agent::LogChunk>> ApiClient::Logs(grpc::ClientContext* ctx,
+                                                                   const agent::LogRequest& req) {
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  return streams_->Logs(ctx, req);
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> ApiClient::Exec(
+    grpc::ClientContext* ctx) {
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  return streams_->Exec(ctx);
 }
 
 }  // namespace mkube::client

@@ -107,6 +107,13 @@ class ApiClient {
   };
   std::unique_ptr<WatchStream> Watch(const apiserver::WatchRequest& req);
 
+  // pods/log and pods/exec. `ctx` gets the token and no deadline: these last as long as the
+  // caller wants (cancel through ctx).
+  std::unique_ptr<grpc::ClientReader<agent::LogChunk>> Logs(grpc::ClientContext* ctx,
+                                                           const agent::LogRequest& req);
+  std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> Exec(
+      grpc::ClientContext* ctx);
+
  private:
   template <typename T>
   static absl::StatusOr<T> Parse(absl::StatusOr<std::string> bytes) {
@@ -119,6 +126,7 @@ class ApiClient {
 
   ClientOptions options_;
   std::unique_ptr<apiserver::Api::Stub> stub_;
+  std::unique_ptr<apiserver::PodStreams::Stub> streams_;
 };
 
 }  // namespace mkube::client

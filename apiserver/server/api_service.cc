@@ -21,6 +21,16 @@ std::string Canonical(const std::string& resource) {
   return k ? k->resource : resource;
 }
 
+// The object's name a create names: in the request for subresources, else in the object
+// (authorization needs it: a node may create only its own Node and Lease).
+std::string NameOf(const CreateRequest& req) {
+  if (!req.name().empty() || !req.subresource().empty()) return req.name();
+  const api::KindInfo* k = api::FindResource(req.resource());
+  if (!k) return "";
+  auto obj = k->New();
+  return obj->ParseFromString(req.object()) ? api::MetaOf(*obj).name() : "";
+}
+
 }  // namespace
 
 absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attributes a) {
@@ -65,7 +75,7 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                                              const CreateRequest* req, ObjectReply* resp) {
   return Offload(ctx, [=, this]() -> absl::Status {
     if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(),
-                              req->name(), ""});
+                              NameOf(*req), ""});
         !st.ok()) {
       return st;
     }

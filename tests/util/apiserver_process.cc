@@ -9,11 +9,13 @@ absl::Status ApiServerProcess::Start() {
   const std::string addr_file = dir_ + "/apiserver.addr";
   std::filesystem::remove(addr_file);
   std::ofstream(dir_ + "/tokens.csv") << kTokens;
+  std::ofstream(agent_token_file()) << kAgentToken << "\n";
   proc_ = std::make_unique<Subprocess>(
       std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
                                "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
                                "--insecure-plaintext", "--watch-queue-events", "50",
                                "--watch-cache-window-mib", "16",
+                               "--agent-token-file", agent_token_file(),
                                "--address-file", addr_file},
       dir_ + "/apiserver.log");
   auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));

@@ -1,0 +1,152 @@
+#include "agent/image.h"
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <system_error>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace mkube::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kConfigFile[] = "image.json";
+// Beside each pulled image's folder (<name>/<tag>.pulled): written once the copy is complete.
+constexpr char kPulledMark[] = ".pulled";
+
+int64_t TreeSize(const fs::path& root) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += static_cast<int64_t>(it->file_size(ec));
+  }
+  return total;
+}
+
+absl::StatusOr<std::vector<std::string>> Strings(const nlohmann::json& j, const char* field) {
+  std::vector<std::string> out;
+  if (!j.contains(field)) return out;
+  const auto& v = j.at(field);
+  if (!v.is_array()) return absl::InvalidArgumentError(fmt::format("{}: must be a list of strings", field));
+  for (const auto& s : v) {
+    if (!s.is_string()) return absl::InvalidArgumentError(fmt::format("{}: must be a list of strings", field));
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ImageRef> ParseImageRef(const std::string& image) {
+  std::string s = image;
+  if (s.empty()) return absl::InvalidArgumentError("empty image name");
+  if (const auto at = s.find('@'); at != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("image \"{}\": digests are not supported", image));
+  }
+  ImageRef ref;
+  const auto slash = s.rfind('/');
+  const auto colon = s.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    ref.tag = s.substr(colon + 1);
+    s = s.substr(0, colon);
+  } else {
+    ref.tag = "latest";
+  }
+  for (const char* prefix : {"docker.io/", "library/"}) {
+    if (s.rfind(prefix, 0) == 0) s = s.substr(std::string_view(prefix).size());
+  }
+  if (s.empty() || ref.tag.empty()) {
+    return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+  }
+  // Only a registry path: no climbing out of the registry folder.
+  for (const auto& part : fs::path(s)) {
+    if (part == ".." || part == "." || part.empty()) {
+      return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+    }
+  }
+  if (fs::path(s).is_absolute() || ref.tag.find('/') != std::string::npos || ref.tag == "..") {
+    return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+  }
+  ref.name = s;
+  return ref;
+}
+
+absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
+  Image img;
+  img.ref = ref;
+  img.root = (fs::path(store_) / ref.name / ref.tag).string();
+  const fs::path config = fs::path(img.root) / kConfigFile;
+  std::error_code ec;
+  if (fs::exists(config, ec)) {
+    std::ifstream in(config);
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return absl::InvalidArgumentError(fmt::format("image {}: {} is not a JSON object", ref.String(), kConfigFile));
+    }
+    auto entry = Strings(j, "entrypoint");
+    auto cmd = Strings(j, "cmd");
+    auto env = Strings(j, "env");
+    for (const auto* r : {&entry, &cmd, &env}) {
+      if (!r->ok()) return absl::InvalidArgumentError(fmt::format("image {}: {}", ref.String(), std::string(r->status().message())));
+    }
+    img.config = {std::move(*entry), std::move(*cmd), std::move(*env)};
+  }
+  img.size_bytes = TreeSize(img.root);
+  return img;
+}
+
+bool ImageStore::Present(const std::string& image) const {
+  auto ref = ParseImageRef(image);
+  std::error_code ec;
+  return ref.ok() && fs::exists(fs::path(store_) / ref->name / (ref->tag + kPulledMark), ec);
+}
+
+absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
+  auto ref = ParseImageRef(image);
+  if (!ref.ok()) return ref.status();
+  std::lock_guard<std::mutex> lock(pull_mu_);
+  const fs::path dest = fs::path(store_) / ref->name / ref->tag;
+  const fs::path mark = fs::path(store_) / ref->name / (ref->tag + kPulledMark);
+  std::error_code ec;
+  if (always || !fs::exists(mark, ec)) {
+    const fs::path src = fs::path(registry_) / ref->name / ref->tag;
+    if (registry_.empty() || !fs::is_directory(src, ec)) {
+      return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", ref->String()));
+    }
+    // Copied beside its place and renamed into it, so a half-copied image is never used.
+    const fs::path tmp = dest.string() + ".pulling";
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp.parent_path(), ec);
+    fs::copy(src, tmp, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+    }
+    fs::remove(mark, ec);
+    fs::remove_all(dest, ec);
+    fs::rename(tmp, dest, ec);
+    if (ec) return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+    std::ofstream(mark) << ref->String() << "\n";
+  }
+  return Load(*ref);
+}
+
+std::vector<Image> ImageStore::List() const {
+  std::vector<Image> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(store_, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() != kPulledMark || !it->is_regular_file(ec)) continue;
+    const fs::path rel = fs::relative(p, store_, ec);
+    ImageRef ref{rel.parent_path().string(), rel.stem().string()};
+    if (auto img = Load(ref); img.ok()) out.push_back(std::move(*img));
+  }
+  return out;
+}
+
+}  // namespace mkube::agent

@@ -1,0 +1,191 @@
+// mkube-agent: the node agent (kubelet). Registers its Node, keeps its Lease and status,
+// runs the pods bound to it as process groups and serves their logs and exec.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "agent/agent_service.h"
+#include "agent/image.h"
+#include "agent/node_status.h"
+#include "agent/pod_manager.h"
+#include "api/labels.h"
+#include "api/taint_spec.h"
+#include "client/client.h"
+#include "client/informer.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+constexpr char kVersion[] = "v0.1.0";
+
+std::optional<std::string> Slurp(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "mkube-agent: %s\n", what.c_str());
+  return 1;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string apiserver = "127.0.0.1:6443", token_file, ca_file;
+  bool insecure = false;
+  std::string node_name = Hostname(), node_ip = "127.0.0.1", listen, address_file;
+  std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
+  std::string node_labels, taints, log_level = "info";
+
+  CLI::App app{"mkube-agent: runs the pods bound to its node"};
+  app.add_option("--apiserver", apiserver, "The apiserver's address")->capture_default_str();
+  app.add_option("--token-file", token_file, "File with this node's bearer token")->required();
+  app.add_option("--ca-file", ca_file, "CA that signed the apiserver's certificate");
+  app.add_flag("--insecure-plaintext", insecure, "Talk to the apiserver without TLS");
+  app.add_option("--node-name", node_name, "The Node this agent registers")->capture_default_str();
+  app.add_option("--node-ip", node_ip, "The node's address (pods' hostIP)")->capture_default_str();
+  app.add_option("--listen", listen, "Where to serve logs and exec (default <node-ip>:10250; port 0: any)");
+  app.add_option("--address-file", address_file, "Write the bound address to this file");
+  app.add_option("--root-dir", root_dir, "The node's folder: pods, images, logs")->required();
+  app.add_option("--image-registry", registry_dir, "Folder of images (<name>/<tag>/) to pull from");
+  app.add_option("--pod-cidr", pod_cidr, "Pod addresses come from here")->capture_default_str();
+  app.add_option("--agent-token-file", agent_token_file,
+                 "File with the token the apiserver presents for logs and exec")
+      ->required();
+  app.add_option("--node-labels", node_labels, "Labels to register the node with: k=v,k2=v2");
+  app.add_option("--register-with-taints", taints,
+                 "Taints to register the node with: key=value:Effect,...");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern(fmt::format("%Y-%m-%dT%H:%M:%S.%e %^%l%$ agent {} %v", node_name));
+
+  mkube::agent::NodeOptions node;
+  node.name = node_name;
+  node.ip = node_ip;
+  node.pod_cidr = pod_cidr;
+  node.version = kVersion;
+  if (auto st = mkube::api::ValidateLabelKey("kubernetes.io/hostname"); !st.ok()) return Fail(st.ToString());
+  for (absl::string_view kv : absl::StrSplit(node_labels, ',', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2 || !mkube::api::ValidateLabelKey(p[0]).ok() ||
+        !mkube::api::ValidateLabelValue(p[1]).ok()) {
+      return Fail(fmt::format("--node-labels: invalid label \"{}\"", std::string(kv)));
+    }
+    node.labels[p[0]] = p[1];
+  }
+  for (absl::string_view t : absl::StrSplit(taints, ',', absl::SkipEmpty())) {
+    auto spec = mkube::api::ParseTaint(std::string(t));
+    if (!spec.ok()) return Fail("--register-with-taints: " + std::string(spec.status().message()));
+    if (spec->remove || spec->effect.empty()) {
+      return Fail(fmt::format("--register-with-taints: invalid taint spec: {}", std::string(t)));
+    }
+    mkube::api::Taint taint;
+    taint.set_key(spec->key);
+    taint.set_value(spec->value);
+    taint.set_effect(spec->effect);
+    node.taints.push_back(taint);
+  }
+  auto token = Slurp(token_file);
+  if (!token) return Fail("cannot read --token-file " + token_file);
+  auto agent_token = Slurp(agent_token_file);
+  if (!agent_token || Trim(*agent_token).empty()) {
+    return Fail("cannot read a token from --agent-token-file " + agent_token_file);
+  }
+  mkube::client::ClientOptions copts;
+  copts.address = apiserver;
+  copts.token = Trim(*token);
+  if (!ca_file.empty()) {
+    auto ca = Slurp(ca_file);
+    if (!ca) return Fail("cannot read --ca-file " + ca_file);
+    copts.ca_pem = *ca;
+  } else if (!insecure) {
+    return Fail("pass --ca-file to verify the apiserver, or --insecure-plaintext");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(root_dir, ec);
+  if (ec) return Fail(fmt::format("cannot create --root-dir {}: {}", root_dir, ec.message()));
+  root_dir = std::filesystem::absolute(root_dir).string();
+  if (!registry_dir.empty()) registry_dir = std::filesystem::absolute(registry_dir).string();
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // The agent's server first: the Node must say where it is.
+  mkube::client::ApiClient client(copts);
+  mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
+  mkube::client::Informer<mkube::api::Pod> pods(&client, "pods", "", "",
+                                                "spec.nodeName=" + node_name);
+  mkube::agent::PodManagerOptions pm;
+  pm.node_name = node_name;
+  pm.node_ip = node_ip;
+  pm.root_dir = root_dir;
+  pm.pod_cidr = pod_cidr;
+  mkube::agent::PodManager manager(&client, &pods, &images, pm);
+  mkube::agent::AgentService service(&manager, Trim(*agent_token));
+  if (listen.empty()) listen = node_ip + ":10250";
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) return Fail("cannot listen on " + listen);
+  node.agent_port = port;
+  const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
+
+  mkube::agent::NodeStatusManager status(&client, &images, node);
+  absl::Status registered = status.Register();
+  for (int i = 0; !registered.ok() && i < 60; ++i) {
+    spdlog::warn("cannot register the node yet ({}); retrying", registered.ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    registered = status.Register();
+  }
+  if (!registered.ok()) return Fail("cannot register the node: " + registered.ToString());
+  status.Start();
+  pods.AddHandlers({[&](auto&) { manager.Notify(); }, [&](auto&, auto&) { manager.Notify(); },
+                    [&](auto&) { manager.Notify(); }});
+  pods.Start();
+  pods.WaitForCacheSync(std::chrono::seconds(30));
+  manager.Start();
+  if (!address_file.empty()) {
+    std::ofstream(address_file + ".tmp") << address << "\n";
+    std::filesystem::rename(address_file + ".tmp", address_file);
+  }
+  spdlog::info("mkube-agent {} serving on {}, apiserver {}", node_name, address, apiserver);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: stopping the node's pods and shutting down", sig);
+  pods.Stop();
+  manager.Stop();
+  status.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "agent/image.h"
+#include "client/client.h"
+#include "proto/api/apps.pb.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::agent {
+
+struct NodeOptions {
+  std::string name;
+  std::string ip;
+  int agent_port = 0;  // where the apiserver reaches this agent (daemonEndpoints)
+  std::map<std::string, std::string> labels;
+  std::vector<api::Taint> taints;  // only when the node is first registered
+  std::map<std::string, std::string> capacity;  // cpu, memory, pods; from the machine if unset
+  std::string pod_cidr;
+  std::string version;
+  int lease_duration_seconds = 40;
+  absl::Duration renew_interval = absl::Seconds(10);
+  // The status is written when it changes and at least this often (its heartbeat).
+  absl::Duration status_interval = absl::Minutes(1);
+};
+
+// Registers the Node, renews its Lease in kube-node-lease and keeps its status (Ready, the
+// addresses, capacity, images) current, as the kubelet does.
+class NodeStatusManager {
+ public:
+  NodeStatusManager(client::ApiClient* client, ImageStore* images, NodeOptions options)
+      : client_(client), images_(images), options_(std::move(options)) {}
+  ~NodeStatusManager() { Stop(); }
+
+  // Creates the Node, or takes over an existing one of the same name (keeping its spec: taints
+  // and cordons belong to the cluster's admins once it exists), and writes its status.
+  absl::Status Register();
+  void Start();
+  void Stop();
+
+  api::NodeStatus BuildStatus(absl::Time now) const;
+
+ private:
+  void Loop();
+  absl::Status RenewLease(absl::Time now);
+  absl::Status PostStatus(absl::Time now);
+
+  client::ApiClient* client_;
+  ImageStore* images_;
+  const NodeOptions options_;
+  std::string lease_version_;  // resourceVersion of our Lease as last written
+  std::string posted_;         // status last written, without its heartbeat times
+  absl::Time posted_at_ = absl::InfinitePast();
+  absl::Time renewed_at_ = absl::InfinitePast();
+  std::string ready_since_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// The machine's capacity as Kubernetes reports it: cpu cores, memory in Ki, 110 pods.
+std::map<std::string, std::string> MachineCapacity();
+
+}  // namespace mkube::agent

@@ -1,0 +1,500 @@
+#include "agent/pod_manager.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "agent/process.h"
+#include "api/printers.h"
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+
+namespace mkube::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+bool Terminal(const api::Pod& pod) {
+  return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
+}
+
+// Sets NAME=value in env, replacing an earlier NAME.
+void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  for (auto& e : *env) {
+    if (e.rfind(prefix, 0) == 0) {
+      e = prefix + value;
+      return;
+    }
+  }
+  env->push_back(prefix + value);
+}
+
+std::string EnvValue(const std::vector<std::string>& env, const std::string& name) {
+  const std::string prefix = name + "=";
+  for (const auto& e : env) {
+    if (e.rfind(prefix, 0) == 0) return e.substr(prefix.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+PodManager::PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods,
+                       ImageStore* images, PodManagerOptions options)
+    : client_(client), pods_(pods), images_(images), options_(std::move(options)) {
+  // a.b.c.d/len: hosts from .2 (the first is kept for the network) to the last but one.
+  std::vector<std::string> parts = absl::StrSplit(options_.pod_cidr, '/');
+  in_addr addr{};
+  int len = 0;
+  if (parts.size() == 2 && inet_pton(AF_INET, parts[0].c_str(), &addr) == 1 &&
+      absl::SimpleAtoi(parts[1], &len) && len >= 8 && len <= 30) {
+    ip_count_ = (1u << (32 - len)) - 3;
+    ip_base_ = (ntohl(addr.s_addr) & ~((1u << (32 - len)) - 1)) + 2;
+  }
+}
+
+PodManager::~PodManager() { Stop(); }
+
+void PodManager::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void PodManager::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poke_ = true;
+  }
+  cv_.notify_all();
+}
+
+void PodManager::Stop(absl::Duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [uid, run] : runs_) {
+    for (auto& c : run.containers) SignalGroup(c.pid, SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  for (;;) {
+    bool any = false;
+    for (auto& [uid, run] : runs_) {
+      for (auto& c : run.containers) {
+        if (c.pid > 0 && TryReap(c.pid)) {
+          SignalGroup(c.pid, SIGKILL);
+          c.pid = 0;
+        }
+        any |= c.pid > 0;
+      }
+    }
+    if (!any) break;
+    if (absl::Now() >= deadline) {
+      for (auto& [uid, run] : runs_) {
+        for (auto& c : run.containers) SignalGroup(c.pid, SIGKILL);
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+void PodManager::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.tick),
+                   [&] { return stopping_ || poke_; });
+      if (stopping_) return;
+      poke_ = false;
+    }
+    Round();
+  }
+}
+
+void PodManager::Round() {
+  const absl::Time now = options_.now();
+  std::vector<Action> actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> seen;
+    for (const auto& pod : pods_->List()) {
+      if (pod->spec().node_name() != options_.node_name) continue;
+      const std::string& uid = pod->metadata().uid();
+      seen.insert(uid);
+      auto it = runs_.find(uid);
+      PodRun* run = it == runs_.end() ? nullptr : &it->second;
+      if (!run) {
+        const bool deleting = !pod->metadata().deletion_timestamp().empty();
+        // Nothing of it runs here: a finished pod stays finished, a deleted one just goes.
+        if (deleting) {
+          actions.push_back({Action::kDelete, pod, {}});
+          continue;
+        }
+        run = Adopt(pod, now);
+      }
+      run->pod = pod;
+      if (!pod->metadata().deletion_timestamp().empty() && !run->terminating) {
+        BeginTerminating(run, pod->metadata().deletion_grace_period_seconds(), now);
+      }
+    }
+    std::vector<std::string> finished;
+    for (auto& [uid, run] : runs_) {
+      if (!seen.contains(uid) && !run.gone) {
+        run.gone = true;  // deleted outright (grace 0, or --force): stop what runs
+        if (!run.terminating) {
+          BeginTerminating(&run, run.pod->spec().termination_grace_period_seconds(), now);
+        }
+      }
+      Step(&run, now);
+      if (run.terminating && !run.AnyRunning()) {
+        if (!run.gone) actions.push_back({Action::kDelete, run.pod, {}});
+        finished.push_back(uid);
+        continue;
+      }
+      if (run.gone) continue;
+      api::PodStatus status = BuildStatus(run, options_.node_ip, now);
+      std::string bytes = status.SerializeAsString();
+      if (bytes != run.posted_status) {
+        run.posted_status = std::move(bytes);
+        actions.push_back({Action::kPostStatus, run.pod, std::move(status)});
+      }
+    }
+    for (const auto& uid : finished) Finish(&runs_.at(uid));
+  }
+  for (const auto& a : actions) Do(a);
+}
+
+void PodManager::Do(const Action& a) {
+  const auto& meta = a.pod->metadata();
+  if (a.kind == Action::kDelete) {
+    apiserver::DeleteRequest req;
+    req.set_resource("pods");
+    req.set_namespace_(meta.namespace_());
+    req.set_name(meta.name());
+    req.set_grace_period_seconds(0);
+    req.mutable_preconditions()->set_uid(meta.uid());
+    auto r = client_->Delete(req);
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound &&
+        r.status().code() != absl::StatusCode::kAborted) {
+      spdlog::warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(), r.status().ToString());
+    }
+    return;
+  }
+  api::Pod pod;
+  *pod.mutable_metadata() = meta;
+  pod.mutable_metadata()->clear_resource_version();  // the node owns the status: last write wins
+  *pod.mutable_status() = a.status;
+  auto r = client_->Update<api::Pod>("pods", meta.namespace_(), pod, "status");
+  if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
+    spdlog::warn("pod {}/{}: status update failed: {}", meta.namespace_(), meta.name(),
+                 r.status().ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = runs_.find(meta.uid()); it != runs_.end()) it->second.posted_status.clear();
+  }
+}
+
+PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now) {
+  const auto& meta = pod->metadata();
+  PodRun& run = runs_[meta.uid()];
+  run.uid = meta.uid();
+  run.ns = meta.namespace_();
+  run.name = meta.name();
+  run.pod = pod;
+  run.sandbox = (fs::path(options_.root_dir) / "pods" / meta.uid()).string();
+  run.start_time = now;
+  if (auto t = api::ParseRfc3339(pod->status().start_time())) run.start_time = *t;
+  run.ip = pod->spec().host_network() ? options_.node_ip : AllocateIp(pod->status().pod_ip());
+  std::error_code ec;
+  fs::create_directories(fs::path(run.sandbox) / "root", ec);
+  for (const auto& spec : pod->spec().containers()) {
+    ContainerRun c;
+    c.name = spec.name();
+    c.log_dir = (fs::path(run.sandbox) / "logs" / spec.name()).string();
+    fs::create_directories(c.log_dir, ec);
+    // A pod this node ran before it restarted keeps counting its restarts; a finished one
+    // stays finished (its logs are still here).
+    for (const auto& cs : pod->status().container_statuses()) {
+      if (cs.name() != c.name) continue;
+      c.restart_count = cs.restart_count();
+      c.container_id = cs.container_id();
+      c.image_id = cs.image_id();
+      if (Terminal(*pod) && cs.state().has_terminated()) {
+        c.last = cs.state().terminated();
+        if (cs.last_state().has_terminated()) c.previous = cs.last_state().terminated();
+      }
+    }
+    if (Terminal(*pod)) c.done = true;
+    run.containers.push_back(std::move(c));
+  }
+  spdlog::info("pod {}/{}: adopted (uid {}, ip {})", run.ns, run.name, run.uid, run.ip);
+  return &run;
+}
+
+void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now) {
+  run->terminating = true;
+  run->kill_at = now + absl::Seconds(std::max<int64_t>(0, grace_seconds));
+  for (auto& c : run->containers) {
+    if (c.Running()) SignalGroup(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
+  }
+  spdlog::info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
+}
+
+void PodManager::Step(PodRun* run, absl::Time now) {
+  for (auto& c : run->containers) {
+    if (c.Running()) {
+      if (auto exit = TryReap(c.pid)) {
+        SignalGroup(c.pid, SIGKILL);  // the container ends with its first process
+        api::ContainerStateTerminated t;
+        t.set_exit_code(exit->exit_code);
+        t.set_signal(exit->signal);
+        t.set_reason(exit->exit_code == 0 ? "Completed" : "Error");
+        t.set_started_at(Rfc3339(c.started_at));
+        t.set_finished_at(Rfc3339(now));
+        t.set_container_id(c.container_id);
+        c.previous = std::move(c.last);
+        c.last = std::move(t);
+        c.pid = 0;
+        spdlog::info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
+                     exit->exit_code);
+        AfterExit(run, &c, now);
+      } else if (run->terminating && now >= run->kill_at) {
+        SignalGroup(c.pid, SIGKILL);
+      }
+    }
+    if (run->terminating) {
+      if (!c.Running()) c.done = true;
+      continue;
+    }
+    if (!c.Running() && !c.done && now >= c.next_start) StartContainer(run, &c, now);
+    if (c.waiting_reason == "ErrImagePull" && now >= c.pull_failed_at + absl::Seconds(1)) {
+      const auto& spec = run->pod->spec();
+      for (const auto& s : spec.containers()) {
+        if (s.name() == c.name) {
+          c.waiting_reason = "ImagePullBackOff";
+          c.waiting_message = fmt::format("Back-off pulling image \"{}\"", s.image());
+        }
+      }
+    }
+  }
+}
+
+void PodManager::AfterExit(PodRun* run, ContainerRun* c, absl::Time now) {
+  if (run->terminating) {
+    c->done = true;
+    return;
+  }
+  const std::string& policy = run->pod->spec().restart_policy();
+  const bool failed = c->last && c->last->exit_code() != 0;
+  if (policy == "Never" || (policy == "OnFailure" && !failed)) {
+    c->done = true;
+    return;
+  }
+  if (now - c->started_at >= options_.backoff.reset_after) c->backoff = absl::ZeroDuration();
+  if (c->backoff == absl::ZeroDuration()) {
+    c->next_start = now;  // the first restart is immediate
+    c->backoff = options_.backoff.initial;
+    return;
+  }
+  c->next_start = now + c->backoff;
+  c->waiting_reason = "CrashLoopBackOff";
+  c->waiting_message = fmt::format("back-off {} restarting failed container={} pod={}_{}({})",
+                                   absl::FormatDuration(c->backoff), c->name, run->name, run->ns,
+                                   run->uid);
+  c->backoff = std::min(c->backoff * 2, options_.backoff.max);
+}
+
+void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
+  const api::Container* spec = nullptr;
+  for (const auto& s : run->pod->spec().containers()) {
+    if (s.name() == c->name) spec = &s;
+  }
+  if (!spec) return;
+  // Image.
+  const std::string& policy = spec->image_pull_policy();
+  absl::StatusOr<Image> image;
+  if (policy == "Never" && !images_->Present(spec->image())) {
+    c->waiting_reason = "ErrImageNeverPull";
+    c->waiting_message = fmt::format(
+        "Container image \"{}\" is not present with pull policy of Never", spec->image());
+    c->next_start = now + options_.backoff.initial;
+    return;
+  }
+  image = images_->Pull(spec->image(), policy == "Always");
+  if (!image.ok()) {
+    c->pull_backoff = c->pull_backoff == absl::ZeroDuration()
+                          ? options_.backoff.initial
+                          : std::min(c->pull_backoff * 2, options_.backoff.max);
+    c->waiting_reason = "ErrImagePull";
+    c->waiting_message = fmt::format("Failed to pull image \"{}\": {}", spec->image(),
+                                     std::string(image.status().message()));
+    c->pull_failed_at = now;
+    c->next_start = now + c->pull_backoff;
+    spdlog::info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
+    return;
+  }
+  c->pull_backoff = absl::ZeroDuration();
+  c->image_id = image->ref.String();
+
+  // Command, as Kubernetes combines it with the image's: command replaces the entrypoint (and
+  // drops the image's cmd), args replace the cmd.
+  std::vector<std::string> argv;
+  if (!spec->command().empty()) {
+    argv.assign(spec->command().begin(), spec->command().end());
+    argv.insert(argv.end(), spec->args().begin(), spec->args().end());
+  } else {
+    argv = image->config.entrypoint;
+    if (!spec->args().empty()) {
+      argv.insert(argv.end(), spec->args().begin(), spec->args().end());
+    } else {
+      argv.insert(argv.end(), image->config.cmd.begin(), image->config.cmd.end());
+    }
+  }
+  std::vector<std::string> env = {std::string("PATH=") + kDefaultPath};
+  for (const auto& e : image->config.env) {
+    const auto eq = e.find('=');
+    if (eq != std::string::npos) SetEnv(&env, e.substr(0, eq), e.substr(eq + 1));
+  }
+  // The image's own programs come first.
+  SetEnv(&env, "PATH", image->root + "/bin:" + EnvValue(env, "PATH"));
+  SetEnv(&env, "HOSTNAME", run->name);
+  SetEnv(&env, "POD_IP", run->ip);
+  SetEnv(&env, "IMAGE_ROOT", image->root);
+  for (const auto& e : spec->env()) SetEnv(&env, e.name(), e.value());
+  std::string dir = (fs::path(run->sandbox) / "root").string();
+  if (!spec->working_dir().empty()) {
+    dir = (fs::path(dir) / fs::path(spec->working_dir()).relative_path()).string();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+  }
+  // A relative program path names a file of the image.
+  if (!argv.empty() && argv[0].find('/') != std::string::npos && argv[0][0] != '/') {
+    argv[0] = (fs::path(image->root) / argv[0]).string();
+  }
+
+  if (c->last) ++c->restart_count;
+  c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
+  c->env = env;
+  c->dir = dir;
+  auto pid = StartProcess({argv, env, dir, c->LogPath(c->restart_count)});
+  c->started_at = now;
+  if (!pid.ok()) {
+    api::ContainerStateTerminated t;
+    t.set_exit_code(128);
+    t.set_reason("StartError");
+    t.set_message(std::string(pid.status().message()));
+    t.set_started_at(Rfc3339(now));
+    t.set_finished_at(Rfc3339(now));
+    t.set_container_id(c->container_id);
+    c->previous = std::move(c->last);
+    c->last = std::move(t);
+    spdlog::info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
+                 pid.status().ToString());
+    AfterExit(run, c, now);
+    return;
+  }
+  c->pid = *pid;
+  c->waiting_reason.clear();
+  c->waiting_message.clear();
+  spdlog::info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, *pid);
+}
+
+void PodManager::Finish(PodRun* run) {
+  spdlog::info("pod {}/{}: stopped and removed", run->ns, run->name);
+  if (!run->ip.empty() && run->ip != options_.node_ip) {
+    in_addr addr{};
+    if (inet_pton(AF_INET, run->ip.c_str(), &addr) == 1) ips_in_use_.erase(ntohl(addr.s_addr));
+  }
+  std::error_code ec;
+  fs::remove_all(run->sandbox, ec);
+  runs_.erase(run->uid);
+}
+
+std::string PodManager::AllocateIp(const std::string& wanted) {
+  in_addr want{};
+  if (!wanted.empty() && inet_pton(AF_INET, wanted.c_str(), &want) == 1) {
+    const uint32_t ip = ntohl(want.s_addr);
+    if (ip >= ip_base_ && ip < ip_base_ + ip_count_ && ips_in_use_.insert(ip).second) return wanted;
+  }
+  for (uint32_t i = 0; i < ip_count_; ++i) {
+    const uint32_t ip = ip_base_ + i;
+    if (ips_in_use_.insert(ip).second) {
+      in_addr addr{htonl(ip)};
+      char buf[INET_ADDRSTRLEN];
+      return inet_ntop(AF_INET, &addr, buf, sizeof buf);
+    }
+  }
+  return options_.node_ip;  // out of pod addresses: share the node's
+}
+
+absl::StatusOr<PodRun*> PodManager::FindRun(const std::string& ns, const std::string& pod,
+                                            const std::string& uid) {
+  for (auto& [id, run] : runs_) {
+    if (run.ns == ns && run.name == pod && (uid.empty() || uid == id)) return &run;
+  }
+  return absl::NotFoundError(fmt::format("pod \"{}\" in namespace \"{}\" is not running on node {}",
+                                         pod, ns, options_.node_name));
+}
+
+absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::string& pod,
+                                           const std::string& uid, const std::string& container,
+                                           bool previous) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto run = FindRun(ns, pod, uid);
+  if (!run.ok()) return run.status();
+  const ContainerRun* c = (*run)->Find(container.empty() && (*run)->containers.size() == 1
+                                            ? (*run)->containers[0].name
+                                            : container);
+  if (!c) {
+    return absl::FailedPreconditionError(
+        fmt::format("container {} is not valid for pod {}", container, pod));
+  }
+  // Instance n logs to n.log; the newest is restart_count.
+  if (previous) {
+    if (c->restart_count < 1) {
+      return absl::FailedPreconditionError(fmt::format(
+          "previous terminated container \"{}\" in pod \"{}\" not found", container, pod));
+    }
+    return LogTarget{c->LogPath(c->restart_count - 1), [] { return false; }};
+  }
+  if (!c->Running() && !c->last) {
+    return absl::FailedPreconditionError(fmt::format(
+        "container \"{}\" in pod \"{}\" is waiting to start: {}", container, pod,
+        c->waiting_reason.empty() ? "ContainerCreating" : c->waiting_reason));
+  }
+  const std::string uid_copy = (*run)->uid, name = c->name;
+  const pid_t pid = c->pid;
+  const int instance = c->restart_count;
+  return LogTarget{c->LogPath(instance), [this, uid_copy, name, pid] {
+                     std::lock_guard<std::mutex> lock(mu_);
+                     auto it = runs_.find(uid_copy);
+                     if (it == runs_.end()) return false;
+                     const ContainerRun* now = it->second.Find(name);
+                     return now && pid > 0 && now->pid == pid;
+                   }};
+}
+
+absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::string& pod,
+                                            const std::string& uid, const std::string& container) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto run = FindRun(ns, pod, uid);
+  if (!run.ok()) return run.status();
+  const ContainerRun* c = (*run)->Find(container.empty() && (*run)->containers.size() == 1
+                                            ? (*run)->containers[0].name
+                                            : container);
+  if (!c || !c->Running()) {
+    return absl::FailedPreconditionError(fmt::format("container not found (\"{}\")", container));
+  }
+  return ExecTarget{c->env, c->dir};
+}
+
+}  // namespace mkube::agent

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "agent/image.h"
+#include "agent/pod_run.h"
+#include "client/client.h"
+#include "client/informer.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::agent {
+
+struct PodManagerOptions {
+  std::string node_name;
+  std::string node_ip;
+  std::string root_dir;             // pods live in <root>/pods/<uid>/
+  std::string pod_cidr = "127.1.0.0/24";  // pod IPs are handed out from here
+  BackoffPolicy backoff;
+  absl::Duration tick = absl::Milliseconds(100);
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+// Where a container's log is, for `logs`.
+struct LogTarget {
+  std::string path;
+  // Whether that instance may still write to it (for follow).
+  std::function<bool()> running;
+};
+
+// How to run a command in a container, for `exec`.
+struct ExecTarget {
+  std::vector<std::string> env;
+  std::string dir;
+};
+
+// The kubelet's pod loop: runs the pods bound to this node as process groups, restarts them
+// by their restartPolicy with back-off, stops them gracefully when deleted (then removes the
+// object), and reports each pod's status whenever it changes.
+//
+// One thread changes the runs; the API calls a round decides on are made after it lets go of
+// the lock.
+class PodManager {
+ public:
+  PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods, ImageStore* images,
+             PodManagerOptions options);
+  ~PodManager();
+
+  void Start();
+  // Stops every container (SIGTERM, SIGKILL after `grace`) and the loop.
+  void Stop(absl::Duration grace = absl::Seconds(5));
+  // Runs a round soon (an informer event, a child exit).
+  void Notify();
+
+  absl::StatusOr<LogTarget> Logs(const std::string& ns, const std::string& pod,
+                                 const std::string& uid, const std::string& container,
+                                 bool previous);
+  absl::StatusOr<ExecTarget> Exec(const std::string& ns, const std::string& pod,
+                                  const std::string& uid, const std::string& container);
+
+ private:
+  struct Action {
+    enum Kind { kPostStatus, kDelete } kind;
+    std::shared_ptr<const api::Pod> pod;
+    api::PodStatus status;
+  };
+  void Loop();
+  void Round();
+  PodRun* Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Step(PodRun* run, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartContainer(PodRun* run, ContainerRun* c, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After an instance ended: done, restart now, or restart after a back-off.
+  void AfterExit(PodRun* run, ContainerRun* c, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A free pod address: `wanted` (the one the pod had) when it is free.
+  std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<PodRun*> FindRun(const std::string& ns, const std::string& pod,
+                                  const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Do(const Action& a);
+
+  client::ApiClient* client_;
+  client::Informer<api::Pod>* pods_;
+  ImageStore* images_;
+  const PodManagerOptions options_;
+  uint32_t ip_base_ = 0, ip_count_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool poke_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
+  std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace mkube::agent

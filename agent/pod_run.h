@@ -1,0 +1,81 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "agent/image.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::agent {
+
+// Back-off between restarts of a crashing container and between failed image pulls, as the
+// kubelet's: 10 s doubling up to 5 min; reset after a container ran 10 min without trouble.
+struct BackoffPolicy {
+  absl::Duration initial = absl::Seconds(10);
+  absl::Duration max = absl::Minutes(5);
+  absl::Duration reset_after = absl::Minutes(10);
+};
+
+// One container of a pod on this node: its current process, if any, and what the status
+// needs to say about it.
+struct ContainerRun {
+  std::string name;
+  int restart_count = 0;
+  pid_t pid = 0;  // the running instance's process group leader; 0 when none runs
+  std::string container_id;
+  std::string image_id;
+  absl::Time started_at;
+  std::string log_dir;
+  // How the instance that ran last ended, and the one before it.
+  std::optional<api::ContainerStateTerminated> last, previous;
+  // Set while not running: ContainerCreating, ErrImagePull, CrashLoopBackOff, ...
+  std::string waiting_reason, waiting_message;
+  absl::Time next_start = absl::InfinitePast();  // not before (back-off)
+  absl::Duration backoff = absl::ZeroDuration();
+  absl::Duration pull_backoff = absl::ZeroDuration();
+  absl::Time pull_failed_at = absl::InfinitePast();
+  bool done = false;  // terminated and will not be started again
+  // The environment and folder its processes run with (for exec).
+  std::vector<std::string> env;
+  std::string dir;
+
+  // The log file of instance n (0 = the first run).
+  std::string LogPath(int instance) const;
+  bool Running() const { return pid > 0; }
+};
+
+// A pod this node runs.
+struct PodRun {
+  std::string uid, ns, name;
+  std::shared_ptr<const api::Pod> pod;  // the newest version seen
+  std::string sandbox;                  // the pod's folder on this node
+  std::string ip;
+  absl::Time start_time;
+  std::vector<ContainerRun> containers;
+  bool terminating = false;
+  absl::Time kill_at = absl::InfiniteFuture();  // SIGKILL what still runs from then on
+  bool gone = false;                            // the API object no longer exists
+  std::string posted_status;                    // the status last written, serialized
+
+  ContainerRun* Find(const std::string& container);
+  const ContainerRun* Find(const std::string& container) const;
+  bool AnyRunning() const;
+};
+
+std::string Rfc3339(absl::Time t);
+
+// Pod phase from its containers, as the kubelet computes it: Pending until every container has
+// started once; Running while any runs or will be restarted; then Succeeded when every one
+// exited 0, else Failed.
+std::string PodPhase(const PodRun& run);
+
+// The whole status the node reports for the pod; `host_ip` is the node's address and `now`
+// stamps conditions that change.
+api::PodStatus BuildStatus(const PodRun& run, const std::string& host_ip, absl::Time now);
+
+}  // namespace mkube::agent

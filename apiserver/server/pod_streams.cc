@@ -1,0 +1,173 @@
+#include "apiserver/server/pod_streams.h"
+
+#include <condition_variable>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "proto/api/core.pb.h"
+#include "proto/grpc_status.h"
+#include "spdlog/spdlog.h"
+
+namespace mkube::apiserver::server {
+namespace {
+
+template <typename T>
+absl::StatusOr<T> GetObject(registry::Registry* registry, const std::string& resource,
+                            const std::string& ns, const std::string& name) {
+  GetRequest g;
+  g.set_resource(resource);
+  g.set_namespace_(ns);
+  g.set_name(name);
+  auto bytes = registry->Get(g);
+  if (!bytes.ok()) return bytes.status();
+  T obj;
+  if (!obj.ParseFromString(*bytes)) return absl::InternalError("cannot decode the stored object");
+  return obj;
+}
+
+}  // namespace
+
+absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
+    grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
+    const std::string& ns, const std::string& name, const std::string& container) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  auto caller = authn_->Authenticate(it == md.end() ? "" : std::string(it->second.data(), it->second.size()));
+  if (!caller.ok()) return caller.status();
+  if (auto st = auth::Authorize(*caller, {verb, "pods", subresource, ns, name, ""}); !st.ok()) {
+    return st;
+  }
+  auto pod = GetObject<api::Pod>(registry_, "pods", ns, name);
+  if (!pod.ok()) return pod.status();
+  Target t;
+  t.pod_uid = pod->metadata().uid();
+  t.container = container;
+  if (t.container.empty()) {
+    if (pod->spec().containers_size() != 1) {
+      std::vector<std::string> names;
+      for (const auto& c : pod->spec().containers()) names.push_back(c.name());
+      return absl::FailedPreconditionError(
+          fmt::format("a container name must be specified for pod {}, choose one of: [{}]", name,
+                      absl::StrJoin(names, " ")));
+    }
+    t.container = pod->spec().containers(0).name();
+  } else {
+    bool known = false;
+    for (const auto& c : pod->spec().containers()) known |= c.name() == container;
+    if (!known) {
+      return absl::FailedPreconditionError(
+          fmt::format("container {} is not valid for pod {}", container, name));
+    }
+  }
+  const std::string& node_name = pod->spec().node_name();
+  if (node_name.empty()) {
+    return absl::FailedPreconditionError(fmt::format("pod {} does not have a host assigned", name));
+  }
+  auto node = GetObject<api::Node>(registry_, "nodes", "", node_name);
+  if (!node.ok()) {
+    return absl::FailedPreconditionError(
+        fmt::format("node \"{}\" of pod {} is not known: {}", node_name, name,
+                    std::string(node.status().message())));
+  }
+  std::string ip;
+  for (const auto& a : node->status().addresses()) {
+    if (a.type() == "InternalIP" && ip.empty()) ip = a.address();
+  }
+  const int port = node->status().daemon_endpoints().kubelet_endpoint().port();
+  if (ip.empty() || port <= 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("node \"{}\" has not reported where its agent listens", node_name));
+  }
+  if (agent_token_.empty()) {
+    return absl::FailedPreconditionError(
+        "this apiserver has no token for node agents (start it with --agent-token-file)");
+  }
+  const std::string endpoint = fmt::format("{}:{}", ip, port);
+  std::shared_ptr<grpc::Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& c = channels_[endpoint];
+    if (!c) c = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+    channel = c;
+  }
+  t.stub = agent::Agent::NewStub(channel);
+  return t;
+}
+
+std::unique_ptr<grpc::ClientContext> PodStreamsService::AgentContext(grpc::ServerContext* ctx) const {
+  // Cancelled with the caller's call, and no later than its deadline.
+  auto c = grpc::ClientContext::FromServerContext(*ctx);
+  c->AddMetadata("authorization", "Bearer " + agent_token_);
+  return c;
+}
+
+grpc::Status PodStreamsService::Logs(grpc::ServerContext* ctx, const agent::LogRequest* req,
+                                     grpc::ServerWriter<agent::LogChunk>* writer) {
+  auto target = Resolve(ctx, "get", "log", req->namespace_(), req->pod(), req->container());
+  if (!target.ok()) return ToGrpc(target.status());
+  agent::LogRequest forward = *req;
+  forward.set_container(target->container);
+  forward.set_pod_uid(target->pod_uid);
+  auto actx = AgentContext(ctx);
+  auto reader = target->stub->Logs(actx.get(), forward);
+  agent::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (!writer->Write(chunk)) {
+      actx->TryCancel();
+      break;
+    }
+  }
+  return reader->Finish();
+}
+
+grpc::Status PodStreamsService::Exec(
+    grpc::ServerContext* ctx, grpc::ServerReaderWriter<agent::ExecOutput, agent::ExecInput>* stream) {
+  agent::ExecInput first;
+  if (!stream->Read(&first) || !first.has_start()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must say what to run"};
+  }
+  auto* start = first.mutable_start();
+  auto target = Resolve(ctx, "create", "exec", start->namespace_(), start->pod(), start->container());
+  if (!target.ok()) return ToGrpc(target.status());
+  start->set_container(target->container);
+  start->set_pod_uid(target->pod_uid);
+  spdlog::info("exec in pod {}/{} [{}]", start->namespace_(), start->pod(), target->container);
+  auto actx = AgentContext(ctx);
+  auto agent = target->stub->Exec(actx.get());
+  // The agent answers with an empty message once the command runs, or fails the call; only
+  // then is the caller's input relayed (so a failure is returned as it is, at once).
+  agent::ExecOutput out;
+  if (!agent->Write(first) || !agent->Read(&out)) return agent->Finish();
+  if (!stream->Write(out)) return {grpc::StatusCode::CANCELLED, "the caller went away"};
+
+  // Input to the agent on a thread of its own; output back on this one.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool input_done = false;
+  std::thread input([&] {
+    agent::ExecInput in;
+    while (stream->Read(&in)) {
+      if (!agent->Write(in)) break;
+    }
+    agent->WritesDone();
+    std::lock_guard<std::mutex> lock(mu);
+    input_done = true;
+    cv.notify_all();
+  });
+  while (agent->Read(&out)) {
+    if (!stream->Write(out)) {
+      actx->TryCancel();
+      break;
+    }
+  }
+  {
+    // The caller half-closes once it has the exit code; one that does not is cut off.
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(2), [&] { return input_done; })) ctx->TryCancel();
+  }
+  input.join();
+  return agent->Finish();
+}
+
+}  // namespace mkube::apiserver::server

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "apiserver/auth/auth.h"
+#include "apiserver/registry/registry.h"
+#include "proto/agent/agent.grpc.pb.h"
+#include "proto/apiserver/apiserver.grpc.pb.h"
+
+namespace mkube::apiserver::server {
+
+// pods/log and pods/exec: checks who asks and what for, finds the pod's node and relays the
+// stream to that node's agent (at the Node's InternalIP and daemonEndpoints port), presenting
+// the agent token. Streams run on gRPC's synchronous threads: each is long-lived and mostly
+// waits.
+class PodStreamsService final : public PodStreams::Service {
+ public:
+  PodStreamsService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
+                    std::string agent_token)
+      : registry_(registry), authn_(authn), agent_token_(std::move(agent_token)) {}
+
+  grpc::Status Logs(grpc::ServerContext* ctx, const agent::LogRequest* req,
+                    grpc::ServerWriter<agent::LogChunk>* writer) override;
+  grpc::Status Exec(grpc::ServerContext* ctx,
+                    grpc::ServerReaderWriter<agent::ExecOutput, agent::ExecInput>* stream) override;
+
+ private:
+  struct Target {
+    std::unique_ptr<agent::Agent::Stub> stub;
+    std::string pod_uid;
+    std::string container;
+  };
+  // Authorizes `verb` on pods/<subresource>, then finds the pod's agent and container.
+  absl::StatusOr<Target> Resolve(grpc::ServerContext* ctx, const std::string& verb,
+                                 const std::string& subresource, const std::string& ns,
+                                 const std::string& pod, const std::string& container);
+  std::unique_ptr<grpc::ClientContext> AgentContext(grpc::ServerContext* ctx) const;
+
+  registry::Registry* registry_;
+  const auth::TokenAuthenticator* authn_;
+  const std::string agent_token_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mkube::apiserver::server

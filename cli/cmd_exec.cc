@@ -1,0 +1,186 @@
+// logs and exec: streams through the apiserver to the pod's node agent.
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "fmt/format.h"
+#include "proto/api/core.pb.h"
+#include "proto/grpc_status.h"
+
+namespace mkube::cli {
+namespace {
+
+// "name" or "pod/name" / "pods/name" / "po/name".
+absl::StatusOr<std::string> PodName(const std::string& arg) {
+  const auto slash = arg.find('/');
+  if (slash == std::string::npos) return arg;
+  const std::string kind = arg.substr(0, slash);
+  if (kind != "pod" && kind != "pods" && kind != "po") {
+    return UserError(fmt::format("error: cannot attach to {}: only pods are supported here", kind));
+  }
+  return arg.substr(slash + 1);
+}
+
+// The container to use: the one named, or the pod's first (saying so when it has several, as
+// kubectl does).
+absl::StatusOr<std::string> PickContainer(const api::Pod& pod, const std::string& container) {
+  if (!container.empty() || pod.spec().containers_size() == 0) return container;
+  if (pod.spec().containers_size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& c : pod.spec().containers()) names.push_back(c.name());
+    std::cerr << fmt::format("Defaulted container \"{}\" out of: {}\n", names[0],
+                             absl::StrJoin(names, ", "));
+  }
+  return pod.spec().containers(0).name();
+}
+
+absl::StatusOr<api::Pod> GetPod(Session& s, const std::string& name) {
+  MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed("pods"));
+  MKUBE_ASSIGN_OR_RETURN(MessagePtr obj, s.Worded(s.res().Get(*kind, s.ns(), name)));
+  return static_cast<const api::Pod&>(*obj);
+}
+
+// The terminal in raw mode for as long as this lives.
+class RawTerminal {
+ public:
+  explicit RawTerminal(int fd) : fd_(fd) {
+    if (tcgetattr(fd_, &saved_) != 0) return;
+    termios raw = saved_;
+    cfmakeraw(&raw);
+    active_ = tcsetattr(fd_, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) tcsetattr(fd_, TCSANOW, &saved_);
+  }
+
+ private:
+  int fd_;
+  termios saved_{};
+  bool active_ = false;
+};
+
+}  // namespace
+
+absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
+  MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
+  MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
+  MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
+  agent::LogRequest req;
+  req.set_namespace_(s.ns());
+  req.set_pod(name);
+  req.set_container(container);
+  req.set_follow(f.follow);
+  req.set_previous(f.previous);
+  if (f.tail >= 0) req.set_tail_lines(f.tail);
+  grpc::ClientContext ctx;
+  auto reader = s.res().client()->Logs(&ctx, req);
+  agent::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+    std::cout.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    std::cout.flush();
+  }
+  return s.Worded(FromGrpc(reader->Finish()));
+}
+
+absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std::string>& command,
+                  const ExecFlags& f) {
+  if (command.empty()) {
+    return UserError("error: you must specify at least one command for the container");
+  }
+  MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
+  MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
+  const std::string& phase = pod.status().phase();
+  if (phase == "Succeeded" || phase == "Failed") {
+    return UserError(fmt::format(
+        "error: cannot exec into a container in a completed pod; current phase is {}", phase));
+  }
+  MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
+  bool tty = f.tty;
+  if (tty && (!f.stdin || !isatty(STDIN_FILENO))) {
+    std::cerr << "Unable to use a TTY - input is not a terminal or the right kind of file\n";
+    tty = false;
+  }
+
+  agent::ExecInput first;
+  auto* start = first.mutable_start();
+  start->set_namespace_(s.ns());
+  start->set_pod(name);
+  start->set_container(container);
+  for (const auto& c : command) start->add_command(c);
+  start->set_stdin(f.stdin);
+  start->set_tty(tty);
+  winsize ws{};
+  if (tty && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+    start->mutable_size()->set_rows(ws.ws_row);
+    start->mutable_size()->set_cols(ws.ws_col);
+  }
+  grpc::ClientContext ctx;
+  auto stream = s.res().client()->Exec(&ctx);
+  std::optional<RawTerminal> raw;
+  if (tty) raw.emplace(STDIN_FILENO);
+  std::atomic<bool> stop{false};
+  std::thread input;
+  if (stream->Write(first) && f.stdin) {
+    input = std::thread([&] {
+      char buf[16 * 1024];
+      while (!stop) {
+        pollfd p{STDIN_FILENO, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        agent::ExecInput in;
+        if (n <= 0) {
+          in.set_stdin_closed(true);
+          stream->Write(in);
+          return;
+        }
+        in.set_stdin(buf, static_cast<size_t>(n));
+        if (!stream->Write(in)) return;
+      }
+    });
+  }
+  auto finish_input = [&] {
+    stop = true;
+    if (input.joinable()) input.join();
+  };
+  std::optional<int> exit_code;
+  agent::ExecOutput out;
+  while (stream->Read(&out)) {
+    if (!out.stdout().empty()) {
+      std::cout.write(out.stdout().data(), static_cast<std::streamsize>(out.stdout().size()));
+      std::cout.flush();
+    }
+    if (!out.stderr().empty()) {
+      std::cerr.write(out.stderr().data(), static_cast<std::streamsize>(out.stderr().size()));
+      std::cerr.flush();
+    }
+    if (out.has_exit_code()) {
+      exit_code = out.exit_code();
+      finish_input();
+      stream->WritesDone();
+    }
+  }
+  finish_input();
+  grpc::Status st = stream->Finish();
+  raw.reset();
+  if (!st.ok() && !exit_code) {
+    absl::Status err = FromGrpc(st);
+    if (err.code() == absl::StatusCode::kFailedPrecondition &&
+        absl::string_view(err.message()).find("container not found") != absl::string_view::npos) {
+      return UserError("error: unable to upgrade connection: " + std::string(err.message()));
+    }
+    return s.Worded(err);
+  }
+  if (exit_code.value_or(0) != 0) {
+    return ExitWith(*exit_code, fmt::format("command terminated with exit code {}", *exit_code));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mkube::cli

@@ -1,0 +1,419 @@
+// The real mkube-agent under a real apiserver and store: node registration and lease, pods run
+// as processes through their whole lifecycle, and `mkubectl logs` / `exec` through the
+// apiserver to the agent.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "fmt/format.h"
+#include "proto/agent/agent.grpc.pb.h"
+#include "proto/api/apps.pb.h"
+#include "proto/api/core.pb.h"
+#include "tests/util/agent_process.h"
+#include "tests/util/apiserver_process.h"
+#include "tests/util/eventually.h"
+#include "tests/util/process.h"
+#include "tests/util/store_process.h"
+
+namespace mkube::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class AgentTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
+    ASSERT_TRUE(store_->Start().ok());
+    api_ = new ApiServerProcess(dir_->path(), store_->address());
+    ASSERT_TRUE(api_->Start().ok());
+    WriteTestRegistry(dir_->Sub("registry"));
+    agent_ = new AgentProcess(AgentOptions("node01", "127.1.0.0/24"));
+    auto st = agent_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    client_ = new client::ApiClient(ClientFor("admin-token"));
+    std::ofstream(dir_->Sub("config"))
+        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
+        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
+        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete agent_;
+    delete api_;
+    delete store_;
+    delete dir_;
+  }
+
+  static AgentProcess::Options AgentOptions(const std::string& node, const std::string& cidr) {
+    AgentProcess::Options o;
+    o.dir = dir_->Sub(node);
+    o.apiserver = api_->address();
+    o.agent_token_file = api_->agent_token_file();
+    o.node = node;
+    o.registry = dir_->Sub("registry");
+    o.pod_cidr = cidr;
+    return o;
+  }
+  static client::ClientOptions ClientFor(const std::string& token) {
+    client::ClientOptions o;
+    o.address = api_->address();
+    o.token = token;
+    return o;
+  }
+
+  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
+    args.insert(args.begin(), BinDir() + "/mkubectl");
+    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
+  }
+
+  // Creates a pod bound to node01 from the YAML of its spec's containers part.
+  static api::Pod CreatePod(const std::string& name, const std::string& spec_yaml) {
+    const std::string yaml = fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  nodeName: node01\n{}", name,
+        spec_yaml);
+    auto r = Ctl({"create", "-f", "-"}, yaml);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return GetPod(name).value_or(api::Pod());
+  }
+  static absl::StatusOr<api::Pod> GetPod(const std::string& name) {
+    return client_->Get<api::Pod>("pods", "default", name);
+  }
+  static bool PodPhaseIs(const std::string& name, const std::string& phase) {
+    auto p = GetPod(name);
+    return p.ok() && p->status().phase() == phase;
+  }
+  static bool PodGone(const std::string& name) {
+    return GetPod(name).status().code() == absl::StatusCode::kNotFound;
+  }
+  // The folder a pod's containers run in on the node.
+  static std::string PodRoot(const api::Pod& pod) {
+    return fmt::format("{}/pods/{}/root", agent_->root(), pod.metadata().uid());
+  }
+  static pid_t ReadPid(const std::string& path) {
+    std::ifstream in(path);
+    pid_t pid = -1;
+    in >> pid;
+    return pid;
+  }
+  static bool ProcessGone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+  static TempDir* dir_;
+  static StoreProcess* store_;
+  static ApiServerProcess* api_;
+  static AgentProcess* agent_;
+  static client::ApiClient* client_;
+};
+TempDir* AgentTest::dir_ = nullptr;
+StoreProcess* AgentTest::store_ = nullptr;
+ApiServerProcess* AgentTest::api_ = nullptr;
+AgentProcess* AgentTest::agent_ = nullptr;
+client::ApiClient* AgentTest::client_ = nullptr;
+
+TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
+  auto node = client_->Get<api::Node>("nodes", "", "node01");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->metadata().labels().at("kubernetes.io/hostname"), "node01");
+  bool ready = false;
+  for (const auto& c : node->status().conditions()) ready |= c.type() == "Ready" && c.status() == "True";
+  EXPECT_TRUE(ready);
+  ASSERT_EQ(node->status().addresses_size(), 2);
+  EXPECT_EQ(node->status().addresses(0).type(), "InternalIP");
+  EXPECT_EQ(node->status().addresses(0).address(), "127.0.0.1");
+  const std::string agent_port = agent_->address().substr(agent_->address().rfind(':') + 1);
+  EXPECT_EQ(std::to_string(node->status().daemon_endpoints().kubelet_endpoint().port()), agent_port);
+  EXPECT_FALSE(node->status().capacity().at("cpu").empty());
+  auto lease = client_->Get<api::Lease>("leases", "kube-node-lease", "node01");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->spec().holder_identity(), "node01");
+  EXPECT_FALSE(lease->spec().renew_time().empty());
+
+  auto r = Ctl({"get", "nodes"});
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("NAME +STATUS +ROLES +AGE +VERSION\nnode01 +Ready +<none> +[0-9a-z]+ +v0\\.1\\.0\n"));
+}
+
+TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
+  api::Pod pod = CreatePod("web", R"(  containers:
+  - name: main
+    image: busybox
+    env: [{name: WHO, value: web}]
+    command: ["sh", "-c", "echo $$ > main.pid; echo started $WHO at $POD_IP; trap 'echo bye; exit 0' TERM; while true; do sleep 0.1; done"]
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("web", "Running"); }));
+  auto running = GetPod("web");
+  ASSERT_TRUE(running.ok());
+  const auto& st = running->status();
+  EXPECT_EQ(st.host_ip(), "127.0.0.1");
+  EXPECT_THAT(st.pod_ip(), StartsWith("127.1.0."));
+  ASSERT_EQ(st.container_statuses_size(), 1);
+  EXPECT_TRUE(st.container_statuses(0).state().has_running());
+  EXPECT_TRUE(st.container_statuses(0).ready());
+  EXPECT_EQ(st.container_statuses(0).image_id(), "busybox:latest");
+  EXPECT_THAT(Ctl({"get", "pod", "web"}).out, ::testing::ContainsRegex("web +1/1 +Running +0 "));
+
+  ASSERT_TRUE(Eventually([&] { return Ctl({"logs", "web"}).out.find("started web") != std::string::npos; }));
+  EXPECT_EQ(Ctl({"logs", "web"}).out, "started web at " + st.pod_ip() + "\n");
+  EXPECT_EQ(Ctl({"logs", "pod/web", "--tail", "1"}).out, "started web at " + st.pod_ip() + "\n");
+  EXPECT_EQ(Ctl({"logs", "web", "--tail", "0"}).out, "");
+
+  // exec: the container's environment and folder, output, stdin, and the exit code.
+  auto r = Ctl({"exec", "web", "--", "sh", "-c", "echo $HOSTNAME $WHO; cat main.pid >/dev/null && echo found; echo oops >&2; exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "web web\nfound\n");
+  EXPECT_EQ(r.err, "oops\ncommand terminated with exit code 3\n");
+  r = Ctl({"exec", "-i", "web", "--", "tr", "a-z", "A-Z"}, "from stdin\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "FROM STDIN\n");
+  r = Ctl({"exec", "web", "--", "no-such-program"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("executable file not found in $PATH"));
+  r = Ctl({"exec", "web", "-c", "other", "--", "true"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("container other is not valid for pod web"));
+
+  // Deleted: SIGTERM reaches the container, which says goodbye; then the object goes.
+  const pid_t pid = ReadPid(PodRoot(pod) + "/main.pid");
+  ASSERT_GT(pid, 0);
+  r = Ctl({"delete", "pod", "web"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "pod \"web\" deleted\n");
+  EXPECT_TRUE(PodGone("web"));  // delete waits until the node has removed it
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }));
+  EXPECT_FALSE(std::filesystem::exists(PodRoot(pod)));
+}
+
+TEST_F(AgentTest, LogsFollowStreamsUntilTheContainerStops) {
+  CreatePod("talker", "  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo line $i; sleep 0.02; done']}\n");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("talker", "Running"); }));
+  const std::string out = dir_->Sub("follow.out");
+  Subprocess follow({BinDir() + "/mkubectl", "logs", "-f", "talker"}, out,
+                    {{"MKUBECONFIG", dir_->Sub("config")}});
+  ASSERT_TRUE(Eventually([&] { return ReadFile(out).find("line 30\n") != std::string::npos; }));
+  EXPECT_EQ(Ctl({"delete", "pod", "talker"}).exit_code, 0);
+  auto status = follow.Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value()) << "logs -f did not end with the container";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  // Every line once, in order, none lost between the reads.
+  std::vector<std::string> lines = absl::StrSplit(ReadFile(out), '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 30u);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i], fmt::format("line {}", i + 1));
+}
+
+TEST_F(AgentTest, ExecWithATerminal) {
+  CreatePod("term", "  containers:\n  - {name: c, image: busybox, command: [sleep, '100']}\n");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("term", "Running"); }));
+  // Without a terminal on this side, mkubectl says so and runs the command without one.
+  auto r = Ctl({"exec", "-it", "term", "--", "sh", "-c", "tty || true"}, "");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "Unable to use a TTY - input is not a terminal or the right kind of file\n");
+  EXPECT_EQ(r.out, "not a tty\n");
+  // With one, the command gets a terminal of its size, and input reaches it.
+  grpc::ClientContext ctx;
+  client::ApiClient admin(ClientFor("admin-token"));
+  auto stream = admin.Exec(&ctx);
+  agent::ExecInput first;
+  auto* start = first.mutable_start();
+  start->set_namespace_("default");
+  start->set_pod("term");
+  start->add_command("sh");
+  start->add_command("-c");
+  start->add_command("tty; stty size; read line; echo got $line");
+  start->set_stdin(true);
+  start->set_tty(true);
+  start->mutable_size()->set_rows(33);
+  start->mutable_size()->set_cols(101);
+  ASSERT_TRUE(stream->Write(first));
+  agent::ExecInput in;
+  in.set_stdin("typed\r");
+  ASSERT_TRUE(stream->Write(in));
+  std::string output;
+  std::optional<int> exit_code;
+  agent::ExecOutput o;
+  while (stream->Read(&o)) {
+    output += o.stdout();
+    if (o.has_exit_code()) {
+      exit_code = o.exit_code();
+      stream->WritesDone();
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_THAT(output, HasSubstr("/dev/pts/"));
+  EXPECT_THAT(output, HasSubstr("33 101"));
+  EXPECT_THAT(output, HasSubstr("got typed"));
+  EXPECT_EQ(Ctl({"delete", "pod", "term", "--grace-period", "0", "--force"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, ContainersThatExitEndThePodByItsRestartPolicy) {
+  CreatePod("ok", "  restartPolicy: Never\n  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'echo fine']}\n");
+  CreatePod("bad", "  restartPolicy: Never\n  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'echo broken; exit 3']}\n");
+  CreatePod("onfail", "  restartPolicy: OnFailure\n  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'exit 0']}\n");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("ok", "Succeeded"); }));
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("bad", "Failed"); }));
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("onfail", "Succeeded"); }));
+  auto bad = GetPod("bad");
+  ASSERT_TRUE(bad.ok());
+  const auto& t = bad->status().container_statuses(0).state().terminated();
+  EXPECT_EQ(t.exit_code(), 3);
+  EXPECT_EQ(t.reason(), "Error");
+  EXPECT_EQ(bad->status().container_statuses(0).restart_count(), 0);
+  auto table = Ctl({"get", "pods", "ok", "bad"}).out;
+  EXPECT_THAT(table, ::testing::ContainsRegex("ok +0/1 +Completed +0 "));
+  EXPECT_THAT(table, ::testing::ContainsRegex("bad +0/1 +Error +0 "));
+  EXPECT_EQ(Ctl({"logs", "bad"}).out, "broken\n");
+  auto r = Ctl({"exec", "bad", "--", "true"});
+  EXPECT_EQ(r.err, "error: cannot exec into a container in a completed pod; current phase is Failed\n");
+  // A finished pod is removed at once: nothing runs to stop.
+  EXPECT_EQ(Ctl({"delete", "pod", "ok", "bad", "onfail"}).exit_code, 0);
+  EXPECT_TRUE(PodGone("ok") && PodGone("bad") && PodGone("onfail"));
+}
+
+TEST_F(AgentTest, ACrashingContainerIsRestartedWithBackOff) {
+  CreatePod("crash", "  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'echo run; exit 1']}\n");
+  ASSERT_TRUE(Eventually([&] {
+    auto p = GetPod("crash");
+    return p.ok() && p->status().container_statuses_size() == 1 &&
+           p->status().container_statuses(0).state().waiting().reason() == "CrashLoopBackOff";
+  }));
+  auto p = GetPod("crash");
+  ASSERT_TRUE(p.ok());
+  const auto& cs = p->status().container_statuses(0);
+  EXPECT_EQ(cs.restart_count(), 1);  // the first restart is immediate, the next waits 10 s
+  EXPECT_EQ(cs.last_state().terminated().exit_code(), 1);
+  EXPECT_THAT(cs.state().waiting().message(), StartsWith("back-off 10s restarting failed container=c pod=crash_default("));
+  EXPECT_EQ(p->status().phase(), "Running");
+  EXPECT_THAT(Ctl({"get", "pod", "crash"}).out, ::testing::ContainsRegex("crash +0/1 +CrashLoopBackOff +1 \\([0-9a-z]+ ago\\) "));
+  EXPECT_EQ(Ctl({"logs", "crash"}).out, "run\n");
+  EXPECT_EQ(Ctl({"logs", "crash", "--previous"}).out, "run\n");
+  auto r = Ctl({"delete", "pod", "crash"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(AgentTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
+  CreatePod("noimage", "  containers:\n  - {name: c, image: 'nosuch/image:v9'}\n");
+  ASSERT_TRUE(Eventually([&] {
+    auto p = GetPod("noimage");
+    return p.ok() && p->status().container_statuses_size() == 1 &&
+           p->status().container_statuses(0).state().waiting().reason() == "ErrImagePull";
+  }));
+  ASSERT_TRUE(Eventually([&] {
+    auto p = GetPod("noimage");
+    return p.ok() && p->status().container_statuses(0).state().waiting().reason() == "ImagePullBackOff";
+  }));
+  auto p = GetPod("noimage");
+  EXPECT_EQ(p->status().phase(), "Pending");
+  EXPECT_EQ(p->status().container_statuses(0).state().waiting().message(),
+            "Back-off pulling image \"nosuch/image:v9\"");
+  auto r = Ctl({"logs", "noimage"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error from server (BadRequest): container \"c\" in pod \"noimage\" is waiting to start: ImagePullBackOff\n");
+  EXPECT_EQ(Ctl({"delete", "pod", "noimage"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, ImagesArePulledAndTheirEntrypointCmdAndEnvUsed) {
+  CreatePod("tools", "  restartPolicy: Never\n  containers:\n  - {name: a, image: 'tools:v1'}\n  - {name: b, image: 'docker.io/library/tools:v1', args: [mkube]}\n");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("tools", "Succeeded"); }));
+  const std::string image_root = agent_->root() + "/images/tools/v1";
+  EXPECT_EQ(Ctl({"logs", "tools", "-c", "a"}).out, "hello world from " + image_root + "\n");
+  auto r = Ctl({"logs", "tools", "-c", "b"});
+  EXPECT_EQ(r.out, "hello mkube from " + image_root + "\n");
+  r = Ctl({"logs", "tools"});
+  EXPECT_EQ(r.err, "Defaulted container \"a\" out of: a, b\n");
+  auto node = client_->Get<api::Node>("nodes", "", "node01");
+  ASSERT_TRUE(Eventually([&] {
+    node = client_->Get<api::Node>("nodes", "", "node01");
+    for (const auto& img : node->status().images()) {
+      if (img.names(0) == "tools:v1") return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(Ctl({"delete", "pod", "tools"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, AContainerThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
+  api::Pod pod = CreatePod("stubborn", R"(  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "trap '' TERM; echo $$ > c.pid; sleep 100 & echo $! > child.pid; wait; wait"]
+)");
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(PodRoot(pod) + "/child.pid"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const pid_t pid = ReadPid(PodRoot(pod) + "/c.pid");
+  const pid_t child = ReadPid(PodRoot(pod) + "/child.pid");
+  auto r = Ctl({"delete", "pod", "stubborn"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(PodGone("stubborn"));
+  // The whole container goes, the processes it started included.
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid) && ProcessGone(child); }));
+}
+
+TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
+  auto channel = grpc::CreateChannel(agent_->address(), grpc::InsecureChannelCredentials());
+  auto stub = agent::Agent::NewStub(channel);
+  for (const std::string token : {"", "node01-token", "admin-token"}) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    agent::LogRequest req;
+    req.set_namespace_("default");
+    req.set_pod("x");
+    auto reader = stub->Logs(&ctx, req);
+    agent::LogChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+  }
+  // A node may not read pods' logs through the apiserver either.
+  client::ApiClient node(ClientFor("node01-token"));
+  grpc::ClientContext ctx;
+  agent::LogRequest req;
+  req.set_namespace_("default");
+  req.set_pod("x");
+  auto reader = node.Logs(&ctx, req);
+  agent::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(AgentTest, LogsAndExecOfPodsThatCannotServeThem) {
+  auto r = Ctl({"logs", "nosuch"});
+  EXPECT_EQ(r.err, "Error from server (NotFound): pods \"nosuch\" not found\n");
+  auto yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: unbound}\nspec:\n  containers: [{name: c, image: busybox}]\n";
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, yaml).exit_code, 0);
+  r = Ctl({"logs", "unbound"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error from server (BadRequest): pod unbound does not have a host assigned\n");
+  r = Ctl({"exec", "unbound"});
+  EXPECT_EQ(r.err, "error: you must specify at least one command for the container\n");
+  EXPECT_EQ(Ctl({"delete", "pod", "unbound"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
+  // Last: it stops the suite's agent (a second agent takes its place for node02).
+  AgentProcess second(AgentOptions("node02", "127.1.1.0/24"));
+  ASSERT_TRUE(second.Start().ok());
+  auto yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: sleeper}\nspec:\n  nodeName: node02\n"
+              "  containers: [{name: c, image: busybox, command: [sh, -c, 'echo $$ > c.pid; exec sleep 100']}]\n";
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, yaml).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("sleeper", "Running"); }));
+  auto pod = GetPod("sleeper");
+  EXPECT_THAT(pod->status().pod_ip(), StartsWith("127.1.1."));
+  const std::string pid_file =
+      fmt::format("{}/pods/{}/root/c.pid", second.root(), pod->metadata().uid());
+  ASSERT_TRUE(Eventually([&] { return ReadPid(pid_file) > 0; }));
+  const pid_t pid = ReadPid(pid_file);
+  second.Stop();
+  EXPECT_TRUE(ProcessGone(pid));
+}
+
+}  // namespace
+}  // namespace mkube::testing

@@ -1,0 +1,52 @@
+#include "tests/util/agent_process.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace mkube::testing {
+
+absl::Status AgentProcess::Start() {
+  std::filesystem::create_directories(o_.dir);
+  const std::string addr_file = o_.dir + "/agent.addr";
+  std::filesystem::remove(addr_file);
+  std::ofstream(o_.dir + "/node.token") << o_.node << "-token\n";
+  std::vector<std::string> argv = {BinDir() + "/mkube-agent",
+                                   "--apiserver", o_.apiserver,
+                                   "--insecure-plaintext",
+                                   "--token-file", o_.dir + "/node.token",
+                                   "--agent-token-file", o_.agent_token_file,
+                                   "--node-name", o_.node,
+                                   "--listen", "127.0.0.1:0",
+                                   "--root-dir", root(),
+                                   "--image-registry", o_.registry,
+                                   "--pod-cidr", o_.pod_cidr,
+                                   "--address-file", addr_file};
+  argv.insert(argv.end(), o_.extra.begin(), o_.extra.end());
+  proc_ = std::make_unique<Subprocess>(argv, o_.dir + "/agent.log");
+  auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
+  if (!line) return absl::UnavailableError("agent did not start:\n" + log());
+  address_ = *line;
+  return absl::OkStatus();
+}
+
+void AgentProcess::Stop() {
+  if (!proc_ || !proc_->Running()) return;
+  proc_->Signal(SIGTERM);
+  if (!proc_->Wait(std::chrono::seconds(20))) proc_->Kill();
+}
+
+void WriteTestRegistry(const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir + "/busybox/latest");
+  std::ofstream(dir + "/busybox/latest/image.json") << R"({"cmd": ["sh"]})";
+  fs::create_directories(dir + "/tools/v1/bin");
+  std::ofstream(dir + "/tools/v1/image.json")
+      << R"({"entrypoint": ["greet"], "cmd": ["world"], "env": ["GREETING=hello"]})";
+  const std::string greet = dir + "/tools/v1/bin/greet";
+  std::ofstream(greet) << "#!/bin/sh\necho \"$GREETING $1 from $IMAGE_ROOT\"\n";
+  fs::permissions(greet, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+}
+
+}  // namespace mkube::testing

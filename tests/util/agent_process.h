@@ -1,0 +1,46 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tests/util/process.h"
+
+namespace mkube::testing {
+
+// The real mkube-agent for node `node` (its token is "<node>-token"), plaintext to the
+// apiserver, serving on a free loopback port, with its node folder under dir.
+class AgentProcess {
+ public:
+  struct Options {
+    std::string dir;  // the agent's files: root/, logs, tokens
+    std::string apiserver;
+    std::string agent_token_file;
+    std::string node = "node01";
+    std::string registry;  // image registry folder
+    std::string pod_cidr = "127.1.0.0/24";
+    std::vector<std::string> extra;
+  };
+  explicit AgentProcess(Options o) : o_(std::move(o)) {}
+  ~AgentProcess() { Stop(); }
+
+  absl::Status Start();
+  // SIGTERM and wait: the agent stops its containers first.
+  void Stop();
+  void Kill9() { if (proc_) proc_->Kill(); }
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }
+  const std::string& address() const { return address_; }
+  std::string root() const { return o_.dir + "/root"; }
+  std::string log() const { return ReadFile(o_.dir + "/agent.log"); }
+
+ private:
+  Options o_;
+  std::unique_ptr<Subprocess> proc_;
+  std::string address_;
+};
+
+// A registry folder with the images tests use: busybox (the host's shell tools) and tools:v1
+// (a program of its own, with an entrypoint, a cmd and env).
+void WriteTestRegistry(const std::string& dir);
+
+}  // namespace mkube::testing
