@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and starts a local mkube cluster in the background.
 #   ./deploy/up.sh [--state-dir DIR] [--store mkube|etcd] [--store-listen HOST:PORT]
-#                  [--apiserver-listen HOST:PORT]
+#                  [--apiserver-listen HOST:PORT] [--agent-port PORT]
+# Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01, node02, each on
+# its own address (127.0.1.1-3) with pod addresses from 127.1.N.0/24.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
 store_listen=127.0.0.1:2379
 apiserver_listen=127.0.0.1:6443
 store_kind=mkube
+agent_port=10250
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -16,9 +19,11 @@ while [ $# -gt 0 ]; do
     --store-listen=*) store_listen=${1#*=}; shift ;;
     --apiserver-listen) apiserver_listen=$2; shift 2 ;;
     --apiserver-listen=*) apiserver_listen=${1#*=}; shift ;;
+    --agent-port) agent_port=$2; shift 2 ;;
+    --agent-port=*) agent_port=${1#*=}; shift ;;
     --store) store_kind=$2; shift 2 ;;
     --store=*) store_kind=${1#*=}; shift ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -108,11 +113,35 @@ if [ ! -f "$state/pki/tokens.csv" ]; then
   } >"$state/pki/tokens.csv"
   umask 022
 fi
+# What the apiserver presents to the agents for pods' logs and exec.
+if [ ! -f "$state/pki/agent.token" ]; then
+  (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/pki/agent.token")
+fi
 start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
   --listen "$apiserver_listen" --store-endpoints "$store_addr" \
   --token-file "$state/pki/tokens.csv" --tls-cert-file "$state/pki/apiserver.crt" \
-  --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr"
+  --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr" \
+  --agent-token-file "$state/pki/agent.token"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
+
+# The node agents, pulling from the demo image registry.
+"$root/deploy/lib/images.sh" "$state/registry" "$bin"
+i=0
+for node in master01 node01 node02; do
+  i=$((i + 1))
+  token_file=$state/pki/$node.token
+  (umask 077; awk -F, -v u="system:node:$node" '$2 == u {print $1; exit}' "$state/pki/tokens.csv" >"$token_file")
+  extra=()
+  if [ "$node" = master01 ]; then
+    extra=(--node-labels node-role.kubernetes.io/master= \
+      --register-with-taints node-role.kubernetes.io/master:NoSchedule)
+  fi
+  start "agent-$node" "$state/run/agent-$node.addr" "$bin/mkube-agent" \
+    --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$token_file" \
+    --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.1.$i" \
+    --listen "127.0.1.$i:$agent_port" --pod-cidr "127.1.$i.0/24" --root-dir "$state/nodes/$node" \
+    --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}"
+done
 
 # The kubeconfig mkubectl reads by default (~/.mkube/config): the admin's token and the CA.
 admin_token=$(awk -F, '$2 == "admin" {print $1; exit}' "$state/pki/tokens.csv")
@@ -146,9 +175,12 @@ cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
   store ($store_kind, etcd v3 API): $store_addr
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
+  agents: master01 $(cat "$state/run/agent-master01.addr"), node01 $(cat "$state/run/agent-node01.addr"), node02 $(cat "$state/run/agent-node02.addr")
+  images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:
   export PATH=$bin:\$PATH
-  ${mkubeconfig_hint}mkubectl get namespaces
-  ${mkubeconfig_hint}mkubectl apply -f tests/api/testdata/seed/
+  ${mkubeconfig_hint}mkubectl get nodes
+  ${mkubeconfig_hint}mkubectl apply -f deploy/examples/myapp-pod.yaml
+  ${mkubeconfig_hint}mkubectl get pods -o wide
 Stop it with: ./deploy/down.sh$( [ "$state" = "$HOME/.mkube" ] || echo " --state-dir $state")
 MSG

@@ -5,7 +5,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 
-out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0)
+out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0)
 echo "$out"
 addr=$(cat "$state/run/store.addr")
 grep -q "store (mkube, etcd v3 API): $addr" <<<"$out"
@@ -20,21 +20,41 @@ grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'
 
+# The three agents registered their nodes; a pod placed on node01 runs the demo image, which
+# answers on the pod's own address; logs and exec reach it through the apiserver.
+ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
+for _ in $(seq 1 100); do [ "$(ctl get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" = 3 ] && break; sleep 0.1; done
+ctl get nodes | grep -q '^master01 *Ready *master '
+ctl get nodes | grep -q '^node02 *Ready *<none> '
+ctl get node master01 -o yaml | grep -q 'key: node-role.kubernetes.io/master'
+ctl apply -f "$root/deploy/examples/myapp-pod.yaml" | grep -q '^pod/myapp created$'
+for _ in $(seq 1 100); do ctl get pod myapp --no-headers | grep -q ' Running ' && break; sleep 0.1; done
+ip=$(ctl get pod myapp -o wide --no-headers | awk '{print $6}')
+[[ "$ip" == 127.1.2.* ]] || { echo "pod IP '$ip' is not from node01's range" >&2; exit 1; }
+reply=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://$ip/', timeout=5).read().decode().strip())")
+[ "$reply" = 'Hello MyApp | Version: v1 | <a href="hostname.html">Pod Name</a>' ] || { echo "unexpected reply: $reply" >&2; exit 1; }
+ctl logs myapp | grep -q '^GET / 200$'
+[ "$(ctl exec myapp -- sh -c 'echo $HOSTNAME')" = myapp ]
+
 export ETCDCTL_API=3
 etcdctl --endpoints="$addr" put deploy-test ok >/dev/null
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
 
 # A second up.sh leaves the running store alone.
-again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0)
+again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0)
 grep -q "store already running (pid $pid)" <<<"$again"
 
 "$root/deploy/down.sh" --state-dir "$state"
+# Stopping the agents stopped their containers: the pod's address no longer answers.
+if python3 -c "import urllib.request; urllib.request.urlopen('http://$ip/', timeout=1)" 2>/dev/null; then
+  echo "the pod still answers after down.sh" >&2; exit 1
+fi
 for p in "$pid" "$api_pid"; do
   if kill -0 "$p" 2>/dev/null; then echo "pid $p still running after down.sh" >&2; exit 1; fi
 done
 
 # Data survives a restart in the same state dir.
-"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 >/dev/null
+"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 >/dev/null
 addr=$(cat "$state/run/store.addr")
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
 "$root/deploy/down.sh" --state-dir "$state" --purge
@@ -42,7 +62,7 @@ addr=$(cat "$state/run/store.addr")
 
 # --store etcd: the same cluster on a real etcd.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0)
+out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0 --agent-port 0)
 grep -q "store (etcd, etcd v3 API): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^kube-system   *Active'
