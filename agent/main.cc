@@ -17,6 +17,7 @@
 #include "api/labels.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
+#include "client/event_recorder.h"
 #include "client/informer.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
   pm.node_ip = node_ip;
   pm.root_dir = root_dir;
   pm.pod_cidr = pod_cidr;
-  mkube::agent::PodManager manager(&client, &pods, &images, pm);
+  mkube::client::EventRecorder events(&client, "kubelet", node_name);
+  mkube::agent::PodManager manager(&client, &pods, &images, &events, pm);
   mkube::agent::AgentService service(&manager, Trim(*agent_token));
   if (listen.empty()) listen = node_ip + ":10250";
   grpc::ServerBuilder builder;

@@ -47,8 +47,9 @@ std::string EnvValue(const std::vector<std::string>& env, const std::string& nam
 }  // namespace
 
 PodManager::PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods,
-                       ImageStore* images, PodManagerOptions options)
-    : client_(client), pods_(pods), images_(images), options_(std::move(options)) {
+                       ImageStore* images, client::EventRecorder* events,
+                       PodManagerOptions options)
+    : client_(client), pods_(pods), images_(images), events_(events), options_(std::move(options)) {
   // a.b.c.d/len: hosts from .2 (the first is kept for the network) to the last but one.
   std::vector<std::string> parts = absl::StrSplit(options_.pod_cidr, '/');
   in_addr addr{};
@@ -244,7 +245,9 @@ void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time
   run->terminating = true;
   run->kill_at = now + absl::Seconds(std::max<int64_t>(0, grace_seconds));
   for (auto& c : run->containers) {
-    if (c.Running()) SignalGroup(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
+    if (!c.Running()) continue;
+    SignalGroup(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
+    if (!run->gone) events_->Record(*run->pod, "Normal", "Killing", "Stopping container " + c.name);
   }
   spdlog::info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
 }
@@ -282,6 +285,8 @@ void PodManager::Step(PodRun* run, absl::Time now) {
         if (s.name() == c.name) {
           c.waiting_reason = "ImagePullBackOff";
           c.waiting_message = fmt::format("Back-off pulling image \"{}\"", s.image());
+          events_->Record(*run->pod, "Normal", "BackOff", c.waiting_message);
+          events_->Record(*run->pod, "Warning", "Failed", "Error: ImagePullBackOff");
         }
       }
     }
@@ -307,10 +312,52 @@ void PodManager::AfterExit(PodRun* run, ContainerRun* c, absl::Time now) {
   }
   c->next_start = now + c->backoff;
   c->waiting_reason = "CrashLoopBackOff";
+  events_->Record(*run->pod, "Warning", "BackOff",
+                  fmt::format("Back-off restarting failed container {} in pod {}_{}({})", c->name,
+                              run->name, run->ns, run->uid));
   c->waiting_message = fmt::format("back-off {} restarting failed container={} pod={}_{}({})",
                                    absl::FormatDuration(c->backoff), c->name, run->name, run->ns,
                                    run->uid);
   c->backoff = std::min(c->backoff * 2, options_.backoff.max);
+}
+
+std::optional<Image> PodManager::PullImage(PodRun* run, ContainerRun* c, const api::Container& spec,
+                                          absl::Time now) {
+  const std::string& policy = spec.image_pull_policy();
+  const bool present = images_->Present(spec.image());
+  if (policy == "Never" && !present) {
+    c->waiting_reason = "ErrImageNeverPull";
+    c->waiting_message = fmt::format(
+        "Container image \"{}\" is not present with pull policy of Never", spec.image());
+    c->next_start = now + options_.backoff.initial;
+    events_->Record(*run->pod, "Warning", "ErrImageNeverPull", c->waiting_message);
+    return std::nullopt;
+  }
+  const bool pull = policy == "Always" || !present;
+  if (pull) events_->Record(*run->pod, "Normal", "Pulling", fmt::format("Pulling image \"{}\"", spec.image()));
+  const absl::Time began = absl::Now();
+  auto image = images_->Pull(spec.image(), policy == "Always");
+  if (!image.ok()) {
+    c->pull_backoff = c->pull_backoff == absl::ZeroDuration()
+                          ? options_.backoff.initial
+                          : std::min(c->pull_backoff * 2, options_.backoff.max);
+    c->waiting_reason = "ErrImagePull";
+    c->waiting_message = fmt::format("Failed to pull image \"{}\": {}", spec.image(),
+                                     std::string(image.status().message()));
+    c->pull_failed_at = now;
+    c->next_start = now + c->pull_backoff;
+    events_->Record(*run->pod, "Warning", "Failed", c->waiting_message);
+    events_->Record(*run->pod, "Warning", "Failed", "Error: ErrImagePull");
+    spdlog::info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
+    return std::nullopt;
+  }
+  events_->Record(*run->pod, "Normal", "Pulled",
+                  pull ? fmt::format("Successfully pulled image \"{}\" in {}", spec.image(),
+                                     absl::FormatDuration(absl::Trunc(absl::Now() - began, absl::Milliseconds(1))))
+                       : fmt::format("Container image \"{}\" already present on machine", spec.image()));
+  c->pull_backoff = absl::ZeroDuration();
+  c->image_id = image->ref.String();
+  return std::move(*image);
 }
 
 void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
@@ -319,31 +366,8 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
     if (s.name() == c->name) spec = &s;
   }
   if (!spec) return;
-  // Image.
-  const std::string& policy = spec->image_pull_policy();
-  absl::StatusOr<Image> image;
-  if (policy == "Never" && !images_->Present(spec->image())) {
-    c->waiting_reason = "ErrImageNeverPull";
-    c->waiting_message = fmt::format(
-        "Container image \"{}\" is not present with pull policy of Never", spec->image());
-    c->next_start = now + options_.backoff.initial;
-    return;
-  }
-  image = images_->Pull(spec->image(), policy == "Always");
-  if (!image.ok()) {
-    c->pull_backoff = c->pull_backoff == absl::ZeroDuration()
-                          ? options_.backoff.initial
-                          : std::min(c->pull_backoff * 2, options_.backoff.max);
-    c->waiting_reason = "ErrImagePull";
-    c->waiting_message = fmt::format("Failed to pull image \"{}\": {}", spec->image(),
-                                     std::string(image.status().message()));
-    c->pull_failed_at = now;
-    c->next_start = now + c->pull_backoff;
-    spdlog::info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
-    return;
-  }
-  c->pull_backoff = absl::ZeroDuration();
-  c->image_id = image->ref.String();
+  std::optional<Image> image = PullImage(run, c, *spec, now);
+  if (!image) return;
 
   // Command, as Kubernetes combines it with the image's: command replaces the entrypoint (and
   // drops the image's cmd), args replace the cmd.
@@ -399,10 +423,13 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
     c->last = std::move(t);
     spdlog::info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
                  pid.status().ToString());
+    events_->Record(*run->pod, "Warning", "Failed", "Error: " + std::string(pid.status().message()));
     AfterExit(run, c, now);
     return;
   }
   c->pid = *pid;
+  events_->Record(*run->pod, "Normal", "Created", "Created container " + c->name);
+  events_->Record(*run->pod, "Normal", "Started", "Started container " + c->name);
   c->waiting_reason.clear();
   c->waiting_message.clear();
   spdlog::info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, *pid);

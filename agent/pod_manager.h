@@ -14,6 +14,7 @@
 #include "agent/image.h"
 #include "agent/pod_run.h"
 #include "client/client.h"
+#include "client/event_recorder.h"
 #include "client/informer.h"
 #include "proto/api/core.pb.h"
 
@@ -51,7 +52,7 @@ struct ExecTarget {
 class PodManager {
  public:
   PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods, ImageStore* images,
-             PodManagerOptions options);
+             client::EventRecorder* events, PodManagerOptions options);
   ~PodManager();
 
   void Start();
@@ -84,6 +85,10 @@ class PodManager {
   // After an instance ended: done, restart now, or restart after a back-off.
   void AfterExit(PodRun* run, ContainerRun* c, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pulls the container's image as its pull policy says, with the kubelet's events; null
+  // (and the container waiting) when it cannot.
+  std::optional<Image> PullImage(PodRun* run, ContainerRun* c, const api::Container& spec,
+                                 absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A free pod address: `wanted` (the one the pod had) when it is free.
   std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<PodRun*> FindRun(const std::string& ns, const std::string& pod,
@@ -93,6 +98,7 @@ class PodManager {
   client::ApiClient* client_;
   client::Informer<api::Pod>* pods_;
   ImageStore* images_;
+  client::EventRecorder* events_;
   const PodManagerOptions options_;
   uint32_t ip_base_ = 0, ip_count_ = 0;
 

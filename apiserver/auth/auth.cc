@@ -102,7 +102,9 @@ absl::Status Authorize(const registry::Caller& c, const Attributes& a) {
   }
   if (const std::string node = NodeOf(c); !node.empty()) {
     if (ReadsObjects(a)) return absl::OkStatus();
-    if (a.resource == "events" && a.verb == "create") return absl::OkStatus();
+    if (a.resource == "events" && (a.verb == "create" || a.verb == "update" || a.verb == "patch")) {
+      return absl::OkStatus();
+    }
     if (a.resource == "nodes" && a.name == node) return absl::OkStatus();
     if (a.resource == "leases" && a.ns == "kube-node-lease" && a.name == node) return absl::OkStatus();
     if (a.resource == "pods" && a.pod_node == node &&

@@ -158,6 +158,14 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   EXPECT_TRUE(st.container_statuses(0).ready());
   EXPECT_EQ(st.container_statuses(0).image_id(), "busybox:latest");
   EXPECT_THAT(Ctl({"get", "pod", "web"}).out, ::testing::ContainsRegex("web +1/1 +Running +0 "));
+  // The kubelet's events, as describe shows them.
+  ASSERT_TRUE(Eventually([&] {
+    return Ctl({"describe", "pod", "web"}).out.find("Started container main") != std::string::npos;
+  }));
+  const std::string described = Ctl({"describe", "pod", "web"}).out;
+  EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Pulling +[0-9a-z]+ +kubelet +Pulling image \"busybox\""));
+  EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Pulled +[0-9a-z]+ +kubelet +Successfully pulled image \"busybox\" in "));
+  EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Created +[0-9a-z]+ +kubelet +Created container main"));
 
   ASSERT_TRUE(Eventually([&] { return Ctl({"logs", "web"}).out.find("started web") != std::string::npos; }));
   EXPECT_EQ(Ctl({"logs", "web"}).out, "started web at " + st.pod_ip() + "\n");
@@ -291,6 +299,9 @@ TEST_F(AgentTest, ACrashingContainerIsRestartedWithBackOff) {
   EXPECT_THAT(cs.state().waiting().message(), StartsWith("back-off 10s restarting failed container=c pod=crash_default("));
   EXPECT_EQ(p->status().phase(), "Running");
   EXPECT_THAT(Ctl({"get", "pod", "crash"}).out, ::testing::ContainsRegex("crash +0/1 +CrashLoopBackOff +1 \\([0-9a-z]+ ago\\) "));
+  ASSERT_TRUE(Eventually([&] {
+    return Ctl({"describe", "pod", "crash"}).out.find("Back-off restarting failed container c in pod crash_default(") != std::string::npos;
+  }));
   EXPECT_EQ(Ctl({"logs", "crash"}).out, "run\n");
   EXPECT_EQ(Ctl({"logs", "crash", "--previous"}).out, "run\n");
   auto r = Ctl({"delete", "pod", "crash"});
@@ -312,6 +323,11 @@ TEST_F(AgentTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   EXPECT_EQ(p->status().phase(), "Pending");
   EXPECT_EQ(p->status().container_statuses(0).state().waiting().message(),
             "Back-off pulling image \"nosuch/image:v9\"");
+  ASSERT_TRUE(Eventually([&] {
+    const std::string d = Ctl({"describe", "pod", "noimage"}).out;
+    return d.find("Failed to pull image \"nosuch/image:v9\": image \"nosuch/image:v9\" not found in the registry") != std::string::npos &&
+           d.find("Error: ImagePullBackOff") != std::string::npos;
+  }));
   auto r = Ctl({"logs", "noimage"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "Error from server (BadRequest): container \"c\" in pod \"noimage\" is waiting to start: ImagePullBackOff\n");

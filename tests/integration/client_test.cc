@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "tests/util/eventually.h"
 
 #include "client/client.h"
+#include "client/event_recorder.h"
 #include "client/informer.h"
 #include "client/leader_election.h"
 #include "proto/api/apps.pb.h"
@@ -86,6 +88,46 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
   EXPECT_EQ(again.lists(), 1);
   pods.Stop();
   again.Stop();
+}
+
+TEST(EventRecorder, PostsEventsAndCountsRepeatsOfOne) {
+  TempDir dir;
+  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
+  ASSERT_TRUE(store.Start().ok());
+  ApiServerProcess api(dir.path(), store.address());
+  ASSERT_TRUE(api.Start().ok());
+  client::ApiClient admin(AdminOptions(api.address()));
+  auto pod = admin.Create("pods", "default", NewPod("p"));
+  ASSERT_TRUE(pod.ok());
+  {
+    client::EventRecorder recorder(&admin, "kubelet", "node01");
+    for (int i = 0; i < 3; ++i) recorder.Record(*pod, "Warning", "BackOff", "Back-off restarting");
+    recorder.Record(*pod, "Normal", "Started", "Started container c");
+    recorder.Flush();
+    EXPECT_EQ(recorder.dropped(), 0u);
+  }
+  apiserver::ListRequest req;
+  req.set_resource("events");
+  req.set_namespace_("default");
+  auto list = admin.List(req);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->items_size(), 2);
+  std::map<std::string, api::Event> by_reason;
+  for (const auto& bytes : list->items()) {
+    api::Event e;
+    ASSERT_TRUE(e.ParseFromString(bytes));
+    by_reason[e.reason()] = e;
+  }
+  const api::Event& backoff = by_reason["BackOff"];
+  EXPECT_EQ(backoff.count(), 3);
+  EXPECT_EQ(backoff.type(), "Warning");
+  EXPECT_EQ(backoff.involved_object().kind(), "Pod");
+  EXPECT_EQ(backoff.involved_object().name(), "p");
+  EXPECT_EQ(backoff.involved_object().uid(), pod->metadata().uid());
+  EXPECT_EQ(backoff.source().component(), "kubelet");
+  EXPECT_EQ(backoff.source().host(), "node01");
+  EXPECT_EQ(backoff.metadata().name().rfind("p.", 0), 0u);
+  EXPECT_EQ(by_reason["Started"].count(), 1);
 }
 
 TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {

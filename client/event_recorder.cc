@@ -1,0 +1,141 @@
+#include "client/event_recorder.h"
+
+#include <random>
+
+#include "api/object.h"
+#include "api/printers.h"
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+
+namespace mkube::client {
+namespace {
+
+constexpr absl::Duration kAggregateWindow = absl::Minutes(10);
+
+// Kubernetes names events <object>.<16 hex digits>.
+std::string EventName(const std::string& object) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{}.{:016x}", object, rng());
+}
+
+}  // namespace
+
+EventRecorder::EventRecorder(ApiClient* client, std::string component, std::string host,
+                             size_t max_queued)
+    : client_(client),
+      component_(std::move(component)),
+      host_(std::move(host)),
+      max_queued_(max_queued),
+      thread_([this] { Loop(); }) {}
+
+EventRecorder::~EventRecorder() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void EventRecorder::Record(const google::protobuf::Message& obj, const std::string& type,
+                           const std::string& reason, const std::string& message) {
+  const auto& meta = api::MetaOf(obj);
+  api::Event ev;
+  ev.set_api_version("v1");
+  ev.set_kind("Event");
+  ev.mutable_metadata()->set_namespace_(meta.namespace_().empty() ? "default" : meta.namespace_());
+  auto* ref = ev.mutable_involved_object();
+  ref->set_kind(obj.GetDescriptor()->name());
+  ref->set_namespace_(meta.namespace_());
+  ref->set_name(meta.name());
+  ref->set_uid(meta.uid());
+  ref->set_resource_version(meta.resource_version());
+  ev.set_type(type);
+  ev.set_reason(reason);
+  ev.set_message(message);
+  ev.mutable_source()->set_component(component_);
+  ev.mutable_source()->set_host(host_);
+  ev.set_reporting_component(component_);
+  ev.set_reporting_instance(host_);
+  const std::string now = api::NowRfc3339();
+  ev.set_first_timestamp(now);
+  ev.set_last_timestamp(now);
+  ev.set_count(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= max_queued_) {
+      queue_.pop_front();
+      ++dropped_;
+    }
+    queue_.push_back(std::move(ev));
+  }
+  cv_.notify_all();
+}
+
+void EventRecorder::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return (queue_.empty() && in_flight_ == 0) || stopping_; });
+}
+
+size_t EventRecorder::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+void EventRecorder::Loop() {
+  for (;;) {
+    api::Event ev;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;  // what has not been posted is dropped, as client-go does
+      ev = std::move(queue_.front());
+      queue_.pop_front();
+      ++in_flight_;
+    }
+    Post(std::move(ev));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void EventRecorder::Post(api::Event ev) {
+  const auto& ref = ev.involved_object();
+  const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", ref.kind(), ref.namespace_(), ref.name(),
+                                      ref.uid(), ev.type(), ev.reason()) + "\n" + ev.message();
+  const absl::Time now = absl::Now();
+  auto it = posted_.find(key);
+  if (it != posted_.end() && now - it->second.last < kAggregateWindow) {
+    Posted& p = it->second;
+    ev.mutable_metadata()->set_name(p.name);
+    ev.set_count(p.count + 1);
+    ev.set_first_timestamp(p.first_timestamp);
+    // Unconditional: only this recorder writes its events.
+    auto r = client_->Update<api::Event>("events", p.ns, ev);
+    if (r.ok()) {
+      p.count = ev.count();
+      p.last = now;
+      return;
+    }
+    posted_.erase(it);  // gone (expired, deleted): post it anew
+  }
+  ev.mutable_metadata()->set_name(EventName(ref.name()));
+  auto r = client_->Create<api::Event>("events", ev.metadata().namespace_(), ev);
+  if (!r.ok()) {
+    spdlog::warn("event {} {} about {}/{}: not recorded: {}", ev.type(), ev.reason(),
+                 ref.namespace_(), ref.name(), r.status().ToString());
+    return;
+  }
+  // Forget old ones now and then so the map stays small.
+  if (posted_.size() > 4096) {
+    for (auto p = posted_.begin(); p != posted_.end();) {
+      p = now - p->second.last >= kAggregateWindow ? posted_.erase(p) : std::next(p);
+    }
+  }
+  posted_[key] = {ev.metadata().name(), ev.metadata().namespace_(), 1, ev.first_timestamp(), now};
+}
+
+}  // namespace mkube::client
