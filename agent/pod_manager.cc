@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <system_error>
@@ -92,13 +95,14 @@ void PodManager::Stop(absl::Duration grace) {
     bool any = false;
     for (auto& [uid, run] : runs_) {
       for (auto& c : run.containers) {
-        if (c.pid > 0 && TryReap(c.pid)) {
+        if (c.Running() && Ended(&c)) {
           SignalGroup(c.pid, SIGKILL);
           c.pid = 0;
         }
-        any |= c.pid > 0;
+        any |= c.Running();
       }
     }
+    ReapMonitors();
     if (!any) break;
     if (absl::Now() >= deadline) {
       for (auto& [uid, run] : runs_) {
@@ -171,6 +175,12 @@ void PodManager::Round() {
       }
     }
     for (const auto& uid : finished) Finish(&runs_.at(uid));
+    ReapMonitors();
+    // Only against a complete list: an unsynced one would make every pod look deleted.
+    if (!swept_ && pods_->WaitForCacheSync(std::chrono::milliseconds(0))) {
+      SweepLeftovers(seen);
+      swept_ = true;
+    }
   }
   for (const auto& a : actions) Do(a);
 }
@@ -234,7 +244,20 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
         if (cs.last_state().has_terminated()) c.previous = cs.last_state().terminated();
       }
     }
-    if (Terminal(*pod)) c.done = true;
+    if (Terminal(*pod)) {
+      c.done = true;
+    } else if (auto rec = ReadRecord(c.RecordPath(c.restart_count));
+               rec.ok() && (Alive(*rec) || ReadExitRecord(c.ExitPath(c.restart_count)))) {
+      // Started by this node before the agent restarted: still running (or ended while the
+      // agent was away, which the next round reports).
+      c.pid = rec->pid;
+      c.monitor = rec->monitor;
+      c.adopted = true;
+      c.started_at = absl::FromUnixSeconds(rec->started_unix);
+      c.env = rec->env;
+      c.dir = rec->dir;
+      spdlog::info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
+    }
     run.containers.push_back(std::move(c));
   }
   spdlog::info("pod {}/{}: adopted (uid {}, ip {})", run.ns, run.name, run.uid, run.ip);
@@ -252,10 +275,38 @@ void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time
   spdlog::info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
 }
 
+std::optional<ExitInfo> PodManager::Ended(ContainerRun* c) {
+  if (auto exit = ReadExitRecord(c->ExitPath(c->restart_count))) {
+    if (!c->adopted) monitors_.push_back(c->monitor);  // it exits right after writing
+    return exit;
+  }
+  // No record: the monitor still waits for it, unless the monitor itself was killed (and the
+  // container with it).
+  bool monitor_gone;
+  if (c->adopted) {
+    monitor_gone = kill(c->monitor, 0) != 0 && errno == ESRCH;
+  } else {
+    const pid_t r = waitpid(c->monitor, nullptr, WNOHANG);
+    monitor_gone = r == c->monitor || (r < 0 && errno == ECHILD);
+  }
+  if (!monitor_gone) return std::nullopt;
+  if (auto exit = ReadExitRecord(c->ExitPath(c->restart_count))) return exit;
+  spdlog::warn("container {}: its monitor (pid {}) is gone without an exit record", c->name,
+               c->monitor);
+  return ExitInfo{.exit_code = 128 + SIGKILL, .signal = SIGKILL};
+}
+
+void PodManager::ReapMonitors() {
+  std::erase_if(monitors_, [](pid_t m) {
+    const pid_t r = waitpid(m, nullptr, WNOHANG);
+    return r == m || (r < 0 && errno == ECHILD);
+  });
+}
+
 void PodManager::Step(PodRun* run, absl::Time now) {
   for (auto& c : run->containers) {
     if (c.Running()) {
-      if (auto exit = TryReap(c.pid)) {
+      if (auto exit = Ended(&c)) {
         SignalGroup(c.pid, SIGKILL);  // the container ends with its first process
         api::ContainerStateTerminated t;
         t.set_exit_code(exit->exit_code);
@@ -409,7 +460,8 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
   c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
   c->env = env;
   c->dir = dir;
-  auto pid = StartProcess({argv, env, dir, c->LogPath(c->restart_count)});
+  auto pid = StartMonitored({argv, env, dir, c->LogPath(c->restart_count)},
+                            c->RecordPath(c->restart_count), c->ExitPath(c->restart_count));
   c->started_at = now;
   if (!pid.ok()) {
     api::ContainerStateTerminated t;
@@ -427,12 +479,14 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
     AfterExit(run, c, now);
     return;
   }
-  c->pid = *pid;
+  c->pid = pid->pid;
+  c->monitor = pid->monitor;
+  c->adopted = false;
   events_->Record(*run->pod, "Normal", "Created", "Created container " + c->name);
   events_->Record(*run->pod, "Normal", "Started", "Started container " + c->name);
   c->waiting_reason.clear();
   c->waiting_message.clear();
-  spdlog::info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, *pid);
+  spdlog::info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, c->pid);
 }
 
 void PodManager::Finish(PodRun* run) {
@@ -444,6 +498,25 @@ void PodManager::Finish(PodRun* run) {
   std::error_code ec;
   fs::remove_all(run->sandbox, ec);
   runs_.erase(run->uid);
+}
+
+void PodManager::SweepLeftovers(const std::set<std::string>& live) {
+  std::error_code ec;
+  const fs::path pods = fs::path(options_.root_dir) / "pods";
+  for (const auto& entry : fs::directory_iterator(pods, ec)) {
+    const std::string uid = entry.path().filename().string();
+    if (live.contains(uid) || runs_.contains(uid)) continue;
+    // A pod deleted while the agent was away: stop what it left running, drop its folder.
+    for (auto it = fs::recursive_directory_iterator(entry.path() / "logs", ec);
+         !ec && it != fs::end(it); it.increment(ec)) {
+      if (it->path().extension() != ".pid") continue;
+      if (auto rec = ReadRecord(it->path().string()); rec.ok() && Alive(*rec)) {
+        spdlog::info("pod {}: stopping process {} left from before a restart", uid, rec->pid);
+        SignalGroup(rec->pid, SIGKILL);
+      }
+    }
+    fs::remove_all(entry.path(), ec);
+  }
 }
 
 std::string PodManager::AllocateIp(const std::string& wanted) {

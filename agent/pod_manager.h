@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "agent/image.h"
 #include "agent/pod_run.h"
+#include "agent/process.h"
 #include "client/client.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
@@ -85,6 +86,11 @@ class PodManager {
   // After an instance ended: done, restart now, or restart after a back-off.
   void AfterExit(PodRun* run, ContainerRun* c, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How the running instance ended, once it has.
+  std::optional<ExitInfo> Ended(ContainerRun* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReapMonitors() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once, after the first list: pods this node ran that no longer exist.
+  void SweepLeftovers(const std::set<std::string>& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pulls the container's image as its pull policy says, with the kubelet's events; null
   // (and the container waiting) when it cannot.
   std::optional<Image> PullImage(PodRun* run, ContainerRun* c, const api::Container& spec,
@@ -108,6 +114,8 @@ class PodManager {
   bool poke_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
+  std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
+  bool swept_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

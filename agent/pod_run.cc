@@ -9,6 +9,14 @@ std::string ContainerRun::LogPath(int instance) const {
   return fmt::format("{}/{}.log", log_dir, instance);
 }
 
+std::string ContainerRun::RecordPath(int instance) const {
+  return fmt::format("{}/{}.pid", log_dir, instance);
+}
+
+std::string ContainerRun::ExitPath(int instance) const {
+  return fmt::format("{}/{}.exit", log_dir, instance);
+}
+
 ContainerRun* PodRun::Find(const std::string& container) {
   for (auto& c : containers) {
     if (c.name == container) return &c;

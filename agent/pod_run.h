@@ -27,6 +27,8 @@ struct ContainerRun {
   std::string name;
   int restart_count = 0;
   pid_t pid = 0;  // the running instance's process group leader; 0 when none runs
+  pid_t monitor = 0;     // the process that waits for it (ours unless adopted)
+  bool adopted = false;  // started by an earlier run of the agent
   std::string container_id;
   std::string image_id;
   absl::Time started_at;
@@ -44,8 +46,11 @@ struct ContainerRun {
   std::vector<std::string> env;
   std::string dir;
 
-  // The log file of instance n (0 = the first run).
+  // The files of instance n (0 = the first run): its log, its process record and the exit
+  // record its monitor writes.
   std::string LogPath(int instance) const;
+  std::string RecordPath(int instance) const;
+  std::string ExitPath(int instance) const;
   bool Running() const { return pid > 0; }
 };
 

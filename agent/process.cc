@@ -3,14 +3,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 
 namespace mkube::agent {
 
@@ -50,7 +55,91 @@ void PrepareChild(pid_t parent, bool own_session) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
+namespace {
+
+std::optional<int64_t> StartTicks(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!std::getline(in, stat)) return std::nullopt;
+  // Fields after the command (which may hold spaces) start past its closing parenthesis;
+  // starttime is the 22nd field, the 20th after it.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+  int64_t ticks = 0;
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &ticks)) return std::nullopt;
+  return ticks;
+}
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Decimal digits of v into buf (async-signal-safe); returns the length.
+size_t FormatInt(int64_t v, char* buf) {
+  char tmp[24];
+  size_t n = 0;
+  const bool neg = v < 0;
+  uint64_t u = neg ? static_cast<uint64_t>(-v) : static_cast<uint64_t>(v);
+  do {
+    tmp[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u > 0);
+  size_t len = 0;
+  if (neg) buf[len++] = '-';
+  while (n > 0) buf[len++] = tmp[--n];
+  return len;
+}
+
+}  // namespace
+
+absl::Status WriteRecord(const std::string& path, const ProcessRecord& r) {
+  nlohmann::json j = {{"pid", r.pid},         {"monitor", r.monitor}, {"startTicks", r.start_ticks},
+                      {"started", r.started_unix}, {"env", r.env},   {"dir", r.dir}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump() << "\n";
+    if (!out.flush()) return absl::InternalError(fmt::format("cannot write {}", tmp));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(fmt::format("rename {}: {}", tmp, std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("no record {}", path));
+  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j["pid"].is_number_integer() ||
+      !j["monitor"].is_number_integer() || !j["startTicks"].is_number_integer() ||
+      !j["started"].is_number_integer() || !j["env"].is_array() || !j["dir"].is_string()) {
+    return absl::DataLossError(fmt::format("unreadable record {}", path));
+  }
+  ProcessRecord r;
+  r.pid = j["pid"].get<pid_t>();
+  r.monitor = j["monitor"].get<pid_t>();
+  r.start_ticks = j["startTicks"].get<int64_t>();
+  r.started_unix = j["started"].get<int64_t>();
+  for (const auto& e : j["env"]) {
+    if (e.is_string()) r.env.push_back(e.get<std::string>());
+  }
+  r.dir = j["dir"].get<std::string>();
+  return r;
+}
+
+absl::StatusOr<ProcessRecord> StartMonitored(const ProcessSpec& spec,
+                                             const std::string& record_path,
+                                             const std::string& exit_path) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command specified");
   auto exe = ResolveExecutable(spec.argv[0], spec.env);
   if (!exe.ok()) return exe.status();
@@ -59,33 +148,128 @@ absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
     return absl::InternalError(fmt::format("open {}: {}", spec.log_path, std::strerror(errno)));
   }
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int pid_pipe[2], go_pipe[2];
+  if (pipe2(pid_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
+    close(log_fd);
+    return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
+  }
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
+  const std::string exit_tmp = exit_path + ".tmp";
+
+  const pid_t monitor = fork();
+  if (monitor < 0) {
     const int err = errno;
-    close(log_fd);
-    if (null_fd >= 0) close(null_fd);
+    for (int fd : {log_fd, null_fd, pid_pipe[0], pid_pipe[1], go_pipe[0], go_pipe[1]}) close(fd);
     return absl::InternalError(fmt::format("fork: {}", std::strerror(err)));
   }
-  if (pid == 0) {
-    // Only async-signal-safe calls from here on.
-    PrepareChild(parent, /*own_session=*/false);
-    if (null_fd >= 0) dup2(null_fd, 0);
+  if (monitor == 0) {
+    // The monitor. Only async-signal-safe calls: it is a copy of a threaded process.
+    setsid();
+    // Its descriptors: 0-2 as the container's, 3 the pid pipe, 4 the go pipe; nothing else of
+    // the agent's (its sockets must not outlive it here).
+    dup2(null_fd >= 0 ? null_fd : log_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
-    if (chdir(spec.dir.c_str()) != 0) _exit(126);
-    execve(exe->c_str(), argv.data(), envp.data());
-    _exit(127);
+    dup2(pid_pipe[1], 3);
+    dup2(go_pipe[0], 4);
+    syscall(SYS_close_range, 5u, ~0u, 0u);
+    const pid_t self = getpid();
+    const pid_t child = fork();
+    if (child == 0) {
+      close(3);
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its monitor
+      if (getppid() != self) _exit(127);
+      char go = 0;
+      ssize_t n;
+      while ((n = read(4, &go, 1)) < 0 && errno == EINTR) {
+      }
+      if (n != 1 || go != 'g') _exit(126);  // the agent went away before recording it
+      close(4);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigaction(SIGPIPE, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (chdir(spec.dir.c_str()) != 0) _exit(126);
+      execve(exe->c_str(), argv.data(), envp.data());
+      _exit(127);
+    }
+    if (child < 0) _exit(1);
+    setpgid(child, child);
+    close(4);
+    WriteAll(3, &child, sizeof child);
+    close(3);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    const ExitInfo info = ExitFromWaitStatus(status);
+    char buf[64];
+    size_t len = FormatInt(info.exit_code, buf);
+    buf[len++] = ' ';
+    len += FormatInt(info.signal, buf + len);
+    buf[len++] = '\n';
+    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      WriteAll(fd, buf, len);
+      close(fd);
+      rename(exit_tmp.c_str(), exit_path.c_str());
+    }
+    _exit(0);
   }
-  setpgid(pid, pid);  // also from here, so the group exists before anyone signals it
+  close(pid_pipe[1]);
+  close(go_pipe[0]);
   close(log_fd);
   if (null_fd >= 0) close(null_fd);
-  return pid;
+  pid_t child = 0;
+  size_t got = 0;
+  while (got < sizeof child) {
+    const ssize_t n = read(pid_pipe[0], reinterpret_cast<char*>(&child) + got, sizeof child - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(pid_pipe[0]);
+  auto fail = [&](const std::string& why) {
+    close(go_pipe[1]);  // the container sees no go and exits; its monitor follows at once
+    waitpid(monitor, nullptr, 0);
+    return absl::InternalError(why);
+  };
+  if (got != sizeof child || child <= 0) return fail("the container's monitor did not start it");
+  ProcessRecord r;
+  r.pid = child;
+  r.monitor = monitor;
+  r.start_ticks = StartTicks(child).value_or(0);
+  r.started_unix = absl::ToUnixSeconds(absl::Now());
+  r.env = spec.env;
+  r.dir = spec.dir;
+  if (auto st = WriteRecord(record_path, r); !st.ok()) return fail(std::string(st.message()));
+  const char go = 'g';
+  WriteAll(go_pipe[1], &go, 1);
+  close(go_pipe[1]);
+  return r;
+}
+
+std::optional<ExitInfo> ReadExitRecord(const std::string& path) {
+  std::ifstream in(path);
+  ExitInfo info;
+  if (!(in >> info.exit_code >> info.signal)) return std::nullopt;
+  return info;
+}
+
+bool Alive(const ProcessRecord& r) {
+  if (r.pid <= 0) return false;
+  auto ticks = StartTicks(r.pid);
+  return ticks && *ticks == r.start_ticks;
+}
+
+void ReapMonitor(pid_t monitor) {
+  if (monitor > 0) waitpid(monitor, nullptr, WNOHANG);
 }
 
 ExitInfo ExitFromWaitStatus(int status) {
@@ -97,14 +281,6 @@ ExitInfo ExitFromWaitStatus(int status) {
     info.exit_code = 128 + info.signal;
   }
   return info;
-}
-
-std::optional<ExitInfo> TryReap(pid_t pid) {
-  int status = 0;
-  const pid_t r = waitpid(pid, &status, WNOHANG);
-  if (r == pid) return ExitFromWaitStatus(status);
-  if (r < 0 && errno == ECHILD) return ExitInfo{.exit_code = 137, .signal = SIGKILL};
-  return std::nullopt;
 }
 
 void SignalGroup(pid_t pid, int sig) {

@@ -28,18 +28,40 @@ absl::StatusOr<std::string> ResolveExecutable(const std::string& name,
 // Exits the child if the agent is gone already.
 void PrepareChild(pid_t parent, bool own_session);
 
-// Forks and execs the spec in a process group of its own (so the whole tree can be signalled)
-// and returns its pid. Everything the child needs is prepared before the fork.
-absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec);
-
-// How a reaped process ended.
+// How a process ended.
 struct ExitInfo {
   int exit_code = 0;  // 128+N when killed by signal N, as a shell reports it
   int signal = 0;
 };
-// Non-blocking: the exit of pid if it has ended (and reaps it).
-std::optional<ExitInfo> TryReap(pid_t pid);
 ExitInfo ExitFromWaitStatus(int status);
+
+// A container's process as the agent records it beside its log, so that an agent restarted
+// after a crash finds what it started and adopts it instead of starting it again.
+struct ProcessRecord {
+  pid_t pid = 0;            // the container's first process, leader of its process group
+  pid_t monitor = 0;        // waits for it and writes its exit record
+  int64_t start_ticks = 0;  // its start time (/proc/<pid>/stat): tells a reused pid apart
+  int64_t started_unix = 0;
+  std::vector<std::string> env;  // what exec in the container runs with
+  std::string dir;
+};
+absl::Status WriteRecord(const std::string& path, const ProcessRecord& r);
+absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path);
+
+// Starts the spec under a monitor: a process in a session of its own, which outlives the
+// agent, waits for the container and writes `exit_path` when it ends. The container runs in a
+// process group of its own (so its whole tree can be signalled) and dies with its monitor.
+// It execs only after its record is written to `record_path`, so there is never a container
+// the agent could not find again.
+absl::StatusOr<ProcessRecord> StartMonitored(const ProcessSpec& spec,
+                                             const std::string& record_path,
+                                             const std::string& exit_path);
+// The exit a monitor recorded, if it has.
+std::optional<ExitInfo> ReadExitRecord(const std::string& path);
+// Whether the recorded process still runs (and is the same one).
+bool Alive(const ProcessRecord& r);
+// Reaps the monitor if it was this agent's child and has ended (no zombies left behind).
+void ReapMonitor(pid_t monitor);
 
 // Signals the process group led by pid.
 void SignalGroup(pid_t pid, int sig);

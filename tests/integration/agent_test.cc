@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_split.h"
 #include "client/client.h"
@@ -411,6 +412,62 @@ TEST_F(AgentTest, LogsAndExecOfPodsThatCannotServeThem) {
   r = Ctl({"exec", "unbound"});
   EXPECT_EQ(r.err, "error: you must specify at least one command for the container\n");
   EXPECT_EQ(Ctl({"delete", "pod", "unbound"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
+  AgentProcess agent(AgentOptions("node02", "127.1.1.0/24"));
+  ASSERT_TRUE(agent.Start().ok());
+  auto create = [&](const std::string& name, const std::string& policy, const std::string& cmd) {
+    const std::string yaml = fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {}}}\nspec:\n  nodeName: node02\n"
+        "  restartPolicy: {}\n  containers: [{{name: c, image: busybox, command: [sh, -c, '{}']}}]\n",
+        name, policy, cmd);
+    auto r = Ctl({"create", "-f", "-"}, yaml);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  create("survivor", "Always", "echo start >> starts; echo $$ > c.pid; exec sleep 100");
+  create("finisher", "Never", "echo $$ > c.pid; while [ ! -f go ]; do sleep 0.05; done; exit 4");
+  create("ghost", "Always", "echo $$ > c.pid; exec sleep 100");
+  std::map<std::string, std::string> roots;
+  std::map<std::string, pid_t> pids;
+  for (const std::string name : {"survivor", "finisher", "ghost"}) {
+    ASSERT_TRUE(Eventually([&] { return PodPhaseIs(name, "Running"); })) << name;
+    auto pod = GetPod(name);
+    roots[name] = fmt::format("{}/pods/{}/root", agent.root(), pod->metadata().uid());
+    ASSERT_TRUE(Eventually([&] { return ReadPid(roots[name] + "/c.pid") > 0; })) << name;
+    pids[name] = ReadPid(roots[name] + "/c.pid");
+  }
+
+  agent.Kill9();
+  // The containers outlive the agent. Meanwhile one ends and one pod is deleted outright.
+  EXPECT_FALSE(ProcessGone(pids["survivor"]));
+  std::ofstream(roots["finisher"] + "/go") << "";
+  ASSERT_TRUE(Eventually([&] { return ProcessGone(pids["finisher"]); }));
+  auto r = Ctl({"delete", "pod", "ghost", "--grace-period", "0", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(ProcessGone(pids["ghost"]));
+
+  ASSERT_TRUE(agent.Start().ok());
+  // The ended container is reported as it ended; the deleted pod's process is stopped.
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("finisher", "Failed"); }));
+  auto finisher = GetPod("finisher");
+  EXPECT_EQ(finisher->status().container_statuses(0).state().terminated().exit_code(), 4);
+  EXPECT_EQ(finisher->status().container_statuses(0).restart_count(), 0);
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pids["ghost"]); }));
+  EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(roots["ghost"]); }));
+  // The running one is the same process, started once, still served by logs and exec.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few of the agent's rounds
+  EXPECT_FALSE(ProcessGone(pids["survivor"]));
+  EXPECT_EQ(ReadFile(roots["survivor"] + "/starts"), "start\n");
+  auto survivor = GetPod("survivor");
+  EXPECT_EQ(survivor->status().phase(), "Running");
+  EXPECT_EQ(survivor->status().container_statuses(0).restart_count(), 0);
+  r = Ctl({"exec", "survivor", "--", "cat", "c.pid"});
+  EXPECT_EQ(r.out, std::to_string(pids["survivor"]) + "\n") << r.err;
+
+  EXPECT_EQ(Ctl({"delete", "pod", "survivor", "finisher"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pids["survivor"]); }));
+  agent.Stop();
 }
 
 TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
