@@ -5,6 +5,7 @@
 #include <mutex>
 #include <system_error>
 
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -63,8 +64,8 @@ absl::StatusOr<ImageRef> ParseImageRef(const std::string& image) {
     return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
   }
   // Only a registry path: no climbing out of the registry folder.
-  for (const auto& part : fs::path(s)) {
-    if (part == ".." || part == "." || part.empty()) {
+  for (absl::string_view part : absl::StrSplit(s, '/')) {
+    if (part.empty() || part == "." || part == "..") {
       return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
     }
   }

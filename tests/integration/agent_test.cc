@@ -224,6 +224,41 @@ TEST_F(AgentTest, ExecWithATerminal) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "Unable to use a TTY - input is not a terminal or the right kind of file\n");
   EXPECT_EQ(r.out, "not a tty\n");
+  // From a terminal, `exec -it ... sh` is an interactive shell (the seeds' troubleshooting
+  // step): mkubectl runs under a pseudo-terminal here, types two lines and reads the replies.
+  const std::string script = dir_->Sub("exec_it.py");
+  std::ofstream(script) << R"(import os, pty, select, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "exec", "-it", "term", "--", "sh"])
+out = b""
+def read_until(token):
+    global out
+    while token not in out:
+        r, _, _ = select.select([fd], [], [], 10)
+        if not r:
+            return
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        out += chunk
+os.write(fd, b"echo hi $((1+2))\r")
+read_until(b"hi 3")
+os.write(fd, b"exit 5\r")
+read_until(b"exit code 5")
+_, status = os.waitpid(pid, 0)
+sys.stdout.write("status=%d\n" % os.WEXITSTATUS(status))
+sys.stdout.write(out.decode(errors="replace"))
+)";
+  r = RunCommand({"python3", script, BinDir() + "/mkubectl"}, {{"MKUBECONFIG", dir_->Sub("config")}});
+  EXPECT_THAT(r.out, StartsWith("status=5\n")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("hi 3"));
+  EXPECT_THAT(r.out, HasSubstr("command terminated with exit code 5"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Unable to use a TTY")));
+
   // With one, the command gets a terminal of its size, and input reaches it.
   grpc::ClientContext ctx;
   client::ApiClient admin(ClientFor("admin-token"));
