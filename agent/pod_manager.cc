@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "agent/container_spec.h"
 #include "agent/process.h"
 #include "api/printers.h"
 #include "fmt/format.h"
@@ -21,30 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 bool Terminal(const api::Pod& pod) {
   return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
-}
-
-// Sets NAME=value in env, replacing an earlier NAME.
-void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
-  const std::string prefix = name + "=";
-  for (auto& e : *env) {
-    if (e.rfind(prefix, 0) == 0) {
-      e = prefix + value;
-      return;
-    }
-  }
-  env->push_back(prefix + value);
-}
-
-std::string EnvValue(const std::vector<std::string>& env, const std::string& name) {
-  const std::string prefix = name + "=";
-  for (const auto& e : env) {
-    if (e.rfind(prefix, 0) == 0) return e.substr(prefix.size());
-  }
-  return "";
 }
 
 }  // namespace
@@ -420,41 +399,11 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
   std::optional<Image> image = PullImage(run, c, *spec, now);
   if (!image) return;
 
-  // Command, as Kubernetes combines it with the image's: command replaces the entrypoint (and
-  // drops the image's cmd), args replace the cmd.
-  std::vector<std::string> argv;
-  if (!spec->command().empty()) {
-    argv.assign(spec->command().begin(), spec->command().end());
-    argv.insert(argv.end(), spec->args().begin(), spec->args().end());
-  } else {
-    argv = image->config.entrypoint;
-    if (!spec->args().empty()) {
-      argv.insert(argv.end(), spec->args().begin(), spec->args().end());
-    } else {
-      argv.insert(argv.end(), image->config.cmd.begin(), image->config.cmd.end());
-    }
-  }
-  std::vector<std::string> env = {std::string("PATH=") + kDefaultPath};
-  for (const auto& e : image->config.env) {
-    const auto eq = e.find('=');
-    if (eq != std::string::npos) SetEnv(&env, e.substr(0, eq), e.substr(eq + 1));
-  }
-  // The image's own programs come first.
-  SetEnv(&env, "PATH", image->root + "/bin:" + EnvValue(env, "PATH"));
-  SetEnv(&env, "HOSTNAME", run->name);
-  SetEnv(&env, "POD_IP", run->ip);
-  SetEnv(&env, "IMAGE_ROOT", image->root);
-  for (const auto& e : spec->env()) SetEnv(&env, e.name(), e.value());
-  std::string dir = (fs::path(run->sandbox) / "root").string();
-  if (!spec->working_dir().empty()) {
-    dir = (fs::path(dir) / fs::path(spec->working_dir()).relative_path()).string();
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-  }
-  // A relative program path names a file of the image.
-  if (!argv.empty() && argv[0].find('/') != std::string::npos && argv[0][0] != '/') {
-    argv[0] = (fs::path(image->root) / argv[0]).string();
-  }
+  const std::vector<std::string> argv = ContainerArgv(*spec, *image);
+  const std::vector<std::string> env = ContainerEnv(*spec, *image, run->name, run->ip);
+  const std::string dir = ContainerDir(*spec, (fs::path(run->sandbox) / "root").string());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
 
   if (c->last) ++c->restart_count;
   c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
