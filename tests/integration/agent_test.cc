@@ -408,6 +408,27 @@ TEST_F(AgentTest, AContainerThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   EXPECT_TRUE(Eventually([&] { return ProcessGone(pid) && ProcessGone(child); }));
 }
 
+TEST_F(AgentTest, DrainEvictsThePodsAndWaitsUntilTheirNodeHasStoppedThem) {
+  api::Pod pod = CreatePod("evictee", R"(  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "echo $$ > c.pid; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+)");
+  ASSERT_TRUE(Eventually([&] { return ReadPid(PodRoot(pod) + "/c.pid") > 0; }));
+  const pid_t pid = ReadPid(PodRoot(pod) + "/c.pid");
+  auto r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-emptydir-data"});
+  EXPECT_EQ(r.exit_code, 1);  // a pod without a controller needs --force
+  EXPECT_THAT(r.err, HasSubstr("cannot delete Pods declare no controller (use --force to override): default/evictee"));
+  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--force", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("evicting pod default/evictee\n"));
+  EXPECT_THAT(r.out, HasSubstr("pod/evictee evicted\nnode/node01 drained\n"));
+  EXPECT_TRUE(PodGone("evictee"));
+  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }));
+  EXPECT_THAT(Ctl({"get", "nodes"}).out, ::testing::ContainsRegex("node01 +Ready,SchedulingDisabled "));
+  EXPECT_EQ(Ctl({"uncordon", "node01"}).out, "node/node01 uncordoned\n");
+}
+
 TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
   auto channel = grpc::CreateChannel(agent_->address(), grpc::InsecureChannelCredentials());
   auto stub = agent::Agent::NewStub(channel);
