@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   node.agent_port = port;
   const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
 
-  mkube::agent::NodeStatusManager status(&client, &images, node);
+  mkube::agent::NodeStatusManager status(&client, &images, &events, node);
   absl::Status registered = status.Register();
   for (int i = 0; !registered.ok() && i < 60; ++i) {
     spdlog::warn("cannot register the node yet ({}); retrying", registered.ToString());

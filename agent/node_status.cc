@@ -130,7 +130,16 @@ absl::Status NodeStatusManager::Register() {
   } else {
     spdlog::info("node {}: already registered, taking it over", options_.name);
   }
-  return PostStatus(now);
+  if (auto st = PostStatus(now); !st.ok()) return st;
+  if (auto current = client_->Get<api::Node>("nodes", "", options_.name); current.ok()) {
+    events_->Record(*current, "Normal", "Starting", "Starting kubelet.");
+    for (const char* condition : {"NodeHasSufficientMemory", "NodeHasNoDiskPressure",
+                                  "NodeHasSufficientPID", "NodeReady"}) {
+      events_->Record(*current, "Normal", condition,
+                      fmt::format("Node {} status is now: {}", options_.name, condition));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NodeStatusManager::PostStatus(absl::Time now) {

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "agent/image.h"
 #include "client/client.h"
+#include "client/event_recorder.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
@@ -36,12 +37,14 @@ struct NodeOptions {
 // addresses, capacity, images) current, as the kubelet does.
 class NodeStatusManager {
  public:
-  NodeStatusManager(client::ApiClient* client, ImageStore* images, NodeOptions options)
-      : client_(client), images_(images), options_(std::move(options)) {}
+  NodeStatusManager(client::ApiClient* client, ImageStore* images, client::EventRecorder* events,
+                    NodeOptions options)
+      : client_(client), images_(images), events_(events), options_(std::move(options)) {}
   ~NodeStatusManager() { Stop(); }
 
   // Creates the Node, or takes over an existing one of the same name (keeping its spec: taints
-  // and cordons belong to the cluster's admins once it exists), and writes its status.
+  // and cordons belong to the cluster's admins once it exists), writes its status, and says
+  // so in the node's events (Starting, NodeReady), as the kubelet does.
   absl::Status Register();
   void Start();
   void Stop();
@@ -55,6 +58,7 @@ class NodeStatusManager {
 
   client::ApiClient* client_;
   ImageStore* images_;
+  client::EventRecorder* events_;
   const NodeOptions options_;
   std::string lease_version_;  // resourceVersion of our Lease as last written
   std::string posted_;         // status last written, without its heartbeat times

@@ -137,6 +137,11 @@ TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
   EXPECT_EQ(lease->spec().holder_identity(), "node01");
   EXPECT_FALSE(lease->spec().renew_time().empty());
 
+  ASSERT_TRUE(Eventually([&] {
+    return Ctl({"describe", "node", "node01"}).out.find("Node node01 status is now: NodeReady") != std::string::npos;
+  }));
+  EXPECT_THAT(Ctl({"describe", "node", "node01"}).out,
+              ::testing::ContainsRegex("Normal +Starting +[0-9a-z]+ +kubelet +Starting kubelet\\."));
   auto r = Ctl({"get", "nodes"});
   EXPECT_THAT(r.out, ::testing::MatchesRegex("NAME +STATUS +ROLES +AGE +VERSION\nnode01 +Ready +<none> +[0-9a-z]+ +v0\\.1\\.0\n"));
 }
