@@ -147,6 +147,10 @@ void PodManager::Round() {
       }
       if (run.gone) continue;
       api::PodStatus status = BuildStatus(run, options_.node_ip, now);
+      if (run.fresh) {
+        run.fresh = false;
+        poke_ = true;  // start its containers in the next round, right away
+      }
       std::string bytes = status.SerializeAsString();
       if (bytes != run.posted_status) {
         run.posted_status = std::move(bytes);
@@ -308,7 +312,7 @@ void PodManager::Step(PodRun* run, absl::Time now) {
       if (!c.Running()) c.done = true;
       continue;
     }
-    if (!c.Running() && !c.done && now >= c.next_start) StartContainer(run, &c, now);
+    if (!run->fresh && !c.Running() && !c.done && now >= c.next_start) StartContainer(run, &c, now);
     if (c.waiting_reason == "ErrImagePull" && now >= c.pull_failed_at + absl::Seconds(1)) {
       const auto& spec = run->pod->spec();
       for (const auto& s : spec.containers()) {

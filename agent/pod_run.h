@@ -63,6 +63,8 @@ struct PodRun {
   absl::Time start_time;
   std::vector<ContainerRun> containers;
   bool terminating = false;
+  // Adopted this round: its first status (ContainerCreating) goes out before anything starts.
+  bool fresh = true;
   absl::Time kill_at = absl::InfiniteFuture();  // SIGKILL what still runs from then on
   bool gone = false;                            // the API object no longer exists
   std::string posted_status;                    // the status last written, serialized

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "api/codec.h"
@@ -124,8 +125,14 @@ void EventsBlock(Out& out, std::vector<api::Event> events, absl::Time now) {
                ? (e.event_time().empty() ? e.metadata().creation_timestamp() : e.event_time())
                : e.last_timestamp();
   };
-  std::stable_sort(events.begin(), events.end(),
-                   [&](const auto& a, const auto& b) { return last(a) < last(b); });
+  // Times have whole seconds: within one, the order they were written in (resourceVersion).
+  auto version = [](const api::Event& e) {
+    int64_t v = 0;
+    return absl::SimpleAtoi(e.metadata().resource_version(), &v) ? v : 0;
+  };
+  std::stable_sort(events.begin(), events.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(last(a), version(a)) < std::make_pair(last(b), version(b));
+  });
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : events) {
     std::string age = api::Age(last(e), now);

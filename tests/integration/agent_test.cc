@@ -172,6 +172,8 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Pulling +[0-9a-z]+ +kubelet +Pulling image \"busybox\""));
   EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Pulled +[0-9a-z]+ +kubelet +Successfully pulled image \"busybox\" in "));
   EXPECT_THAT(described, ::testing::ContainsRegex("Normal +Created +[0-9a-z]+ +kubelet +Created container main"));
+  // In the order they happened.
+  EXPECT_THAT(described, ::testing::ContainsRegex("Pulling image[^$]*Successfully pulled[^$]*Created container[^$]*Started container"));
 
   ASSERT_TRUE(Eventually([&] { return Ctl({"logs", "web"}).out.find("started web") != std::string::npos; }));
   EXPECT_EQ(Ctl({"logs", "web"}).out, "started web at " + st.pod_ip() + "\n");
@@ -299,6 +301,23 @@ sys.stdout.write(out.decode(errors="replace"))
   EXPECT_THAT(output, HasSubstr("33 101"));
   EXPECT_THAT(output, HasSubstr("got typed"));
   EXPECT_EQ(Ctl({"delete", "pod", "term", "--grace-period", "0", "--force"}).exit_code, 0);
+}
+
+TEST_F(AgentTest, GetWatchShowsThePodGoThroughContainerCreating) {
+  const std::string out = dir_->Sub("watch.out");
+  Subprocess watch({BinDir() + "/mkubectl", "get", "pods", "-w"}, out,
+                   {{"MKUBECONFIG", dir_->Sub("config")}});
+  ASSERT_TRUE(Eventually([&] { return ReadFile(out).find("NAME") != std::string::npos ||
+                                      ReadFile(out).find("No resources") != std::string::npos; }));
+  CreatePod("watched", "  containers:\n  - {name: c, image: busybox, command: [sleep, '100']}\n");
+  ASSERT_TRUE(Eventually([&] { return ReadFile(out).find("watched   1/1     Running") != std::string::npos; }))
+      << ReadFile(out);
+  EXPECT_THAT(ReadFile(out), ::testing::ContainsRegex(
+      "watched +0/1 +Pending +0 +[0-9a-z]+\n"
+      "watched +0/1 +ContainerCreating +0 +[0-9a-z]+\n"
+      "watched +1/1 +Running +0 +[0-9a-z]+\n"));
+  watch.Kill();
+  EXPECT_EQ(Ctl({"delete", "pod", "watched", "--grace-period", "0", "--force"}).exit_code, 0);
 }
 
 TEST_F(AgentTest, ContainersThatExitEndThePodByItsRestartPolicy) {
