@@ -22,6 +22,7 @@ ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
   args.SetMaxReceiveMessageSize(INT32_MAX);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);
   // A client of its own connection, not one shared with every client of the same target.
   if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> creds;

@@ -13,6 +13,12 @@
 
 namespace mkube::client {
 
+// The receive window a client announces for each of its streams. gRPC starts streams at 64 KiB
+// and grows windows only as it measures the connection, so a connection carrying many watches
+// is throttled by flow control for its first seconds (watch latency of 0.5-1 s then, measured
+// with 1000 watchers); this is the window Kubernetes' own Go clients announce per stream.
+inline constexpr int kStreamWindowBytes = 4 << 20;
+
 struct ClientOptions {
   std::string address;
   std::string token;

@@ -2,7 +2,7 @@
 # Runs watch_fanout against mkube-apiserver twice: once on mkube-store, once on a real etcd,
 # side by side, and prints both lines with the apiserver's RSS.
 #   tests/bench/run_watch_fanout.sh [--watchers 1000] [--pods 10000] [--create-rate 300] [--connections 8]
-#                                   [--build DIR] [-- apiserver flags...]
+#                                   [--warmup-pods N] [--timeline] [--build DIR] [-- apiserver flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
@@ -10,6 +10,8 @@ watchers=1000
 pods=10000
 rate=300
 connections=8
+timeline=()
+warmup=0
 api_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -18,6 +20,8 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --create-rate) rate=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
+    --timeline) timeline=(--timeline); shift ;;
+    --warmup-pods) warmup=$2; shift 2 ;;
     --) shift; api_args=("$@"); break ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -35,7 +39,7 @@ run() {  # run NAME STORE_ENDPOINT
   wait_file "$tmp/$name.api"
   local line
   line=$("$build/bench/watch_fanout" --apiserver "$(cat "$tmp/$name.api")" --token bench-token \
-    --watchers "$watchers" --pods "$pods" --create-rate "$rate" --connections "$connections")
+    --watchers "$watchers" --pods "$pods" --create-rate "$rate" --connections "$connections" --warmup-pods "$warmup" "${timeline[@]}")
   local rss
   rss=$(rss_mb "$api_pid")
   printf '%-12s %s apiserver_rss_mib=%s\n' "$name" "$line" "$rss"

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -40,7 +41,9 @@ class Tally {
         if (pod.ParseFromString(ev.object())) {
           auto it = pod.metadata().annotations().find("bench/sent-ns");
           if (it != pod.metadata().annotations().end()) {
-            latencies_.push_back(static_cast<double>(NowNs() - std::stoll(it->second)) / 1e6);
+            const int64_t now = NowNs();
+            latencies_.push_back(static_cast<double>(now - std::stoll(it->second)) / 1e6);
+            delivered_at_.push_back(now);
           }
         }
       }
@@ -63,6 +66,8 @@ class Tally {
     return latencies_;
   }
   int64_t batches() const { return batches_; }
+  // When each sampled latency was seen (after Wait).
+  const std::vector<int64_t>& delivered_at() const { return delivered_at_; }
 
  private:
   const int64_t want_;
@@ -71,6 +76,7 @@ class Tally {
   std::atomic<int64_t>* last_ns_;
   int64_t seen_ = 0, batches_ = 0;
   std::vector<double> latencies_;
+  std::vector<int64_t> delivered_at_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -133,6 +139,15 @@ int main(int argc, char** argv) {
   app.add_option("--creators", creators)->capture_default_str();
   app.add_option("--connections", channels, "Connections the watchers are spread over")
       ->capture_default_str();
+  int warmup_pods = 0;
+  app.add_option("--warmup-pods", warmup_pods,
+                 "The first N pods are created like the rest but their latency is not counted "
+                 "(the first seconds of load are slower on both stores: see --timeline)")
+      ->capture_default_str();
+  bool timeline = false;
+  app.add_flag("--timeline", timeline,
+               "Also print, per second of the run, the sampled latencies' count, p50 and max "
+               "(on stderr): shows whether the tail is steady or comes in stalls");
   double rate = 0;
   app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
       ->capture_default_str();
@@ -169,6 +184,7 @@ int main(int argc, char** argv) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(INT32_MAX);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, mkube::client::kStreamWindowBytes);
     stubs.push_back(mkube::apiserver::Api::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
@@ -178,7 +194,8 @@ int main(int argc, char** argv) {
     req.set_resource("pods");
     req.set_resource_version(list->resource_version());
     const bool sample = w % 50 == 0;
-    watches.push_back(std::make_unique<Watch>(pods, sample, &delivered, &last_ns));
+    // Each watcher waits for the warm-up pod and the measured ones.
+    watches.push_back(std::make_unique<Watch>(pods + 1, sample, &delivered, &last_ns));
     watches.back()->Start(stubs[static_cast<size_t>(w % channels)].get(), token, req,
                           queues[static_cast<size_t>(w) % queues.size()].get());
   }
@@ -188,6 +205,29 @@ int main(int argc, char** argv) {
       bool ok;
       while (cq->Next(&tag, &ok)) static_cast<Watch*>(tag)->Proceed(ok);
     });
+  }
+  // Warm-up: one pod every watcher must see before the measured creates start, so that the
+  // figures are about watchers that are watching, not about 1000 watches being set up (which
+  // otherwise dominates the first seconds' latency on both stores).
+  {
+    mkube::api::Pod warm;
+    warm.mutable_metadata()->set_name("fanout-warmup");
+    auto* ctr = warm.mutable_spec()->add_containers();
+    ctr->set_name("c");
+    ctr->set_image("soscscs/myapp:v1");
+    if (auto r = clients[0]->Create("pods", "default", warm); !r.ok()) {
+      std::fprintf(stderr, "warm-up create failed: %s\n", r.status().ToString().c_str());
+      return 1;
+    }
+    for (int i = 0; i < 6000 && delivered < watchers; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (delivered < watchers) {
+      std::fprintf(stderr, "only %lld of %d watchers saw the warm-up pod\n",
+                   static_cast<long long>(delivered.load()), watchers);
+      return 1;
+    }
+    delivered -= watchers;
   }
   const int64_t start = NowNs();
   std::atomic<int> next{0};
@@ -207,7 +247,9 @@ int main(int argc, char** argv) {
         mkube::api::Pod pod;
         pod.mutable_metadata()->set_name("fanout-" + std::to_string(i));
         (*pod.mutable_metadata()->mutable_labels())["app"] = "fanout";
-        (*pod.mutable_metadata()->mutable_annotations())["bench/sent-ns"] = std::to_string(NowNs());
+        if (i >= warmup_pods) {
+          (*pod.mutable_metadata()->mutable_annotations())["bench/sent-ns"] = std::to_string(NowNs());
+        }
         auto* ctr = pod.mutable_spec()->add_containers();
         ctr->set_name("c");
         ctr->set_image("soscscs/myapp:v1");
@@ -228,10 +270,20 @@ int main(int argc, char** argv) {
   }
   for (auto& w : watches) w->Cancel();
   int64_t batches = 0;
+  std::map<int64_t, std::vector<double>> by_second;
   for (auto& w : watches) {
     const auto& mine = w->tally().Wait();
     batches += w->tally().batches();
     latencies.insert(latencies.end(), mine.begin(), mine.end());
+    const auto& at = w->tally().delivered_at();
+    for (size_t i = 0; i < mine.size(); ++i) by_second[(at[i] - start) / 1'000'000'000].push_back(mine[i]);
+  }
+  if (timeline) {
+    for (auto& [sec, v] : by_second) {
+      std::sort(v.begin(), v.end());
+      std::fprintf(stderr, "t=%llds samples=%zu p50_ms=%.1f max_ms=%.1f\n",
+                   static_cast<long long>(sec), v.size(), v[v.size() / 2], v.back());
+    }
   }
   for (auto& q : queues) q->Shutdown();
   for (auto& t : pollers) t.join();
