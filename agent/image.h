@@ -35,7 +35,8 @@ struct Image {
 
 // The node's image store. Images come from a registry folder (<registry>/<name>/<tag>/, with
 // an optional image.json); pulling copies one into the node's own folder, so what a node has
-// pulled is really there (and stays there while the registry changes).
+// pulled is really there (and stays there while the registry changes). A pull of an image the
+// node holds in the same version (same files, sizes and times) copies nothing.
 class ImageStore {
  public:
   ImageStore(std::string registry_dir, std::string store_dir)

@@ -413,7 +413,7 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
   c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
   c->env = env;
   c->dir = dir;
-  auto pid = StartMonitored({argv, env, dir, c->LogPath(c->restart_count)},
+  auto pid = StartMonitored(options_.monitor_path, {argv, env, dir, c->LogPath(c->restart_count)},
                             c->RecordPath(c->restart_count), c->ExitPath(c->restart_count));
   c->started_at = now;
   if (!pid.ok()) {

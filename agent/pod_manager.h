@@ -26,6 +26,7 @@ struct PodManagerOptions {
   std::string node_ip;
   std::string root_dir;             // pods live in <root>/pods/<uid>/
   std::string pod_cidr = "127.1.0.0/24";  // pod IPs are handed out from here
+  std::string monitor_path = DefaultMonitorPath();  // the program that runs each container
   BackoffPolicy backoff;
   absl::Duration tick = absl::Milliseconds(100);
   std::function<absl::Time()> now = [] { return absl::Now(); };

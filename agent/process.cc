@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/numbers.h"
@@ -83,22 +85,6 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return true;
 }
 
-// Decimal digits of v into buf (async-signal-safe); returns the length.
-size_t FormatInt(int64_t v, char* buf) {
-  char tmp[24];
-  size_t n = 0;
-  const bool neg = v < 0;
-  uint64_t u = neg ? static_cast<uint64_t>(-v) : static_cast<uint64_t>(v);
-  do {
-    tmp[n++] = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u > 0);
-  size_t len = 0;
-  if (neg) buf[len++] = '-';
-  while (n > 0) buf[len++] = tmp[--n];
-  return len;
-}
-
 }  // namespace
 
 absl::Status WriteRecord(const std::string& path, const ProcessRecord& r) {
@@ -137,7 +123,16 @@ absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path) {
   return r;
 }
 
-absl::StatusOr<ProcessRecord> StartMonitored(const ProcessSpec& spec,
+std::string DefaultMonitorPath() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "mkube-monitor";
+  self[n] = '\0';
+  return (std::filesystem::path(self).parent_path() / "mkube-monitor").string();
+}
+
+absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
+                                             const ProcessSpec& spec,
                                              const std::string& record_path,
                                              const std::string& exit_path) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command specified");
@@ -147,85 +142,55 @@ absl::StatusOr<ProcessRecord> StartMonitored(const ProcessSpec& spec,
   if (log_fd < 0) {
     return absl::InternalError(fmt::format("open {}: {}", spec.log_path, std::strerror(errno)));
   }
-  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int pid_pipe[2], go_pipe[2];
+  int pid_pipe[2] = {-1, -1}, go_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {log_fd, pid_pipe[0], pid_pipe[1], go_pipe[0], go_pipe[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
   if (pipe2(pid_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
-    close(log_fd);
-    return absl::InternalError(fmt::format("pipe: {}", std::strerror(errno)));
+    const int err = errno;
+    close_all();
+    return absl::InternalError(fmt::format("pipe: {}", std::strerror(err)));
   }
+  // The monitor is spawned (no copy of this process's memory, none of its descriptors beyond
+  // these five), in a session of its own so it outlives the agent.
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
+  posix_spawn_file_actions_adddup2(&fa, pid_pipe[1], 3);
+  posix_spawn_file_actions_adddup2(&fa, go_pipe[0], 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> args = {monitor_path, exit_path, spec.dir, *exe};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const std::string exit_tmp = exit_path + ".tmp";
-
-  const pid_t monitor = fork();
-  if (monitor < 0) {
-    const int err = errno;
-    for (int fd : {log_fd, null_fd, pid_pipe[0], pid_pipe[1], go_pipe[0], go_pipe[1]}) close(fd);
-    return absl::InternalError(fmt::format("fork: {}", std::strerror(err)));
-  }
-  if (monitor == 0) {
-    // The monitor. Only async-signal-safe calls: it is a copy of a threaded process.
-    setsid();
-    // Its descriptors: 0-2 as the container's, 3 the pid pipe, 4 the go pipe; nothing else of
-    // the agent's (its sockets must not outlive it here).
-    dup2(null_fd >= 0 ? null_fd : log_fd, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    dup2(pid_pipe[1], 3);
-    dup2(go_pipe[0], 4);
-    syscall(SYS_close_range, 5u, ~0u, 0u);
-    const pid_t self = getpid();
-    const pid_t child = fork();
-    if (child == 0) {
-      close(3);
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its monitor
-      if (getppid() != self) _exit(127);
-      char go = 0;
-      ssize_t n;
-      while ((n = read(4, &go, 1)) < 0 && errno == EINTR) {
-      }
-      if (n != 1 || go != 'g') _exit(126);  // the agent went away before recording it
-      close(4);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      sigaction(SIGPIPE, &dfl, nullptr);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      if (chdir(spec.dir.c_str()) != 0) _exit(126);
-      execve(exe->c_str(), argv.data(), envp.data());
-      _exit(127);
-    }
-    if (child < 0) _exit(1);
-    setpgid(child, child);
-    close(4);
-    WriteAll(3, &child, sizeof child);
-    close(3);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    const ExitInfo info = ExitFromWaitStatus(status);
-    char buf[64];
-    size_t len = FormatInt(info.exit_code, buf);
-    buf[len++] = ' ';
-    len += FormatInt(info.signal, buf + len);
-    buf[len++] = '\n';
-    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      WriteAll(fd, buf, len);
-      close(fd);
-      rename(exit_tmp.c_str(), exit_path.c_str());
-    }
-    _exit(0);
-  }
+  pid_t monitor = -1;
+  const int err = posix_spawn(&monitor, monitor_path.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   close(pid_pipe[1]);
   close(go_pipe[0]);
   close(log_fd);
-  if (null_fd >= 0) close(null_fd);
+  pid_pipe[1] = go_pipe[0] = -1;
+  if (err != 0) {
+    close(pid_pipe[0]);
+    close(go_pipe[1]);
+    return absl::InternalError(fmt::format("spawn {}: {}", monitor_path, std::strerror(err)));
+  }
   pid_t child = 0;
   size_t got = 0;
   while (got < sizeof child) {

@@ -48,14 +48,17 @@ struct ProcessRecord {
 absl::Status WriteRecord(const std::string& path, const ProcessRecord& r);
 absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path);
 
-// Starts the spec under a monitor: a process in a session of its own, which outlives the
-// agent, waits for the container and writes `exit_path` when it ends. The container runs in a
-// process group of its own (so its whole tree can be signalled) and dies with its monitor.
-// It execs only after its record is written to `record_path`, so there is never a container
-// the agent could not find again.
-absl::StatusOr<ProcessRecord> StartMonitored(const ProcessSpec& spec,
+// Starts the spec under a monitor (the mkube-monitor program at monitor_path): a process in a
+// session of its own, which outlives the agent, waits for the container and writes
+// `exit_path` when it ends. The container runs in a process group of its own (so its whole
+// tree can be signalled) and dies with its monitor. It execs only after its record is written
+// to `record_path`, so there is never a container the agent could not find again.
+absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
+                                             const ProcessSpec& spec,
                                              const std::string& record_path,
                                              const std::string& exit_path);
+// mkube-monitor beside the running program.
+std::string DefaultMonitorPath();
 // The exit a monitor recorded, if it has.
 std::optional<ExitInfo> ReadExitRecord(const std::string& path);
 // Whether the recorded process still runs (and is the same one).

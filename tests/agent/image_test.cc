@@ -66,6 +66,15 @@ TEST_F(ImageStoreTest, PullCopiesTheImageAndReadsItsConfig) {
   EXPECT_EQ(img->config.env, std::vector<std::string>{"VERSION=v1"});
   EXPECT_GT(img->size_bytes, 0);
   EXPECT_TRUE(images.Present("soscscs/myapp:v1"));
+  // Pulled again unchanged: nothing is copied (a file added to the node's copy stays).
+  std::ofstream(img->root + "/node-only") << "x";
+  ASSERT_TRUE(images.Pull("soscscs/myapp:v1", /*always=*/true).ok());
+  EXPECT_TRUE(std::filesystem::exists(img->root + "/node-only"));
+  // Changed in the registry: copied anew.
+  std::ofstream(registry() + "/soscscs/myapp/v1/bin/myapp", std::ios::app) << "echo v1.1\n";
+  ASSERT_TRUE(images.Pull("soscscs/myapp:v1", /*always=*/true).ok());
+  EXPECT_FALSE(std::filesystem::exists(img->root + "/node-only"));
+  EXPECT_EQ(testing::ReadFile(img->root + "/bin/myapp"), "#!/bin/sh\necho v1.1\n");
   // The node keeps its copy while the registry changes, until pulled again.
   std::filesystem::remove_all(registry() + "/soscscs");
   EXPECT_TRUE(images.Pull("soscscs/myapp:v1", false).ok());

@@ -21,6 +21,8 @@ using testing::Eventually;
 
 const std::vector<std::string> kEnv = {"PATH=/usr/bin:/bin", "WHO=test"};
 
+std::string Monitor() { return testing::BinDir() + "/mkube-monitor"; }
+
 TEST(ResolveExecutable, ThroughThePathOfTheEnvironment) {
   EXPECT_EQ(*ResolveExecutable("sh", kEnv), "/usr/bin/sh");
   EXPECT_EQ(*ResolveExecutable("/bin/sh", kEnv), "/bin/sh");
@@ -33,7 +35,7 @@ TEST(StartMonitored, RunsTheCommandAndRecordsHowItEnded) {
   testing::TempDir dir;
   ProcessSpec spec{{"sh", "-c", "echo out $WHO; echo err >&2; exit 3"}, kEnv, dir.path(),
                    dir.Sub("0.log")};
-  auto r = StartMonitored(spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
+  auto r = StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->pid, 0);
   EXPECT_GT(r->monitor, 0);
@@ -53,7 +55,7 @@ TEST(StartMonitored, TheWholeGroupIsSignalledAndTheSignalRecorded) {
   testing::TempDir dir;
   ProcessSpec spec{{"sh", "-c", "sleep 100 & echo $! > child; wait"}, kEnv, dir.path(),
                    dir.Sub("0.log")};
-  auto r = StartMonitored(spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
+  auto r = StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(Eventually([&] { return !testing::ReadFile(dir.Sub("child")).empty(); }));
   EXPECT_TRUE(Alive(*r));
@@ -70,11 +72,11 @@ TEST(StartMonitored, TheWholeGroupIsSignalledAndTheSignalRecorded) {
 TEST(StartMonitored, ACommandThatCannotRunIsAnErrorBeforeAnythingStarts) {
   testing::TempDir dir;
   ProcessSpec spec{{"no-such-program"}, kEnv, dir.path(), dir.Sub("0.log")};
-  EXPECT_EQ(StartMonitored(spec, dir.Sub("0.pid"), dir.Sub("0.exit")).status().code(),
+  EXPECT_EQ(StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit")).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("0.pid")));
   ProcessSpec empty{{}, kEnv, dir.path(), dir.Sub("0.log")};
-  EXPECT_FALSE(StartMonitored(empty, dir.Sub("0.pid"), dir.Sub("0.exit")).ok());
+  EXPECT_FALSE(StartMonitored(Monitor(), empty, dir.Sub("0.pid"), dir.Sub("0.exit")).ok());
 }
 
 TEST(TailOffset, WhereTheLastLinesStart) {
