@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/container_spec.h"
 #include "agent/process.h"
+#include "agent/prober.h"
 #include "api/printers.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -47,6 +48,7 @@ PodManager::~PodManager() { Stop(); }
 
 void PodManager::Start() {
   thread_ = std::thread([this] { Loop(); });
+  prober_ = std::thread([this] { ProbeLoop(); });
 }
 
 void PodManager::Notify() {
@@ -65,6 +67,7 @@ void PodManager::Stop(absl::Duration grace) {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (prober_.joinable()) prober_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [uid, run] : runs_) {
     for (auto& c : run.containers) SignalGroup(c.pid, SIGTERM);
@@ -239,6 +242,9 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
       c.started_at = absl::FromUnixSeconds(rec->started_unix);
       c.env = rec->env;
       c.dir = rec->dir;
+      // Probed again at once: it has been running all along (so it has started).
+      c.startup.ok = c.liveness.ok = true;
+      c.startup.next = c.liveness.next = c.readiness.next = now;
       spdlog::info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
     }
     run.containers.push_back(std::move(c));
@@ -256,6 +262,84 @@ void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time
     if (!run->gone) events_->Record(*run->pod, "Normal", "Killing", "Stopping container " + c.name);
   }
   spdlog::info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
+}
+
+void PodManager::ProbeLoop() {
+  struct Due {
+    std::string uid, container, kind;
+    pid_t pid;
+    api::Probe probe;
+    api::Container spec;
+    ProbeTarget target;
+  };
+  for (;;) {
+    std::vector<Due> due;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) return;
+      const absl::Time now = options_.now();
+      for (auto& [uid, run] : runs_) {
+        if (run.terminating || run.gone) continue;
+        for (auto& c : run.containers) {
+          if (!c.Running() || c.kill_at != absl::InfiniteFuture()) continue;  // not while killed
+          const api::Container* spec = nullptr;
+          for (const auto& s : run.pod->spec().containers()) {
+            if (s.name() == c.name) spec = &s;
+          }
+          if (!spec) continue;
+          auto add = [&](const char* kind, const api::Probe& probe) {
+            Due d{uid, c.name, kind, c.pid, probe, *spec, {run.ip, c.env, c.dir, nullptr}};
+            due.push_back(std::move(d));
+          };
+          if (spec->has_startup_probe() && !c.startup.ok) {
+            if (now >= c.startup.next) add("Startup", spec->startup_probe());
+            continue;  // the others wait until it succeeds
+          }
+          if (spec->has_liveness_probe() && now >= c.liveness.next) add("Liveness", spec->liveness_probe());
+          if (spec->has_readiness_probe() && now >= c.readiness.next) add("Readiness", spec->readiness_probe());
+        }
+      }
+    }
+    for (auto& d : due) {
+      d.target.container = &d.spec;
+      const absl::Status result = RunProbe(d.probe, d.target);
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = runs_.find(d.uid);
+      if (it == runs_.end()) continue;
+      ContainerRun* c = it->second.Find(d.container);
+      if (!c || c->pid != d.pid) continue;  // that instance is gone: its result is moot
+      ApplyProbe(c, &it->second, d.kind, d.probe, result, options_.now());
+    }
+    if (!due.empty()) Notify();
+  }
+}
+
+void PodManager::ApplyProbe(ContainerRun* c, PodRun* run, const std::string& kind,
+                            const api::Probe& probe, const absl::Status& result, absl::Time now) {
+  ProbeState& st = kind == "Startup" ? c->startup : kind == "Liveness" ? c->liveness : c->readiness;
+  const ProbeTiming timing = TimingOf(probe);
+  st.next = now + timing.period;
+  if (result.ok()) {
+    st.failures = 0;
+    if (++st.successes >= timing.success_threshold) st.ok = true;
+    return;
+  }
+  st.successes = 0;
+  ++st.failures;
+  events_->Record(*run->pod, "Warning", "Unhealthy",
+                  fmt::format("{} probe failed: {}", kind, std::string(result.message())));
+  if (st.failures < timing.failure_threshold) return;
+  st.ok = false;
+  if (kind == "Readiness") return;
+  // A failed liveness or startup probe: the container is killed, and restarted by its policy.
+  const int64_t grace = probe.has_termination_grace_period_seconds()
+                            ? probe.termination_grace_period_seconds()
+                            : run->pod->spec().termination_grace_period_seconds();
+  events_->Record(*run->pod, "Normal", "Killing",
+                  fmt::format("Container {} failed {} probe, will be restarted", c->name,
+                              kind == "Liveness" ? "liveness" : "startup"));
+  SignalGroup(c->pid, grace > 0 ? SIGTERM : SIGKILL);
+  c->kill_at = now + absl::Seconds(std::max<int64_t>(0, grace));
 }
 
 std::optional<ExitInfo> PodManager::Ended(ContainerRun* c) {
@@ -304,7 +388,7 @@ void PodManager::Step(PodRun* run, absl::Time now) {
         spdlog::info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
                      exit->exit_code);
         AfterExit(run, &c, now);
-      } else if (run->terminating && now >= run->kill_at) {
+      } else if ((run->terminating && now >= run->kill_at) || now >= c.kill_at) {
         SignalGroup(c.pid, SIGKILL);
       }
     }
@@ -435,6 +519,15 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
   c->pid = pid->pid;
   c->monitor = pid->monitor;
   c->adopted = false;
+  c->kill_at = absl::InfiniteFuture();
+  auto arm = [&](ProbeState* st, const api::Probe* probe, bool ok) {
+    *st = ProbeState();
+    st->ok = ok;
+    if (probe) st->next = now + TimingOf(*probe).initial_delay;
+  };
+  arm(&c->startup, spec->has_startup_probe() ? &spec->startup_probe() : nullptr, false);
+  arm(&c->liveness, spec->has_liveness_probe() ? &spec->liveness_probe() : nullptr, true);
+  arm(&c->readiness, spec->has_readiness_probe() ? &spec->readiness_probe() : nullptr, false);
   events_->Record(*run->pod, "Normal", "Created", "Created container " + c->name);
   events_->Record(*run->pod, "Normal", "Started", "Started container " + c->name);
   c->waiting_reason.clear();

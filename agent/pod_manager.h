@@ -77,6 +77,10 @@ class PodManager {
   };
   void Loop();
   void Round();
+  // Runs the probes that are due, off the pod loop's thread, and applies what they found.
+  void ProbeLoop();
+  void ApplyProbe(ContainerRun* c, PodRun* run, const std::string& kind, const api::Probe& probe,
+                  const absl::Status& result, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PodRun* Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now)
@@ -118,6 +122,7 @@ class PodManager {
   std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
   bool swept_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
+  std::thread prober_;
 };
 
 }  // namespace mkube::agent

@@ -91,12 +91,17 @@ api::PodStatus BuildStatus(const PodRun& run, const std::string& host_ip, absl::
     cs->set_restart_count(c.restart_count);
     cs->set_container_id(c.container_id);
     cs->set_image_id(c.image_id);
-    for (const auto& spec : run.pod->spec().containers()) {
-      if (spec.name() == c.name) cs->set_image(spec.image());
+    const api::Container* spec = nullptr;
+    for (const auto& s : run.pod->spec().containers()) {
+      if (s.name() == c.name) spec = &s;
     }
-    const bool running = c.Running() && !run.terminating;
+    if (spec) cs->set_image(spec->image());
+    // Started once its startup probe (if any) succeeded; ready once its readiness probe did.
+    const bool started = c.Running() && (!spec || !spec->has_startup_probe() || c.startup.ok);
+    const bool running = started && !run.terminating &&
+                         (!spec || !spec->has_readiness_probe() || c.readiness.ok);
     cs->set_ready(running);
-    cs->set_started(c.Running());
+    cs->set_started(started);
     if (c.Running()) {
       cs->mutable_state()->mutable_running()->set_started_at(Rfc3339(c.started_at));
       if (c.last) *cs->mutable_last_state()->mutable_terminated() = *c.last;

@@ -21,6 +21,13 @@ struct BackoffPolicy {
   absl::Duration reset_after = absl::Minutes(10);
 };
 
+// Where one of a container's probes stands.
+struct ProbeState {
+  absl::Time next = absl::InfiniteFuture();  // when it runs next
+  int successes = 0, failures = 0;           // in a row
+  bool ok = false;
+};
+
 // One container of a pod on this node: its current process, if any, and what the status
 // needs to say about it.
 struct ContainerRun {
@@ -42,6 +49,9 @@ struct ContainerRun {
   absl::Duration pull_backoff = absl::ZeroDuration();
   absl::Time pull_failed_at = absl::InfinitePast();
   bool done = false;  // terminated and will not be started again
+  // Probes of the running instance; a liveness failure kills it (SIGKILL from kill_at on).
+  ProbeState liveness, readiness, startup;
+  absl::Time kill_at = absl::InfiniteFuture();
   // The environment and folder its processes run with (for exec).
   std::vector<std::string> env;
   std::string dir;

@@ -453,6 +453,75 @@ TEST_F(AgentTest, DrainEvictsThePodsAndWaitsUntilTheirNodeHasStoppedThem) {
   EXPECT_EQ(Ctl({"uncordon", "node01"}).out, "node/node01 uncordoned\n");
 }
 
+TEST_F(AgentTest, ReadinessProbesGateReadyAndLivenessProbesRestart) {
+  api::Pod pod = CreatePod("probed", R"(  containers:
+  - name: exec
+    image: busybox
+    command: ["sleep", "100"]
+    readinessProbe:
+      exec: {command: ["test", "-f", "ready"]}
+      periodSeconds: 1
+      failureThreshold: 1
+  - name: http
+    image: web:v1
+    ports: [{name: web, containerPort: 8080}]
+    readinessProbe:
+      httpGet: {path: /, port: web}
+      periodSeconds: 1
+  - name: http404
+    image: web:v1
+    env: [{name: PORT, value: "8081"}]
+    readinessProbe:
+      httpGet: {path: /nope, port: 8081}
+      periodSeconds: 1
+)");
+  auto ready = [&](const std::string& container) {
+    auto p = GetPod("probed");
+    if (!p.ok()) return false;
+    for (const auto& cs : p->status().container_statuses()) {
+      if (cs.name() == container) return cs.ready();
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually([&] { return ready("http"); }));
+  EXPECT_FALSE(ready("exec"));
+  EXPECT_FALSE(ready("http404"));
+  EXPECT_THAT(Ctl({"get", "pod", "probed"}).out, ::testing::ContainsRegex("probed +1/3 +Running "));
+  std::ofstream(PodRoot(pod) + "/ready") << "";
+  ASSERT_TRUE(Eventually([&] { return ready("exec"); }));
+  std::filesystem::remove(PodRoot(pod) + "/ready");
+  ASSERT_TRUE(Eventually([&] { return !ready("exec"); }));
+  ASSERT_TRUE(Eventually([&] {
+    const std::string d = Ctl({"describe", "pod", "probed"}).out;
+    return d.find("Readiness probe failed: command exited with 1") != std::string::npos &&
+           d.find("Readiness probe failed: HTTP probe failed with statuscode: 404") != std::string::npos;
+  }));
+  EXPECT_EQ(GetPod("probed")->status().phase(), "Running");
+  EXPECT_EQ(Ctl({"delete", "pod", "probed", "--grace-period", "0", "--force"}).exit_code, 0);
+
+  // Nothing listens on the liveness probe's port: the container is killed and restarted.
+  CreatePod("unlive", R"(  containers:
+  - name: c
+    image: busybox
+    command: ["sleep", "100"]
+    livenessProbe:
+      tcpSocket: {port: 9}
+      periodSeconds: 1
+      failureThreshold: 2
+)");
+  ASSERT_TRUE(Eventually([&] {
+    auto p = GetPod("unlive");
+    return p.ok() && p->status().container_statuses_size() == 1 &&
+           p->status().container_statuses(0).restart_count() >= 1;
+  }, std::chrono::seconds(20)));
+  ASSERT_TRUE(Eventually([&] {
+    const std::string d = Ctl({"describe", "pod", "unlive"}).out;
+    return d.find("Container c failed liveness probe, will be restarted") != std::string::npos &&
+           d.find("Liveness probe failed: dial tcp 127.1.0.") != std::string::npos;
+  }));
+  EXPECT_EQ(Ctl({"delete", "pod", "unlive", "--grace-period", "0", "--force"}).exit_code, 0);
+}
+
 TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
   auto channel = grpc::CreateChannel(agent_->address(), grpc::InsecureChannelCredentials());
   auto stub = agent::Agent::NewStub(channel);

@@ -39,8 +39,9 @@ class AgentProcess {
   std::string address_;
 };
 
-// A registry folder with the images tests use: busybox (the host's shell tools) and tools:v1
-// (a program of its own, with an entrypoint, a cmd and env).
+// A registry folder with the images tests use: busybox (the host's shell tools), tools:v1
+// (a program of its own, with an entrypoint, a cmd and env) and web:v1 (the demo HTTP server
+// on the pod's port 8080).
 void WriteTestRegistry(const std::string& dir);
 
 }  // namespace mkube::testing
