@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_join.h"
@@ -68,25 +69,106 @@ class RawTerminal {
 
 }  // namespace
 
-absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
-  MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
-  MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
-  MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
+namespace {
+
+// Streams one container's log to stdout; with --prefix, each line starts with the pod and
+// container. `out_mu` keeps the lines of pods followed together whole.
+absl::Status StreamLog(Session& s, const api::Pod& pod, const std::string& container,
+                       const LogsFlags& f, int64_t tail, std::mutex* out_mu) {
   agent::LogRequest req;
-  req.set_namespace_(s.ns());
-  req.set_pod(name);
+  req.set_namespace_(pod.metadata().namespace_());
+  req.set_pod(pod.metadata().name());
   req.set_container(container);
   req.set_follow(f.follow);
   req.set_previous(f.previous);
-  if (f.tail >= 0) req.set_tail_lines(f.tail);
+  if (tail >= 0) req.set_tail_lines(tail);
+  const std::string prefix =
+      f.prefix ? fmt::format("[pod/{}/{}] ", pod.metadata().name(), container) : "";
   grpc::ClientContext ctx;
   auto reader = s.res().client()->Logs(&ctx, req);
   agent::LogChunk chunk;
-  while (reader->Read(&chunk)) {
-    std::cout.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+  std::string partial;  // a line not ended yet
+  auto emit = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(*out_mu);
+    std::cout << text;
     std::cout.flush();
+  };
+  while (reader->Read(&chunk)) {
+    if (prefix.empty() && (!f.follow || f.selector.empty())) {  // nothing else writes meanwhile
+      std::cout.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+      std::cout.flush();
+      continue;
+    }
+    partial += chunk.data();
+    std::string lines;
+    size_t from = 0;
+    for (size_t nl; (nl = partial.find('\n', from)) != std::string::npos; from = nl + 1) {
+      lines += prefix + partial.substr(from, nl + 1 - from);
+    }
+    partial.erase(0, from);
+    if (!lines.empty()) emit(lines);
   }
+  if (!partial.empty()) emit(prefix + partial + "\n");
   return s.Worded(FromGrpc(reader->Finish()));
+}
+
+}  // namespace
+
+absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
+  if (!f.selector.empty() && !pod_arg.empty()) {
+    return UserError("error: only a selector (-l) or a POD name is allowed");
+  }
+  if (f.selector.empty()) {
+    if (pod_arg.empty()) {
+      return UserError(
+          "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\n"
+          "POD or TYPE/NAME is a required argument for the logs command");
+    }
+    MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
+    MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
+    MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
+    std::mutex out_mu;
+    return StreamLog(s, pod, container, f, f.tail, &out_mu);
+  }
+  // By selector: every matching pod, the last 10 lines each unless --tail says otherwise (as
+  // kubectl), followed together with -f.
+  MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed("pods"));
+  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*kind, s.ns(), f.selector, "")));
+  if (list.items.empty()) {
+    NoResources(s, *kind, false);
+    return absl::OkStatus();
+  }
+  const int64_t tail = f.tail >= 0 ? f.tail : 10;
+  std::mutex out_mu;
+  std::vector<std::pair<api::Pod, std::string>> targets;
+  for (const auto& item : list.items) {
+    const auto& pod = static_cast<const api::Pod&>(*item);
+    MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
+    targets.emplace_back(pod, container);
+  }
+  if (!f.follow) {
+    for (const auto& [pod, container] : targets) {
+      MKUBE_RETURN_IF_ERROR(StreamLog(s, pod, container, f, tail, &out_mu));
+    }
+    return absl::OkStatus();
+  }
+  constexpr size_t kMaxFollowed = 5;  // kubectl's --max-log-requests default
+  if (targets.size() > kMaxFollowed) {
+    return UserError(fmt::format(
+        "error: you are attempting to follow {} log streams, but maximum allowed concurrency is "
+        "{}, use --max-log-requests to increase the limit",
+        targets.size(), kMaxFollowed));
+  }
+  std::vector<absl::Status> results(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = StreamLog(s, targets[i].first, targets[i].second, f, tail, &out_mu);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) MKUBE_RETURN_IF_ERROR(r);
+  return absl::OkStatus();
 }
 
 absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std::string>& command,

@@ -47,9 +47,9 @@ absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args);
 absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision);
 
 struct LogsFlags {
-  std::string container;
-  bool follow = false, previous = false;
-  int64_t tail = -1;  // all lines
+  std::string container, selector;
+  bool follow = false, previous = false, prefix = false;
+  int64_t tail = -1;  // all lines (10 per pod with a selector)
 };
 absl::Status Logs(Session& s, const std::string& pod, const LogsFlags& f);
 struct ExecFlags {

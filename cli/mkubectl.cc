@@ -180,10 +180,13 @@ int Run(int argc, char** argv) {
   LogsFlags logs_flags;
   std::string logs_pod;
   auto* logs = app.add_subcommand("logs", "Print the logs for a container in a pod");
-  logs->add_option("pod", logs_pod, "POD | pod/POD")->required();
+  logs->add_option("pod", logs_pod, "POD | pod/POD");
+  logs->add_option("-l,--selector", logs_flags.selector, "The pods with these labels");
+  logs->add_flag("--prefix", logs_flags.prefix, "Start each line with [pod/NAME/CONTAINER]");
   logs->add_option("-c,--container", logs_flags.container, "The container (default: the first)");
   logs->add_flag("-f,--follow", logs_flags.follow, "Keep streaming the log as it grows");
-  logs->add_option("--tail", logs_flags.tail, "Lines of recent log to show (-1: all)");
+  logs->add_option("--tail", logs_flags.tail,
+                   "Lines of recent log to show (-1: all; 10 per pod with a selector)");
   logs->add_flag("-p,--previous", logs_flags.previous,
                  "The previous instance of the container, if it restarted");
   logs->callback([&] {

@@ -303,6 +303,35 @@ sys.stdout.write(out.decode(errors="replace"))
   EXPECT_EQ(Ctl({"delete", "pod", "term", "--grace-period", "0", "--force"}).exit_code, 0);
 }
 
+TEST_F(AgentTest, LogsBySelector) {
+  for (const std::string name : {"sel-a", "sel-b"}) {
+    CreatePod(name, fmt::format("  restartPolicy: Never\n  containers:\n  - {{name: c, image: busybox, "
+                                "command: [sh, -c, 'for i in $(seq 1 12); do echo {} $i; done']}}\n",
+                                name));
+    ASSERT_TRUE(Eventually([&] { return PodPhaseIs(name, "Succeeded"); }));
+  }
+  for (const std::string name : {"sel-a", "sel-b"}) {
+    ASSERT_EQ(Ctl({"label", "pod", name, "group=sel"}).exit_code, 0);
+  }
+  // The last 10 lines of each, as kubectl does with a selector.
+  auto r = Ctl({"logs", "-l", "group=sel"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string want;
+  for (const std::string name : {"sel-a", "sel-b"}) {
+    for (int i = 3; i <= 12; ++i) want += fmt::format("{} {}\n", name, i);
+  }
+  EXPECT_EQ(r.out, want);
+  r = Ctl({"logs", "-l", "group=sel", "--tail", "1", "--prefix"});
+  EXPECT_EQ(r.out, "[pod/sel-a/c] sel-a 12\n[pod/sel-b/c] sel-b 12\n");
+  r = Ctl({"logs", "-l", "group=none"});
+  EXPECT_EQ(r.err, "No resources found in default namespace.\n");
+  r = Ctl({"logs", "sel-a", "-l", "group=sel"});
+  EXPECT_EQ(r.err, "error: only a selector (-l) or a POD name is allowed\n");
+  r = Ctl({"logs"});
+  EXPECT_THAT(r.err, HasSubstr("POD or TYPE/NAME is a required argument for the logs command"));
+  EXPECT_EQ(Ctl({"delete", "pod", "sel-a", "sel-b"}).exit_code, 0);
+}
+
 TEST_F(AgentTest, GetWatchShowsThePodGoThroughContainerCreating) {
   const std::string out = dir_->Sub("watch.out");
   Subprocess watch({BinDir() + "/mkubectl", "get", "pods", "-w"}, out,
