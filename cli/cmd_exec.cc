@@ -4,12 +4,14 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "api/labels.h"
 #include "cli/commands.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
@@ -17,17 +19,6 @@
 
 namespace mkube::cli {
 namespace {
-
-// "name" or "pod/name" / "pods/name" / "po/name".
-absl::StatusOr<std::string> PodName(const std::string& arg) {
-  const auto slash = arg.find('/');
-  if (slash == std::string::npos) return arg;
-  const std::string kind = arg.substr(0, slash);
-  if (kind != "pod" && kind != "pods" && kind != "po") {
-    return UserError(fmt::format("error: cannot attach to {}: only pods are supported here", kind));
-  }
-  return arg.substr(slash + 1);
-}
 
 // The container to use: the one named, or the pod's first (saying so when it has several, as
 // kubectl does).
@@ -42,10 +33,76 @@ absl::StatusOr<std::string> PickContainer(const api::Pod& pod, const std::string
   return pod.spec().containers(0).name();
 }
 
-absl::StatusOr<api::Pod> GetPod(Session& s, const std::string& name) {
-  MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed("pods"));
-  MKUBE_ASSIGN_OR_RETURN(MessagePtr obj, s.Worded(s.res().Get(*kind, s.ns(), name)));
-  return static_cast<const api::Pod&>(*obj);
+// The pods a controller selects, from its spec.selector (a LabelSelector, or a map for a
+// ReplicationController).
+absl::StatusOr<std::string> SelectorOf(const google::protobuf::Message& obj) {
+  const auto* spec_field = obj.GetDescriptor()->FindFieldByName("spec");
+  if (!spec_field || spec_field->type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
+    return absl::InvalidArgumentError("no spec");
+  }
+  const auto& spec = obj.GetReflection()->GetMessage(obj, spec_field);
+  const auto* sel_field = spec.GetDescriptor()->FindFieldByName("selector");
+  if (!sel_field) return absl::InvalidArgumentError("no selector");
+  if (sel_field->is_map()) {
+    std::vector<std::string> parts;
+    const auto* r = spec.GetReflection();
+    for (int i = 0; i < r->FieldSize(spec, sel_field); ++i) {
+      const auto& entry = r->GetRepeatedMessage(spec, sel_field, i);
+      const auto* e = entry.GetDescriptor();
+      parts.push_back(entry.GetReflection()->GetString(entry, e->FindFieldByName("key")) + "=" +
+                      entry.GetReflection()->GetString(entry, e->FindFieldByName("value")));
+    }
+    std::sort(parts.begin(), parts.end());
+    return absl::StrJoin(parts, ",");
+  }
+  const auto& msg = spec.GetReflection()->GetMessage(spec, sel_field);
+  const auto* selector = dynamic_cast<const api::LabelSelector*>(&msg);
+  if (!selector) return absl::InvalidArgumentError("no label selector");
+  auto parsed = api::Selector::FromLabelSelector(*selector);
+  if (!parsed.ok()) return parsed.status();
+  return parsed->String();
+}
+
+// The pod a logs or exec argument names: "NAME", "pod/NAME", or a controller's
+// "TYPE/NAME" (deployment, replicaset, daemonset, job, replicationcontroller), for which one of
+// its pods is picked as kubectl does — a running and ready one first.
+absl::StatusOr<api::Pod> ResolvePod(Session& s, const std::string& arg) {
+  MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* pods, KindNamed("pods"));
+  const auto slash = arg.find('/');
+  const api::KindInfo* kind = pods;
+  std::string name = arg;
+  if (slash != std::string::npos) {
+    MKUBE_ASSIGN_OR_RETURN(kind, KindNamed(arg.substr(0, slash)));
+    name = arg.substr(slash + 1);
+  }
+  if (kind == pods) {
+    MKUBE_ASSIGN_OR_RETURN(MessagePtr obj, s.Worded(s.res().Get(*pods, s.ns(), name)));
+    return static_cast<const api::Pod&>(*obj);
+  }
+  MKUBE_ASSIGN_OR_RETURN(MessagePtr owner, s.Worded(s.res().Get(*kind, s.ns(), name)));
+  auto selector = SelectorOf(*owner);
+  if (!selector.ok() || selector->empty()) {
+    return UserError(fmt::format("error: cannot select the pods of {}/{}", kind->singular, name));
+  }
+  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*pods, s.ns(), *selector, "")));
+  if (list.items.empty()) {
+    return UserError(fmt::format("error: {}/{} has no pods", kind->singular, name));
+  }
+  auto rank = [](const api::Pod& p) {
+    bool ready = false;
+    for (const auto& c : p.status().conditions()) ready |= c.type() == "Ready" && c.status() == "True";
+    return (p.status().phase() == "Running" ? 0 : 2) + (ready ? 0 : 1);
+  };
+  std::vector<const api::Pod*> candidates;
+  for (const auto& item : list.items) candidates.push_back(static_cast<const api::Pod*>(item.get()));
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const auto* a, const auto* b) {
+    return rank(*a) < rank(*b);
+  });
+  if (candidates.size() > 1) {
+    std::cerr << fmt::format("Found {} pods, using pod/{}\n", candidates.size(),
+                             candidates[0]->metadata().name());
+  }
+  return *candidates[0];
 }
 
 // The terminal in raw mode for as long as this lives.
@@ -124,8 +181,7 @@ absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
           "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\n"
           "POD or TYPE/NAME is a required argument for the logs command");
     }
-    MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
-    MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
+    MKUBE_ASSIGN_OR_RETURN(api::Pod pod, ResolvePod(s, pod_arg));
     MKUBE_ASSIGN_OR_RETURN(std::string container, PickContainer(pod, f.container));
     std::mutex out_mu;
     return StreamLog(s, pod, container, f, f.tail, &out_mu);
@@ -176,8 +232,8 @@ absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std:
   if (command.empty()) {
     return UserError("error: you must specify at least one command for the container");
   }
-  MKUBE_ASSIGN_OR_RETURN(std::string name, PodName(pod_arg));
-  MKUBE_ASSIGN_OR_RETURN(api::Pod pod, GetPod(s, name));
+  MKUBE_ASSIGN_OR_RETURN(api::Pod pod, ResolvePod(s, pod_arg));
+  const std::string& name = pod.metadata().name();
   const std::string& phase = pod.status().phase();
   if (phase == "Succeeded" || phase == "Failed") {
     return UserError(fmt::format(

@@ -332,6 +332,41 @@ TEST_F(AgentTest, LogsBySelector) {
   EXPECT_EQ(Ctl({"delete", "pod", "sel-a", "sel-b"}).exit_code, 0);
 }
 
+TEST_F(AgentTest, LogsAndExecOfAControllersPod) {
+  const char* deployment = R"(apiVersion: apps/v1
+kind: Deployment
+metadata: {name: logsdep}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: logsdep}}
+  template:
+    metadata: {labels: {app: logsdep}}
+    spec:
+      containers: [{name: c, image: busybox}]
+)";
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, deployment).exit_code, 0);
+  auto r = Ctl({"logs", "deployment/logsdep"});
+  EXPECT_EQ(r.err, "error: deployment/logsdep has no pods\n");
+  // Its pods (made by hand here: the controllers are not there yet); the running one is used.
+  for (const auto& [name, cmd] : std::vector<std::pair<std::string, std::string>>{
+           {"logsdep-done", "echo finished"}, {"logsdep-live", "echo serving; exec sleep 100"}}) {
+    const std::string yaml = fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {}, labels: {{app: logsdep}}}}\nspec:\n"
+        "  nodeName: node01\n  restartPolicy: Never\n"
+        "  containers: [{{name: c, image: busybox, command: [sh, -c, '{}']}}]\n", name, cmd);
+    ASSERT_EQ(Ctl({"create", "-f", "-"}, yaml).exit_code, 0);
+  }
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("logsdep-done", "Succeeded") && PodPhaseIs("logsdep-live", "Running"); }));
+  ASSERT_TRUE(Eventually([&] { return Ctl({"logs", "logsdep-live"}).out == "serving\n"; }));
+  r = Ctl({"logs", "deploy/logsdep"});
+  EXPECT_EQ(r.out, "serving\n");
+  EXPECT_EQ(r.err, "Found 2 pods, using pod/logsdep-live\n");
+  r = Ctl({"exec", "deployment/logsdep", "--", "sh", "-c", "echo $HOSTNAME"});
+  EXPECT_EQ(r.out, "logsdep-live\n");
+  EXPECT_EQ(Ctl({"delete", "pod", "logsdep-done", "logsdep-live", "--grace-period", "0", "--force"}).exit_code, 0);
+  EXPECT_EQ(Ctl({"delete", "deployment", "logsdep"}).exit_code, 0);
+}
+
 TEST_F(AgentTest, GetWatchShowsThePodGoThroughContainerCreating) {
   const std::string out = dir_->Sub("watch.out");
   Subprocess watch({BinDir() + "/mkubectl", "get", "pods", "-w"}, out,
