@@ -42,7 +42,6 @@ class Fd {
   int fd_;
 };
 
-grpc::Status Error(const absl::Status& st) { return ToGrpc(st); }
 
 }  // namespace
 
@@ -86,7 +85,7 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
   if (auto st = Authenticate(ctx); !st.ok()) return st;
   auto target = pods_->Logs(req->namespace_(), req->pod(), req->pod_uid(), req->container(),
                             req->previous());
-  if (!target.ok()) return Error(target.status());
+  if (!target.ok()) return ToGrpc(target.status());
   Fd fd(open(target->path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0 && !req->follow()) return grpc::Status::OK;  // it never wrote anything
   while (fd.get() < 0) {  // following a container that has not written yet
@@ -125,7 +124,7 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
     return {grpc::StatusCode::INVALID_ARGUMENT, "you must specify at least one command for the container"};
   }
   auto target = pods_->Exec(start.namespace_(), start.pod(), start.pod_uid(), start.container());
-  if (!target.ok()) return Error(target.status());
+  if (!target.ok()) return ToGrpc(target.status());
   std::vector<std::string> argv(start.command().begin(), start.command().end());
   auto exe = ResolveExecutable(argv[0], target->env);
   if (!exe.ok()) {

@@ -158,6 +158,7 @@ absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
       fs::remove_all(tmp, ec);
       return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
     }
+    listed_.reset();
     fs::remove(mark, ec);
     fs::remove_all(dest, ec);
     fs::rename(tmp, dest, ec);
@@ -168,6 +169,8 @@ absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
 }
 
 std::vector<Image> ImageStore::List() const {
+  std::lock_guard<std::mutex> lock(pull_mu_);
+  if (listed_) return *listed_;
   std::vector<Image> out;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(store_, ec); !ec && it != fs::end(it);
@@ -178,6 +181,7 @@ std::vector<Image> ImageStore::List() const {
     ImageRef ref{rel.parent_path().string(), rel.stem().string()};
     if (auto img = Load(ref); img.ok()) out.push_back(std::move(*img));
   }
+  listed_ = out;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,8 @@ class ImageStore {
   absl::StatusOr<Image> Pull(const std::string& image, bool always);
   // Whether the node holds the image.
   bool Present(const std::string& image) const;
-  // Every image the node holds, for its status.
+  // Every image the node holds, for its status (read from disk again only after a pull
+  // changed it).
   std::vector<Image> List() const;
 
  private:
@@ -55,7 +57,8 @@ class ImageStore {
 
   const std::string registry_, store_;
   // One pull at a time, so two pods starting together do not copy over each other.
-  std::mutex pull_mu_;
+  mutable std::mutex pull_mu_;
+  mutable std::optional<std::vector<Image>> listed_;  // guarded by pull_mu_
 };
 
 }  // namespace mkube::agent

@@ -89,7 +89,6 @@ int main(int argc, char** argv) {
   node.ip = node_ip;
   node.pod_cidr = pod_cidr;
   node.version = kVersion;
-  if (auto st = mkube::api::ValidateLabelKey("kubernetes.io/hostname"); !st.ok()) return Fail(st.ToString());
   for (absl::string_view kv : absl::StrSplit(node_labels, ',', absl::SkipEmpty())) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2 || !mkube::api::ValidateLabelKey(p[0]).ok() ||

@@ -33,6 +33,12 @@ std::string OsImage() {
   return "Linux";
 }
 
+// The status without its heartbeat times: what changing it means.
+std::string Unstamped(api::NodeStatus status) {
+  for (auto& c : *status.mutable_conditions()) c.clear_last_heartbeat_time();
+  return status.SerializeAsString();
+}
+
 // Kubernetes' MicroTime, as leases carry it.
 std::string MicroTime(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
@@ -54,13 +60,38 @@ std::map<std::string, std::string> MachineCapacity() {
   return cap;
 }
 
-api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
+// What does not change while the agent runs: capacity, addresses, endpoints, node info.
+static api::NodeStatus MachineStatus(const NodeOptions& o) {
   api::NodeStatus st;
-  auto capacity = options_.capacity.empty() ? MachineCapacity() : options_.capacity;
+  auto capacity = o.capacity.empty() ? MachineCapacity() : o.capacity;
   for (const auto& [k, v] : capacity) {
     (*st.mutable_capacity())[k] = v;
     (*st.mutable_allocatable())[k] = v;
   }
+  auto* ip = st.add_addresses();
+  ip->set_type("InternalIP");
+  ip->set_address(o.ip);
+  auto* host = st.add_addresses();
+  host->set_type("Hostname");
+  host->set_address(o.name);
+  st.mutable_daemon_endpoints()->mutable_kubelet_endpoint()->set_port(o.agent_port);
+  auto* info = st.mutable_node_info();
+  utsname u{};
+  uname(&u);
+  info->set_machine_id(FirstLine("/etc/machine-id"));
+  info->set_boot_id(FirstLine("/proc/sys/kernel/random/boot_id"));
+  info->set_kernel_version(u.release);
+  info->set_os_image(OsImage());
+  info->set_container_runtime_version("mkube://" + o.version);
+  info->set_kubelet_version(o.version);
+  info->set_kube_proxy_version(o.version);
+  info->set_operating_system("linux");
+  info->set_architecture("amd64");
+  return st;
+}
+
+api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
+  api::NodeStatus st = machine_;
   const std::string stamp = Rfc3339(now);
   auto condition = [&](const char* type, const char* status, const char* reason,
                        const char* message) {
@@ -77,25 +108,6 @@ api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
   condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure");
   condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available");
   condition("Ready", "True", "KubeletReady", "kubelet is posting ready status");
-  auto* ip = st.add_addresses();
-  ip->set_type("InternalIP");
-  ip->set_address(options_.ip);
-  auto* host = st.add_addresses();
-  host->set_type("Hostname");
-  host->set_address(options_.name);
-  st.mutable_daemon_endpoints()->mutable_kubelet_endpoint()->set_port(options_.agent_port);
-  auto* info = st.mutable_node_info();
-  utsname u{};
-  uname(&u);
-  info->set_machine_id(FirstLine("/etc/machine-id"));
-  info->set_boot_id(FirstLine("/proc/sys/kernel/random/boot_id"));
-  info->set_kernel_version(u.release);
-  info->set_os_image(OsImage());
-  info->set_container_runtime_version("mkube://" + options_.version);
-  info->set_kubelet_version(options_.version);
-  info->set_kube_proxy_version(options_.version);
-  info->set_operating_system("linux");
-  info->set_architecture("amd64");
   for (const auto& img : images_->List()) {
     auto* ci = st.add_images();
     ci->add_names(img.ref.String());
@@ -103,6 +115,14 @@ api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
   }
   return st;
 }
+
+NodeStatusManager::NodeStatusManager(client::ApiClient* client, ImageStore* images,
+                                     client::EventRecorder* events, NodeOptions options)
+    : client_(client),
+      images_(images),
+      events_(events),
+      options_(std::move(options)),
+      machine_(MachineStatus(options_)) {}
 
 absl::Status NodeStatusManager::Register() {
   const absl::Time now = absl::Now();
@@ -130,7 +150,7 @@ absl::Status NodeStatusManager::Register() {
   } else {
     spdlog::info("node {}: already registered, taking it over", options_.name);
   }
-  if (auto st = PostStatus(now); !st.ok()) return st;
+  if (auto st = PostStatus(BuildStatus(now), now); !st.ok()) return st;
   if (auto current = client_->Get<api::Node>("nodes", "", options_.name); current.ok()) {
     events_->Record(*current, "Normal", "Starting", "Starting kubelet.");
     for (const char* condition : {"NodeHasSufficientMemory", "NodeHasNoDiskPressure",
@@ -142,15 +162,13 @@ absl::Status NodeStatusManager::Register() {
   return absl::OkStatus();
 }
 
-absl::Status NodeStatusManager::PostStatus(absl::Time now) {
+absl::Status NodeStatusManager::PostStatus(api::NodeStatus status, absl::Time now) {
   api::Node node;
   node.mutable_metadata()->set_name(options_.name);
-  *node.mutable_status() = BuildStatus(now);
+  *node.mutable_status() = std::move(status);
   auto r = client_->Update<api::Node>("nodes", "", node, "status");
   if (!r.ok()) return r.status();
-  api::NodeStatus unstamped = node.status();
-  for (auto& c : *unstamped.mutable_conditions()) c.clear_last_heartbeat_time();
-  posted_ = unstamped.SerializeAsString();
+  posted_ = Unstamped(node.status());
   posted_at_ = now;
   return absl::OkStatus();
 }
@@ -211,10 +229,9 @@ void NodeStatusManager::Loop() {
         spdlog::warn("node {}: lease renewal failed: {}", options_.name, st.ToString());
       }
     }
-    api::NodeStatus unstamped = BuildStatus(now);
-    for (auto& c : *unstamped.mutable_conditions()) c.clear_last_heartbeat_time();
-    if (unstamped.SerializeAsString() != posted_ || now - posted_at_ >= options_.status_interval) {
-      if (auto st = PostStatus(now); !st.ok()) {
+    api::NodeStatus status = BuildStatus(now);
+    if (Unstamped(status) != posted_ || now - posted_at_ >= options_.status_interval) {
+      if (auto st = PostStatus(std::move(status), now); !st.ok()) {
         spdlog::warn("node {}: status update failed: {}", options_.name, st.ToString());
       }
     }

@@ -38,8 +38,7 @@ struct NodeOptions {
 class NodeStatusManager {
  public:
   NodeStatusManager(client::ApiClient* client, ImageStore* images, client::EventRecorder* events,
-                    NodeOptions options)
-      : client_(client), images_(images), events_(events), options_(std::move(options)) {}
+                    NodeOptions options);
   ~NodeStatusManager() { Stop(); }
 
   // Creates the Node, or takes over an existing one of the same name (keeping its spec: taints
@@ -54,12 +53,13 @@ class NodeStatusManager {
  private:
   void Loop();
   absl::Status RenewLease(absl::Time now);
-  absl::Status PostStatus(absl::Time now);
+  absl::Status PostStatus(api::NodeStatus status, absl::Time now);
 
   client::ApiClient* client_;
   ImageStore* images_;
   client::EventRecorder* events_;
   const NodeOptions options_;
+  const api::NodeStatus machine_;  // the parts of the status read from the machine once
   std::string lease_version_;  // resourceVersion of our Lease as last written
   std::string posted_;         // status last written, without its heartbeat times
   absl::Time posted_at_ = absl::InfinitePast();

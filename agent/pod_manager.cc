@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 
 #include <cerrno>
-
 #include <filesystem>
 #include <system_error>
 
@@ -121,9 +120,8 @@ void PodManager::Round() {
       auto it = runs_.find(uid);
       PodRun* run = it == runs_.end() ? nullptr : &it->second;
       if (!run) {
-        const bool deleting = !pod->metadata().deletion_timestamp().empty();
-        // Nothing of it runs here: a finished pod stays finished, a deleted one just goes.
-        if (deleting) {
+        // Deleted before this node ran anything of it: it just goes.
+        if (!pod->metadata().deletion_timestamp().empty()) {
           actions.push_back({Action::kDelete, pod, {}});
           continue;
         }
@@ -282,10 +280,7 @@ void PodManager::ProbeLoop() {
         if (run.terminating || run.gone) continue;
         for (auto& c : run.containers) {
           if (!c.Running() || c.kill_at != absl::InfiniteFuture()) continue;  // not while killed
-          const api::Container* spec = nullptr;
-          for (const auto& s : run.pod->spec().containers()) {
-            if (s.name() == c.name) spec = &s;
-          }
+          const api::Container* spec = run.Spec(c.name);
           if (!spec) continue;
           auto add = [&](const char* kind, const api::Probe& probe) {
             Due d{uid, c.name, kind, c.pid, probe, *spec, {run.ip, c.env, c.dir, nullptr}};
@@ -353,8 +348,7 @@ std::optional<ExitInfo> PodManager::Ended(ContainerRun* c) {
   if (c->adopted) {
     monitor_gone = kill(c->monitor, 0) != 0 && errno == ESRCH;
   } else {
-    const pid_t r = waitpid(c->monitor, nullptr, WNOHANG);
-    monitor_gone = r == c->monitor || (r < 0 && errno == ECHILD);
+    monitor_gone = ReapMonitor(c->monitor);
   }
   if (!monitor_gone) return std::nullopt;
   if (auto exit = ReadExitRecord(c->ExitPath(c->restart_count))) return exit;
@@ -364,10 +358,7 @@ std::optional<ExitInfo> PodManager::Ended(ContainerRun* c) {
 }
 
 void PodManager::ReapMonitors() {
-  std::erase_if(monitors_, [](pid_t m) {
-    const pid_t r = waitpid(m, nullptr, WNOHANG);
-    return r == m || (r < 0 && errno == ECHILD);
-  });
+  std::erase_if(monitors_, ReapMonitor);
 }
 
 void PodManager::Step(PodRun* run, absl::Time now) {
@@ -382,8 +373,7 @@ void PodManager::Step(PodRun* run, absl::Time now) {
         t.set_started_at(Rfc3339(c.started_at));
         t.set_finished_at(Rfc3339(now));
         t.set_container_id(c.container_id);
-        c.previous = std::move(c.last);
-        c.last = std::move(t);
+        c.Ended(std::move(t));
         c.pid = 0;
         spdlog::info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
                      exit->exit_code);
@@ -397,16 +387,12 @@ void PodManager::Step(PodRun* run, absl::Time now) {
       continue;
     }
     if (!run->fresh && !c.Running() && !c.done && now >= c.next_start) StartContainer(run, &c, now);
-    if (c.waiting_reason == "ErrImagePull" && now >= c.pull_failed_at + absl::Seconds(1)) {
-      const auto& spec = run->pod->spec();
-      for (const auto& s : spec.containers()) {
-        if (s.name() == c.name) {
-          c.waiting_reason = "ImagePullBackOff";
-          c.waiting_message = fmt::format("Back-off pulling image \"{}\"", s.image());
-          events_->Record(*run->pod, "Normal", "BackOff", c.waiting_message);
-          events_->Record(*run->pod, "Warning", "Failed", "Error: ImagePullBackOff");
-        }
-      }
+    const api::Container* spec = run->Spec(c.name);
+    if (spec && c.waiting_reason == "ErrImagePull" && now >= c.pull_failed_at + absl::Seconds(1)) {
+      c.waiting_reason = "ImagePullBackOff";
+      c.waiting_message = fmt::format("Back-off pulling image \"{}\"", spec->image());
+      events_->Record(*run->pod, "Normal", "BackOff", c.waiting_message);
+      events_->Record(*run->pod, "Warning", "Failed", "Error: ImagePullBackOff");
     }
   }
 }
@@ -479,10 +465,7 @@ std::optional<Image> PodManager::PullImage(PodRun* run, ContainerRun* c, const a
 }
 
 void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
-  const api::Container* spec = nullptr;
-  for (const auto& s : run->pod->spec().containers()) {
-    if (s.name() == c->name) spec = &s;
-  }
+  const api::Container* spec = run->Spec(c->name);
   if (!spec) return;
   std::optional<Image> image = PullImage(run, c, *spec, now);
   if (!image) return;
@@ -508,8 +491,7 @@ void PodManager::StartContainer(PodRun* run, ContainerRun* c, absl::Time now) {
     t.set_started_at(Rfc3339(now));
     t.set_finished_at(Rfc3339(now));
     t.set_container_id(c->container_id);
-    c->previous = std::move(c->last);
-    c->last = std::move(t);
+    c->Ended(std::move(t));
     spdlog::info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
                  pid.status().ToString());
     events_->Record(*run->pod, "Warning", "Failed", "Error: " + std::string(pid.status().message()));
@@ -582,10 +564,16 @@ std::string PodManager::AllocateIp(const std::string& wanted) {
   return options_.node_ip;  // out of pod addresses: share the node's
 }
 
-absl::StatusOr<PodRun*> PodManager::FindRun(const std::string& ns, const std::string& pod,
-                                            const std::string& uid) {
+absl::StatusOr<std::pair<PodRun*, ContainerRun*>> PodManager::FindContainer(
+    const std::string& ns, const std::string& pod, const std::string& uid,
+    const std::string& container) {
   for (auto& [id, run] : runs_) {
-    if (run.ns == ns && run.name == pod && (uid.empty() || uid == id)) return &run;
+    if (run.ns != ns || run.name != pod || (!uid.empty() && uid != id)) continue;
+    // No name: the pod's only container.
+    ContainerRun* c = run.Find(container.empty() && run.containers.size() == 1
+                                   ? run.containers[0].name
+                                   : container);
+    return std::make_pair(&run, c);
   }
   return absl::NotFoundError(fmt::format("pod \"{}\" in namespace \"{}\" is not running on node {}",
                                          pod, ns, options_.node_name));
@@ -595,11 +583,9 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
                                            const std::string& uid, const std::string& container,
                                            bool previous) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto run = FindRun(ns, pod, uid);
-  if (!run.ok()) return run.status();
-  const ContainerRun* c = (*run)->Find(container.empty() && (*run)->containers.size() == 1
-                                            ? (*run)->containers[0].name
-                                            : container);
+  auto found = FindContainer(ns, pod, uid, container);
+  if (!found.ok()) return found.status();
+  const auto [run, c] = *found;
   if (!c) {
     return absl::FailedPreconditionError(
         fmt::format("container {} is not valid for pod {}", container, pod));
@@ -617,7 +603,7 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
         "container \"{}\" in pod \"{}\" is waiting to start: {}", container, pod,
         c->waiting_reason.empty() ? "ContainerCreating" : c->waiting_reason));
   }
-  const std::string uid_copy = (*run)->uid, name = c->name;
+  const std::string uid_copy = run->uid, name = c->name;
   const pid_t pid = c->pid;
   const int instance = c->restart_count;
   return LogTarget{c->LogPath(instance), [this, uid_copy, name, pid] {
@@ -632,11 +618,9 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
 absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::string& pod,
                                             const std::string& uid, const std::string& container) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto run = FindRun(ns, pod, uid);
-  if (!run.ok()) return run.status();
-  const ContainerRun* c = (*run)->Find(container.empty() && (*run)->containers.size() == 1
-                                            ? (*run)->containers[0].name
-                                            : container);
+  auto found = FindContainer(ns, pod, uid, container);
+  if (!found.ok()) return found.status();
+  const ContainerRun* c = found->second;
   if (!c || !c->Running()) {
     return absl::FailedPreconditionError(fmt::format("container not found (\"{}\")", container));
   }

@@ -102,8 +102,10 @@ class PodManager {
                                  absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A free pod address: `wanted` (the one the pod had) when it is free.
   std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<PodRun*> FindRun(const std::string& ns, const std::string& pod,
-                                  const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pod's run and the named container (null when the pod has no such container).
+  absl::StatusOr<std::pair<PodRun*, ContainerRun*>> FindContainer(
+      const std::string& ns, const std::string& pod, const std::string& uid,
+      const std::string& container) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Do(const Action& a);
 
   client::ApiClient* client_;

@@ -17,6 +17,18 @@ std::string ContainerRun::ExitPath(int instance) const {
   return fmt::format("{}/{}.exit", log_dir, instance);
 }
 
+void ContainerRun::Ended(api::ContainerStateTerminated how) {
+  previous = std::move(last);
+  last = std::move(how);
+}
+
+const api::Container* PodRun::Spec(const std::string& container) const {
+  for (const auto& s : pod->spec().containers()) {
+    if (s.name() == container) return &s;
+  }
+  return nullptr;
+}
+
 ContainerRun* PodRun::Find(const std::string& container) {
   for (auto& c : containers) {
     if (c.name == container) return &c;
@@ -91,10 +103,7 @@ api::PodStatus BuildStatus(const PodRun& run, const std::string& host_ip, absl::
     cs->set_restart_count(c.restart_count);
     cs->set_container_id(c.container_id);
     cs->set_image_id(c.image_id);
-    const api::Container* spec = nullptr;
-    for (const auto& s : run.pod->spec().containers()) {
-      if (s.name() == c.name) spec = &s;
-    }
+    const api::Container* spec = run.Spec(c.name);
     if (spec) cs->set_image(spec->image());
     // Started once its startup probe (if any) succeeded; ready once its readiness probe did.
     const bool started = c.Running() && (!spec || !spec->has_startup_probe() || c.startup.ok);

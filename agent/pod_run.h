@@ -62,6 +62,8 @@ struct ContainerRun {
   std::string RecordPath(int instance) const;
   std::string ExitPath(int instance) const;
   bool Running() const { return pid > 0; }
+  // Records how the instance that ran last ended (the one before becomes `previous`).
+  void Ended(api::ContainerStateTerminated how);
 };
 
 // A pod this node runs.
@@ -81,6 +83,8 @@ struct PodRun {
 
   ContainerRun* Find(const std::string& container);
   const ContainerRun* Find(const std::string& container) const;
+  // The container's spec in the newest version of the pod (null if it has none of that name).
+  const api::Container* Spec(const std::string& container) const;
   bool AnyRunning() const;
 };
 

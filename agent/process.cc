@@ -233,8 +233,10 @@ bool Alive(const ProcessRecord& r) {
   return ticks && *ticks == r.start_ticks;
 }
 
-void ReapMonitor(pid_t monitor) {
-  if (monitor > 0) waitpid(monitor, nullptr, WNOHANG);
+bool ReapMonitor(pid_t monitor) {
+  if (monitor <= 0) return true;
+  const pid_t r = waitpid(monitor, nullptr, WNOHANG);
+  return r == monitor || (r < 0 && errno == ECHILD);
 }
 
 ExitInfo ExitFromWaitStatus(int status) {

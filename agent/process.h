@@ -63,8 +63,9 @@ std::string DefaultMonitorPath();
 std::optional<ExitInfo> ReadExitRecord(const std::string& path);
 // Whether the recorded process still runs (and is the same one).
 bool Alive(const ProcessRecord& r);
-// Reaps the monitor if it was this agent's child and has ended (no zombies left behind).
-void ReapMonitor(pid_t monitor);
+// Reaps a monitor this agent started if it has ended (no zombies left behind); true once it
+// is gone.
+bool ReapMonitor(pid_t monitor);
 
 // Signals the process group led by pid.
 void SignalGroup(pid_t pid, int sig);

@@ -29,6 +29,20 @@ class Registry {
 
   absl::StatusOr<std::string> Create(const CreateRequest& req);
   absl::StatusOr<std::string> Get(const GetRequest& req);
+  // Get, decoded as the kind's message.
+  template <typename T>
+  absl::StatusOr<T> GetAs(const std::string& resource, const std::string& ns,
+                          const std::string& name) {
+    GetRequest g;
+    g.set_resource(resource);
+    g.set_namespace_(ns);
+    g.set_name(name);
+    auto bytes = Get(g);
+    if (!bytes.ok()) return bytes.status();
+    T obj;
+    if (!obj.ParseFromString(*bytes)) return absl::InternalError("cannot decode the stored object");
+    return obj;
+  }
   absl::StatusOr<ListReply> List(const ListRequest& req);
   absl::StatusOr<std::string> Update(const UpdateRequest& req);
   absl::StatusOr<std::string> Patch(const PatchRequest& req);

@@ -4,6 +4,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "api/object.h"
+#include "apiserver/server/metadata.h"
 #include "proto/api/core.pb.h"
 #include "proto/grpc_status.h"
 
@@ -34,22 +35,14 @@ std::string NameOf(const CreateRequest& req) {
 }  // namespace
 
 absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attributes a) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  std::string header = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
-  auto caller = authn_->Authenticate(header);
+  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
   if (!caller.ok()) return caller.status();
   a.resource = Canonical(a.resource);
   if (a.resource == "pods" && !a.name.empty() && !auth::NodeOf(*caller).empty() &&
       (a.verb == "update" || a.verb == "patch" || a.verb == "delete")) {
     // NodeRestriction needs to know where the pod runs (only nodes are restricted by it).
-    GetRequest g;
-    g.set_resource("pods");
-    g.set_namespace_(a.ns);
-    g.set_name(a.name);
-    if (auto bytes = registry_->Get(g); bytes.ok()) {
-      api::Pod pod;
-      if (pod.ParseFromString(*bytes)) a.pod_node = pod.spec().node_name();
+    if (auto pod = registry_->GetAs<api::Pod>("pods", a.ns, a.name); pod.ok()) {
+      a.pod_node = pod->spec().node_name();
     }
   }
   return auth::Authorize(*caller, a);

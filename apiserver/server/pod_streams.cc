@@ -4,41 +4,23 @@
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "apiserver/server/metadata.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
 #include "proto/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::apiserver::server {
-namespace {
-
-template <typename T>
-absl::StatusOr<T> GetObject(registry::Registry* registry, const std::string& resource,
-                            const std::string& ns, const std::string& name) {
-  GetRequest g;
-  g.set_resource(resource);
-  g.set_namespace_(ns);
-  g.set_name(name);
-  auto bytes = registry->Get(g);
-  if (!bytes.ok()) return bytes.status();
-  T obj;
-  if (!obj.ParseFromString(*bytes)) return absl::InternalError("cannot decode the stored object");
-  return obj;
-}
-
-}  // namespace
 
 absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
     grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
     const std::string& ns, const std::string& name, const std::string& container) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  auto caller = authn_->Authenticate(it == md.end() ? "" : std::string(it->second.data(), it->second.size()));
+  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
   if (!caller.ok()) return caller.status();
   if (auto st = auth::Authorize(*caller, {verb, "pods", subresource, ns, name, ""}); !st.ok()) {
     return st;
   }
-  auto pod = GetObject<api::Pod>(registry_, "pods", ns, name);
+  auto pod = registry_->GetAs<api::Pod>("pods", ns, name);
   if (!pod.ok()) return pod.status();
   Target t;
   t.pod_uid = pod->metadata().uid();
@@ -64,7 +46,7 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   if (node_name.empty()) {
     return absl::FailedPreconditionError(fmt::format("pod {} does not have a host assigned", name));
   }
-  auto node = GetObject<api::Node>(registry_, "nodes", "", node_name);
+  auto node = registry_->GetAs<api::Node>("nodes", "", node_name);
   if (!node.ok()) {
     return absl::FailedPreconditionError(
         fmt::format("node \"{}\" of pod {} is not known: {}", node_name, name,
