@@ -66,7 +66,10 @@ absl::Status WatchCache::Start() {
   if (auto st = Backfill(revision()); !st.ok()) {
     spdlog::warn("cache: no history before revision {}: {}", revision(), st.ToString());
   }
-  feed_ = std::thread([this] { Feed(); });
+  feed_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "cache-feed");
+    Feed();
+  });
   bookmarks_ = std::thread([this] { Bookmarks(); });
   return absl::OkStatus();
 }

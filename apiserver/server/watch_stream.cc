@@ -117,7 +117,10 @@ void StreamSink::TakeBatch() {
 }
 
 WatchFlusher::WatchFlusher(std::chrono::milliseconds interval)
-    : interval_(interval), thread_([this] { Loop(); }) {}
+    : interval_(interval), thread_([this] {
+        pthread_setname_np(pthread_self(), "watch-flusher");
+        Loop();
+      }) {}
 
 WatchFlusher::~WatchFlusher() {
   {

@@ -8,10 +8,15 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "google/protobuf/io/coded_stream.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/support/proto_buffer_writer.h"
 #include "client/client.h"
 #include "proto/api/core.pb.h"
 
@@ -29,22 +34,52 @@ class Tally {
  public:
   Tally(int64_t want, bool sample, std::atomic<int64_t>* delivered, std::atomic<int64_t>* last_ns)
       : want_(want), sample_(sample), delivered_(delivered), last_ns_(last_ns) {}
-  // Counts a message's events; false once the watcher has all it waits for.
-  bool Add(const mkube::apiserver::WatchBatch& batch) {
+  // Counts a message's events; false once the watcher has all it waits for. The message is
+  // scanned in its wire format (a WatchBatch is field 1, a WatchEvent, repeated): decoding
+  // every event would measure the client rather than the server.
+  bool Add(const grpc::ByteBuffer& message) {
+    std::vector<grpc::Slice> slices;
+    if (!message.Dump(&slices).ok()) return false;
+    std::string_view wire;
+    if (slices.size() == 1) {
+      wire = {reinterpret_cast<const char*>(slices[0].begin()), slices[0].size()};
+    } else {
+      flat_.clear();
+      for (const auto& sl : slices) flat_.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      wire = flat_;
+    }
     int64_t added = 0;
-    for (const auto& ev : batch.events()) {
-      if (ev.type() != "ADDED") continue;
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(wire.data()),
+                                              static_cast<int>(wire.size()));
+    for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+      uint32_t len;
+      if (tag != 0x0a || !in.ReadVarint32(&len)) return false;
+      const auto limit = in.PushLimit(static_cast<int>(len));
+      bool is_added = false;
+      std::string object;
+      for (uint32_t field; (field = in.ReadTag()) != 0;) {
+        uint32_t flen;
+        if ((field & 7) != 2 || !in.ReadVarint32(&flen)) return false;
+        if (field >> 3 == 1) {  // type
+          std::string type;
+          if (!in.ReadString(&type, static_cast<int>(flen))) return false;
+          is_added = type == "ADDED";
+        } else if (field >> 3 == 2 && sample_) {  // object: only a sampled watcher decodes it
+          if (!in.ReadString(&object, static_cast<int>(flen))) return false;
+        } else if (!in.Skip(static_cast<int>(flen))) {
+          return false;
+        }
+      }
+      in.PopLimit(limit);
+      if (!is_added) continue;
       ++added;
-      // Latency from a sample: decoding every object would measure the client.
-      if (sample_) {
-        mkube::api::Pod pod;
-        if (pod.ParseFromString(ev.object())) {
-          auto it = pod.metadata().annotations().find("bench/sent-ns");
-          if (it != pod.metadata().annotations().end()) {
-            const int64_t now = NowNs();
-            latencies_.push_back(static_cast<double>(now - std::stoll(it->second)) / 1e6);
-            delivered_at_.push_back(now);
-          }
+      mkube::api::Pod pod;
+      if (sample_ && pod.ParseFromString(object)) {
+        auto it = pod.metadata().annotations().find("bench/sent-ns");
+        if (it != pod.metadata().annotations().end()) {
+          const int64_t now = NowNs();
+          latencies_.push_back(static_cast<double>(now - std::stoll(it->second)) / 1e6);
+          delivered_at_.push_back(now);
         }
       }
     }
@@ -77,51 +112,61 @@ class Tally {
   int64_t seen_ = 0, batches_ = 0;
   std::vector<double> latencies_;
   std::vector<int64_t> delivered_at_;
+  std::string flat_;  // a message that arrived in several slices, joined
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
 };
 
 // A watch read from a completion queue that one of a few threads polls: no hand-off to
-// another thread per message.
+// another thread per message. It is a generic call whose messages stay raw bytes.
 class Watch {
  public:
   template <typename... TallyArgs>
   explicit Watch(TallyArgs&&... args) : tally_(std::forward<TallyArgs>(args)...) {}
-  void Start(mkube::apiserver::Api::Stub* stub, const std::string& token,
+  void Start(grpc::GenericStub* stub, const std::string& token,
              const mkube::apiserver::WatchRequest& req, grpc::CompletionQueue* cq) {
     ctx_.AddMetadata("authorization", "Bearer " + token);
-    reader_ = stub->PrepareAsyncWatch(&ctx_, req, cq);
-    reader_->StartCall(this);
+    bool own = false;
+    if (!grpc::GenericSerialize<grpc::ProtoBufferWriter, mkube::apiserver::WatchRequest>(
+             req, &request_, &own)
+             .ok()) {
+      std::abort();
+    }
+    call_ = stub->PrepareCall(&ctx_, "/mkube.apiserver.Api/Watch", cq);
+    call_->StartCall(this);
   }
   // The queue's event for this watch.
   void Proceed(bool ok) {
     switch (state_) {
       case kStarting:
+        if (!ok) break;
+        state_ = kRequesting;
+        call_->WriteLast(request_, grpc::WriteOptions(), this);
+        return;
+      case kRequesting:
       case kReading:
-        if (ok && (state_ == kStarting || tally_.Add(batch_))) {
-          state_ = kReading;
-          reader_->Read(&batch_, this);
-          return;
-        }
-        if (ok) ctx_.TryCancel();
-        state_ = kFinishing;
-        reader_->Finish(&status_, this);
+        if (!ok || (state_ == kReading && !tally_.Add(message_))) break;
+        state_ = kReading;
+        call_->Read(&message_, this);
         return;
       case kFinishing:
         tally_.Done();
         return;
     }
+    if (ok) ctx_.TryCancel();
+    state_ = kFinishing;
+    call_->Finish(&status_, this);
   }
   void Cancel() { ctx_.TryCancel(); }
   Tally& tally() { return tally_; }
 
  private:
-  enum State { kStarting, kReading, kFinishing };
+  enum State { kStarting, kRequesting, kReading, kFinishing };
   Tally tally_;
   grpc::ClientContext ctx_;
-  std::unique_ptr<grpc::ClientAsyncReader<mkube::apiserver::WatchBatch>> reader_;
-  mkube::apiserver::WatchBatch batch_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
+  grpc::ByteBuffer request_, message_;
   grpc::Status status_;
   State state_ = kStarting;
 };
@@ -177,7 +222,7 @@ int main(int argc, char** argv) {
   std::atomic<int64_t> last_ns{0};
   std::vector<std::unique_ptr<Watch>> watches;
   // The watches: a stub per connection, read from two completion-queue threads.
-  std::vector<std::unique_ptr<mkube::apiserver::Api::Stub>> stubs;
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
   std::vector<std::unique_ptr<grpc::CompletionQueue>> queues;
   std::vector<std::thread> pollers;
   for (int c = 0; c < channels; ++c) {
@@ -185,7 +230,7 @@ int main(int argc, char** argv) {
     args.SetMaxReceiveMessageSize(INT32_MAX);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, mkube::client::kStreamWindowBytes);
-    stubs.push_back(mkube::apiserver::Api::NewStub(
+    stubs.push_back(std::make_unique<grpc::GenericStub>(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
   for (int q = 0; q < 2; ++q) queues.push_back(std::make_unique<grpc::CompletionQueue>());
@@ -234,6 +279,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> writers;
   std::mutex create_mu;
   std::vector<double> create_ms;
+  std::map<int64_t, std::vector<double>> create_by_second;
   for (int c = 0; c < creators; ++c) {
     writers.emplace_back([&, c] {
       auto* client = clients[static_cast<size_t>(c % channels)].get();
@@ -258,6 +304,7 @@ int main(int argc, char** argv) {
         {
           std::lock_guard<std::mutex> lock(create_mu);
           create_ms.push_back(static_cast<double>(NowNs() - t0) / 1e6);
+          create_by_second[(t0 - start) / 1'000'000'000].push_back(create_ms.back());
         }
         if (!r.ok()) std::fprintf(stderr, "create failed: %s\n", r.status().ToString().c_str());
       }
@@ -281,8 +328,11 @@ int main(int argc, char** argv) {
   if (timeline) {
     for (auto& [sec, v] : by_second) {
       std::sort(v.begin(), v.end());
-      std::fprintf(stderr, "t=%llds samples=%zu p50_ms=%.1f max_ms=%.1f\n",
-                   static_cast<long long>(sec), v.size(), v[v.size() / 2], v.back());
+      auto& c = create_by_second[sec];
+      std::sort(c.begin(), c.end());
+      std::fprintf(stderr, "t=%llds samples=%zu p50_ms=%.1f max_ms=%.1f creates=%zu p50_ms=%.1f max_ms=%.1f\n",
+                   static_cast<long long>(sec), v.size(), v[v.size() / 2], v.back(), c.size(),
+                   c.empty() ? 0.0 : c[c.size() / 2], c.empty() ? 0.0 : c.back());
     }
   }
   for (auto& q : queues) q->Shutdown();
