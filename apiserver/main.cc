@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
                  "waiting events (0: send each write as soon as the last is done)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  app.add_option("--watch-threads", service_options.watch_threads,
+                 "Threads that serve watches (each watch is served by one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -146,10 +150,11 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.RegisterService(&service);
+  service.Register(&builder);
   builder.RegisterService(&streams);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
+  service.StartWatches();
   const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
   if (!address_file.empty()) {
     std::ofstream(address_file + ".tmp") << address << "\n";

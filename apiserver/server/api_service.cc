@@ -1,5 +1,6 @@
 #include "apiserver/server/api_service.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -34,7 +35,34 @@ std::string NameOf(const CreateRequest& req) {
 
 }  // namespace
 
-absl::Status ApiService::Check(grpc::CallbackServerContext* ctx, auth::Attributes a) {
+ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
+                       ServiceOptions options)
+    : registry_(registry),
+      authn_(authn),
+      options_(options),
+      executor_(options.workers),
+      watches_(options.watch_coalesce, options.watch_queue,
+               {.request =
+                    [this](grpc::ServerContext* ctx, grpc::ByteBuffer* req,
+                           grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
+                           grpc::ServerCompletionQueue* cq, void* tag) {
+                      RequestWatch(ctx, req, writer, cq, cq, tag);
+                    },
+                .start =
+                    [this](grpc::ServerContext* ctx, const grpc::ByteBuffer& raw,
+                           cache::WatchSinkPtr sink) { return StartWatch(ctx, raw, sink); },
+                .stop = [this](uint64_t id) { registry_->Unwatch(id); }}) {}
+
+void ApiService::Register(grpc::ServerBuilder* builder) {
+  builder->RegisterService(this);
+  for (size_t i = 0; i < std::max<size_t>(options_.watch_threads, 1); ++i) {
+    watch_cqs_.push_back(builder->AddCompletionQueue(/*is_frequently_polled=*/false));
+  }
+}
+
+void ApiService::StartWatches() { watches_.Start(std::move(watch_cqs_)); }
+
+absl::Status ApiService::Check(grpc::ServerContextBase* ctx, auth::Attributes a) {
   auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
   if (!caller.ok()) return caller.status();
   a.resource = Canonical(a.resource);
@@ -141,24 +169,22 @@ grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* ApiService::Watch(grpc::CallbackServerContext* ctx,
-                                                              const grpc::ByteBuffer* raw) {
-  auto* reactor = new WatchReactor<registry::Registry>(registry_, options_.watch_queue, &flusher_);
+absl::StatusOr<uint64_t> ApiService::StartWatch(grpc::ServerContext* ctx,
+                                                const grpc::ByteBuffer& raw,
+                                                cache::WatchSinkPtr sink) {
   WatchRequest req;
   std::vector<grpc::Slice> slices;
   std::string bytes;
-  if (raw->Dump(&slices).ok()) {
+  if (raw.Dump(&slices).ok()) {
     for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   if (!req.ParseFromString(bytes)) {
-    reactor->Fail(absl::InvalidArgumentError("cannot decode the watch request"));
-  } else if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""});
-             !st.ok()) {
-    reactor->Fail(st);
-  } else {
-    reactor->Start(req);
+    return absl::InvalidArgumentError("cannot decode the watch request");
   }
-  return reactor;
+  if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) {
+    return st;
+  }
+  return registry_->Watch(req, std::move(sink));
 }
 
 }  // namespace mkube::apiserver::server

@@ -15,18 +15,26 @@ struct ServiceOptions {
   // per round with all its waiting events.
   std::chrono::milliseconds watch_coalesce{10};
   size_t workers = 16;  // threads for request work
+  size_t watch_threads = 1;  // threads that serve watches, each with its own calls
 };
 
-// Watch is a raw method: its events go out as pre-encoded slices shared by every watcher.
-class ApiService final : public Api::WithRawCallbackMethod_Watch<Api::CallbackService> {
+// Every method but Watch is a callback method. Watch is a raw method served from a
+// completion queue of its own (see WatchServer): its events go out as pre-encoded slices
+// shared by every watcher.
+using ApiServiceBase = Api::WithRawMethod_Watch<Api::WithCallbackMethod_Create<
+    Api::WithCallbackMethod_Get<Api::WithCallbackMethod_List<Api::WithCallbackMethod_Update<
+        Api::WithCallbackMethod_Patch<Api::WithCallbackMethod_Delete<Api::Service>>>>>>>;
+
+class ApiService final : public ApiServiceBase {
  public:
   ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-             ServiceOptions options = {})
-      : registry_(registry),
-        authn_(authn),
-        options_(options),
-        executor_(options.workers),
-        flusher_(options.watch_coalesce) {}
+             ServiceOptions options = {});
+
+  // Registers the service and the watches' completion queue with `builder`; once the server
+  // is built and started, StartWatches. The gRPC server must shut down before the service
+  // is destroyed.
+  void Register(grpc::ServerBuilder* builder);
+  void StartWatches();
 
   grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx, const CreateRequest* req,
                                    ObjectReply* resp) override;
@@ -40,12 +48,14 @@ class ApiService final : public Api::WithRawCallbackMethod_Watch<Api::CallbackSe
                                   ObjectReply* resp) override;
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const DeleteRequest* req,
                                    ObjectReply* resp) override;
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(grpc::CallbackServerContext* ctx,
-                                                    const grpc::ByteBuffer* req) override;
 
  private:
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.
-  absl::Status Check(grpc::CallbackServerContext* ctx, auth::Attributes a);
+  absl::Status Check(grpc::ServerContextBase* ctx, auth::Attributes a);
+
+  // A new Watch call: checks it and registers `sink` with the registry's watch cache.
+  absl::StatusOr<uint64_t> StartWatch(grpc::ServerContext* ctx, const grpc::ByteBuffer& raw,
+                                      cache::WatchSinkPtr sink);
 
   // Runs `work` off the gRPC thread and finishes the call with its status.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* ctx,
@@ -55,7 +65,8 @@ class ApiService final : public Api::WithRawCallbackMethod_Watch<Api::CallbackSe
   const auth::TokenAuthenticator* authn_;
   ServiceOptions options_;
   Executor executor_;
-  WatchFlusher flusher_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> watch_cqs_;
+  WatchServer watches_;
 };
 
 }  // namespace mkube::apiserver::server

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "grpcpp/alarm.h"
 #include "proto/apiserver/apiserver.pb.h"
 #include "proto/grpc_status.h"
 
@@ -42,9 +43,8 @@ grpc::Slice Encoded(const cache::Event& e) {
 
 }  // namespace
 
-StreamSink::StreamSink(grpc::ServerWriteReactor<grpc::ByteBuffer>* reactor, size_t limit,
-                       WatchFlusher* flusher)
-    : reactor_(reactor), limit_(limit), flusher_(flusher) {}
+StreamSink::StreamSink(Writer* writer, size_t limit, SinkScheduler* scheduler)
+    : writer_(writer), limit_(limit), scheduler_(scheduler) {}
 
 bool StreamSink::Push(const cache::Event& e, bool backlog) {
   grpc::Slice slice = Encoded(e);
@@ -56,7 +56,7 @@ bool StreamSink::Push(const cache::Event& e, bool backlog) {
     if (writing_ || scheduled_) return true;
     scheduled_ = true;
   }
-  flusher_->Schedule(shared_from_this());
+  scheduler_->Schedule(shared_from_this());
   return true;
 }
 
@@ -72,7 +72,7 @@ void StreamSink::Close(const absl::Status& why) {
     finished_ = true;
     status = status_;
   }
-  reactor_->Finish(status);
+  writer_->Finish(status);
 }
 
 void StreamSink::Flush() {
@@ -83,7 +83,7 @@ void StreamSink::Flush() {
     writing_ = true;
     TakeBatch();
   }
-  reactor_->StartWrite(&buffer_);
+  writer_->StartWrite(buffer_);
 }
 
 void StreamSink::WriteDone(bool ok) {
@@ -100,8 +100,8 @@ void StreamSink::WriteDone(bool ok) {
       status = status_;
     }
   }
-  if (schedule) flusher_->Schedule(shared_from_this());
-  if (finish) reactor_->Finish(status);
+  if (schedule) scheduler_->Schedule(shared_from_this());
+  if (finish) writer_->Finish(status);
 }
 
 void StreamSink::TakeBatch() {
@@ -116,50 +116,223 @@ void StreamSink::TakeBatch() {
   buffer_.Swap(&next);
 }
 
-WatchFlusher::WatchFlusher(std::chrono::milliseconds interval)
-    : interval_(interval), thread_([this] {
-        pthread_setname_np(pthread_self(), "watch-flusher");
-        Loop();
-      }) {}
+// What to do when an operation completes on a lane's queue.
+using Tag = std::function<void(bool ok)>;
 
-WatchFlusher::~WatchFlusher() {
+// A completion queue and the thread that polls it, with the sinks of its calls.
+class WatchServer::Lane final : public SinkScheduler {
+ public:
+  Lane(WatchServer* server, std::unique_ptr<grpc::ServerCompletionQueue> cq)
+      : server_(server), cq_(std::move(cq)), wake_([this](bool) {
+          std::lock_guard<std::mutex> lock(mu_);
+          alarm_set_ = false;
+        }) {}
+
+  void Start();
+  // With every call ended: ends the queue and the thread.
+  void Stop();
+  // Keeps one call requested on this lane (unless the server is stopping).
+  void Accept();
+  void Schedule(std::shared_ptr<StreamSink> sink) override;
+
+  WatchServer* server() { return server_; }
+  grpc::ServerCompletionQueue* cq() { return cq_.get(); }
+
+ private:
+  void Loop();
+  // Handles every event already queued; false once the queue has shut down.
+  bool Drain();
+
+  WatchServer* const server_;
+  const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  Tag wake_;  // the alarm's tag
+  std::thread thread_;
+  std::mutex mu_;
+  grpc::Alarm alarm_ ABSL_GUARDED_BY(mu_);  // wakes the thread when work arrives
+  bool alarm_set_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<StreamSink>> due_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// One Watch call. Every event of it completes on its lane's thread; it deletes itself once
+// both its end (Finish) and gRPC's notice that the call is over have come back.
+class WatchServer::Call final : public StreamSink::Writer {
+ public:
+  explicit Call(Lane* lane)
+      : lane_(lane),
+        server_(lane->server()),
+        sink_(std::make_shared<StreamSink>(this, server_->queue_limit_, lane)),
+        requested_([this](bool ok) { OnRequested(ok); }),
+        wrote_([this](bool ok) { sink_->WriteDone(ok); }),
+        finished_([this](bool) {
+          finish_seen_ = true;
+          MaybeDelete();
+        }),
+        done_([this](bool) { OnDone(); }) {
+    ctx_.AsyncNotifyWhenDone(&done_);
+    server_->handlers_.request(&ctx_, &request_, &writer_, lane_->cq(), &requested_);
+  }
+
+  ~Call() override {
+    std::lock_guard<std::mutex> lock(server_->mu_);
+    if (--server_->calls_ == 0) server_->calls_done_.notify_all();
+  }
+
+  void StartWrite(const grpc::ByteBuffer& message) override { writer_.Write(message, &wrote_); }
+  void Finish(const grpc::Status& status) override { writer_.Finish(status, &finished_); }
+
+ private:
+  void OnRequested(bool ok) {
+    if (!ok) {  // the server is shutting down: no call came, so no notice will either
+      delete this;
+      return;
+    }
+    lane_->Accept();
+    auto id = server_->handlers_.start(&ctx_, request_, sink_);
+    if (!id.ok()) {
+      sink_->Close(id.status());
+      return;
+    }
+    id_ = *id;
+  }
+  void OnDone() {
+    done_seen_ = true;
+    if (id_) server_->handlers_.stop(std::exchange(id_, 0));
+    sink_->Close(absl::CancelledError("watch canceled"));
+    MaybeDelete();
+  }
+  void MaybeDelete() {
+    if (finish_seen_ && done_seen_) delete this;
+  }
+
+  Lane* const lane_;
+  WatchServer* const server_;
+  grpc::ServerContext ctx_;
+  grpc::ByteBuffer request_;
+  grpc::ServerAsyncWriter<grpc::ByteBuffer> writer_{&ctx_};
+  const std::shared_ptr<StreamSink> sink_;
+  Tag requested_, wrote_, finished_, done_;
+  uint64_t id_ = 0;
+  bool finish_seen_ = false, done_seen_ = false;
+};
+
+void WatchServer::Lane::Start() {
+  Accept();
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "watch-server");
+    Loop();
+  });
+}
+
+void WatchServer::Lane::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    if (alarm_set_) alarm_.Cancel();
   }
-  cv_.notify_all();
-  thread_.join();
+  cq_->Shutdown();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    void* tag;
+    bool ok;
+    while (cq_->Next(&tag, &ok)) (*static_cast<Tag*>(tag))(ok);
+  }
 }
 
-void WatchFlusher::Schedule(std::shared_ptr<StreamSink> sink) {
-  bool wake;
+void WatchServer::Lane::Accept() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake = due_.empty();
-    due_.push_back(std::move(sink));
+    std::lock_guard<std::mutex> lock(server_->mu_);
+    if (server_->stopping_) return;
+    ++server_->calls_;
   }
-  if (wake) cv_.notify_one();
+  new Call(this);
 }
 
-void WatchFlusher::Loop() {
-  using Clock = std::chrono::steady_clock;
+void WatchServer::Lane::Schedule(std::shared_ptr<StreamSink> sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  due_.push_back(std::move(sink));
+  // The thread may be waiting for events with nothing due: wake it.
+  if (due_.size() == 1 && !alarm_set_) {
+    alarm_set_ = true;
+    alarm_.Set(cq_.get(), std::chrono::system_clock::now(), &wake_);
+  }
+}
+
+bool WatchServer::Lane::Drain() {
+  for (;;) {
+    void* tag;
+    bool ok;
+    switch (cq_->AsyncNext(&tag, &ok, std::chrono::system_clock::time_point())) {
+      case grpc::CompletionQueue::SHUTDOWN:
+        return false;
+      case grpc::CompletionQueue::GOT_EVENT:
+        (*static_cast<Tag*>(tag))(ok);
+        break;
+      case grpc::CompletionQueue::TIMEOUT:
+        return true;
+    }
+  }
+}
+
+void WatchServer::Lane::Loop() {
+  using Clock = std::chrono::system_clock;  // what completion-queue deadlines take
+  const auto interval = server_->interval_;
   Clock::time_point last_round;
   std::vector<std::shared_ptr<StreamSink>> round;
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !due_.empty(); });
-    if (stopping_) return;
-    if (interval_.count() > 0) {
-      cv_.wait_until(lock, last_round + interval_, [&] { return stopping_; });
-      if (stopping_) return;
+    bool due;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      due = !due_.empty();
     }
-    last_round = Clock::now();
-    round.swap(due_);
-    lock.unlock();
-    for (auto& s : round) s->Flush();
-    round.clear();
-    lock.lock();
+    const Clock::time_point next_round = last_round + interval;
+    const Clock::time_point now = Clock::now();
+    if (due && now >= next_round) {
+      // Every write that has completed by now lets its stream into this round.
+      if (!Drain()) return;
+      last_round = now;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        round.swap(due_);
+      }
+      for (auto& s : round) s->Flush();
+      round.clear();
+      continue;
+    }
+    void* tag;
+    bool ok;
+    switch (cq_->AsyncNext(&tag, &ok, due ? next_round : now + std::chrono::seconds(1))) {
+      case grpc::CompletionQueue::SHUTDOWN:
+        return;
+      case grpc::CompletionQueue::GOT_EVENT:
+        (*static_cast<Tag*>(tag))(ok);
+        break;
+      case grpc::CompletionQueue::TIMEOUT:
+        break;
+    }
   }
+}
+
+WatchServer::WatchServer(std::chrono::milliseconds interval, size_t queue_limit,
+                         Handlers handlers)
+    : interval_(interval), queue_limit_(queue_limit), handlers_(std::move(handlers)) {}
+
+WatchServer::~WatchServer() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stopping_ = true;
+    // The gRPC server's shutdown has cancelled every call: wait until each has seen its end
+    // (no operation may start on a queue that is shutting down).
+    calls_done_.wait(lock, [&] { return calls_ == 0; });
+  }
+  for (auto& lane : lanes_) lane->Stop();
+}
+
+void WatchServer::Start(std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs) {
+  for (auto& cq : cqs) lanes_.push_back(std::make_unique<Lane>(this, std::move(cq)));
+  for (auto& lane : lanes_) lane->Start();
 }
 
 }  // namespace mkube::apiserver::server

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,112 +11,107 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "apiserver/cache/watch_cache.h"
 #include "grpcpp/grpcpp.h"
 
 namespace mkube::apiserver::server {
 
-class WatchFlusher;
+class StreamSink;
+
+// Where a sink with something to write asks for its next write.
+class SinkScheduler {
+ public:
+  virtual ~SinkScheduler() = default;
+  virtual void Schedule(std::shared_ptr<StreamSink> sink) = 0;
+};
 
 // The write side of one watch stream. Events queue as encoded slices shared by every watcher
 // (bounded: a watch that falls too far behind is cut off); one write is in flight at a time
-// and carries everything queued when it starts. Writes are started by the flusher, never
-// under the cache's lock.
+// and carries everything queued when it starts. Writes are started by the watch server's
+// thread, never under the cache's lock.
 class StreamSink final : public cache::WatchSink, public std::enable_shared_from_this<StreamSink> {
  public:
   // At most this much goes in one message (clients accept 4 MiB by default).
   static constexpr size_t kMaxBatchBytes = 1 << 20;
 
-  StreamSink(grpc::ServerWriteReactor<grpc::ByteBuffer>* reactor, size_t limit,
-             WatchFlusher* flusher);
+  // The call a sink writes to: a write's end comes back through WriteDone.
+  class Writer {
+   public:
+    virtual ~Writer() = default;
+    virtual void StartWrite(const grpc::ByteBuffer& message) = 0;
+    virtual void Finish(const grpc::Status& status) = 0;
+  };
+
+  StreamSink(Writer* writer, size_t limit, SinkScheduler* scheduler);
 
   bool Push(const cache::Event& e, bool backlog) override;
   void Close(const absl::Status& why) override;
 
-  // Called by the flusher: starts a write of everything queued, unless one is in flight.
+  // On the watch server's thread: starts a write of everything queued, unless one is in
+  // flight, and learns how the last one went.
   void Flush();
   void WriteDone(bool ok);
 
  private:
   void TakeBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* const reactor_;
+  Writer* const writer_;  // outlives every use: the call ends only after Finish completes
   const size_t limit_;
-  WatchFlusher* const flusher_;
+  SinkScheduler* const scheduler_;
   std::mutex mu_;
   std::deque<grpc::Slice> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<grpc::Slice> batch_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer buffer_;  // the write in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // waiting in the flusher's next round
+  bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // waiting in the server's next round
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status status_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
 };
 
-// Starts the writes of every watch stream with something queued, in rounds at most one
-// `interval` apart (0: as soon as there is work). A busy stream so gathers its events into
-// fewer, larger messages: each message costs both ends far more than the bytes in it.
-class WatchFlusher {
+// Serves a service's Watch calls on completion queues of their own, each polled by one
+// thread (a lane): a lane accepts calls, starts their writes in rounds at most `interval`
+// apart (0: as soon as there is work), and sees every write, end and cancellation complete.
+// A busy stream so gathers its events into fewer, larger messages (each message costs both
+// ends far more than the bytes in it), and nothing is handed between threads per message: a
+// lane starts its writes and reads their completions itself.
+class WatchServer {
  public:
-  explicit WatchFlusher(std::chrono::milliseconds interval);
-  ~WatchFlusher();
-  void Schedule(std::shared_ptr<StreamSink> sink);
+  struct Handlers {
+    // Asks gRPC for the next Watch call (the service's RequestWatch).
+    std::function<void(grpc::ServerContext*, grpc::ByteBuffer*,
+                       grpc::ServerAsyncWriter<grpc::ByteBuffer>*, grpc::ServerCompletionQueue*,
+                       void*)>
+        request;
+    // Checks a new call's request and registers its sink; the watch's id, or why not.
+    std::function<absl::StatusOr<uint64_t>(grpc::ServerContext*, const grpc::ByteBuffer&,
+                                           cache::WatchSinkPtr)>
+        start;
+    // Unregisters a watch whose call is over.
+    std::function<void(uint64_t)> stop;
+  };
+
+  WatchServer(std::chrono::milliseconds interval, size_t queue_limit, Handlers handlers);
+  // After the gRPC server has shut down: waits until every call has ended, then ends the
+  // queues and their threads.
+  ~WatchServer();
+
+  // Once the gRPC server has started: serves calls from `cqs` (the server's), a lane each.
+  void Start(std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs);
 
  private:
-  void Loop();
+  class Call;
+  class Lane;
 
   const std::chrono::milliseconds interval_;
+  const size_t queue_limit_;
+  const Handlers handlers_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::shared_ptr<StreamSink>> due_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
-// One Watch call: registers a StreamSink with the registry's watch cache, unregisters it
-// when the call ends.
-template <typename Registry>
-class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
- public:
-  WatchReactor(Registry* registry, size_t limit, WatchFlusher* flusher)
-      : registry_(registry), sink_(std::make_shared<StreamSink>(this, limit, flusher)) {}
-
-  template <typename Request>
-  void Start(const Request& req) {
-    auto id = registry_->Watch(req, sink_);
-    if (!id.ok()) {
-      sink_->Close(id.status());
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    id_ = *id;
-  }
-  void Fail(const absl::Status& st) { sink_->Close(st); }
-
-  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
-  void OnCancel() override {
-    Unwatch();
-    sink_->Close(absl::CancelledError("watch canceled"));
-  }
-  void OnDone() override {
-    Unwatch();
-    delete this;
-  }
-
- private:
-  void Unwatch() {
-    uint64_t id;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      id = std::exchange(id_, 0);
-    }
-    if (id) registry_->Unwatch(id);
-  }
-  Registry* registry_;
-  std::shared_ptr<StreamSink> sink_;
-  std::mutex mu_;
-  uint64_t id_ = 0;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;  // alive, requested ones included
+  std::condition_variable calls_done_;
 };
 
 }  // namespace mkube::apiserver::server

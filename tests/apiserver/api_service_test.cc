@@ -37,14 +37,16 @@ class ApiServiceTest : public ::testing::Test {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
+    service_->Register(&builder);
     server_ = builder.BuildAndStart();
     ASSERT_TRUE(server_ && port > 0);
+    service_->StartWatches();
     stub_ = Api::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                              grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    service_.reset();
     cache_->Stop();
   }
 
