@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/proto_buffer_writer.h"
@@ -197,6 +198,8 @@ int main(int argc, char** argv) {
   app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // As in the daemons: gRPC's mutexes are not checked for lock cycles on every acquisition.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   std::vector<std::unique_ptr<mkube::client::ApiClient>> clients;
   for (int c = 0; c < channels; ++c) {
