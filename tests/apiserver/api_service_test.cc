@@ -11,6 +11,7 @@
 #include "apiserver/registry/registry.h"
 #include "proto/api/core.pb.h"
 #include "tests/apiserver/in_process_store.h"
+#include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
 namespace mkube::apiserver::server {
@@ -120,6 +121,58 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
   // The worker is free again; the late create must not have happened.
   ASSERT_TRUE(CreatePod("after", std::chrono::seconds(10)).ok());
   EXPECT_EQ(GetPod("late"), grpc::StatusCode::NOT_FOUND);
+}
+
+// The life of a watch call on the service's own completion queues: a refused one is never
+// registered, a cancelled one is unregistered, and one still open when the server shuts
+// down ends with the server (the service is then destroyed without waiting forever).
+TEST_F(ApiServiceTest, WatchCallsAreRefusedCancelledAndEndedWithTheServer) {
+  ServiceOptions options;
+  options.watch_threads = 2;
+  Serve(options);
+  WatchRequest req;
+  req.set_resource("pods");
+  WatchBatch batch;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer wrong");
+    auto reader = stub_->Watch(&ctx, req);
+    EXPECT_FALSE(reader->Read(&batch));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  EXPECT_EQ(cache_->watcher_count(), 0u);
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    auto reader = stub_->Watch(&ctx, req);
+    ASSERT_TRUE(CreatePod("seen", std::chrono::seconds(10)).ok());
+    ASSERT_TRUE(reader->Read(&batch));
+    EXPECT_EQ(cache_->watcher_count(), 1u);
+    ctx.TryCancel();
+    while (reader->Read(&batch)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(mkube::testing::Eventually([&] { return cache_->watcher_count() == 0; }));
+  // Several watches left open across both lanes, then the server goes away under them.
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<WatchBatch>>> readers;
+  for (int i = 0; i < 6; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->AddMetadata("authorization", "Bearer t");
+    readers.push_back(stub_->Watch(contexts.back().get(), req));
+  }
+  ASSERT_TRUE(CreatePod("also-seen", std::chrono::seconds(10)).ok());
+  for (auto& r : readers) ASSERT_TRUE(r->Read(&batch));
+  EXPECT_EQ(cache_->watcher_count(), 6u);
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  service_.reset();
+  EXPECT_EQ(cache_->watcher_count(), 0u);
+  for (auto& r : readers) {
+    while (r->Read(&batch)) {
+    }
+    EXPECT_FALSE(r->Finish().ok());
+  }
 }
 
 // Watch streams carry every event once, in order, however the writes are batched.
