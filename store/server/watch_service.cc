@@ -1,5 +1,6 @@
 #include "store/server/watch_service.h"
 
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -12,7 +13,32 @@ namespace {
 
 using etcdserverpb::WatchRequest;
 using etcdserverpb::WatchResponse;
-using Reactor = grpc::ServerBidiReactor<WatchRequest, WatchResponse>;
+// Raw: responses are written as bytes, most of them made of events encoded once for every
+// watcher (see watch::EncodedEvents).
+using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+bool Parse(const grpc::ByteBuffer& raw, WatchRequest* req) {
+  std::vector<grpc::Slice> slices;
+  if (!raw.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return req->ParseFromString(bytes);
+}
+
+// One slice holding `head` and then `parts`, back to back.
+grpc::ByteBuffer Join(const std::string& head, const std::vector<std::shared_ptr<const std::string>>& parts,
+                      size_t size) {
+  grpc_slice slice = grpc_slice_malloc(size);
+  uint8_t* p = GRPC_SLICE_START_PTR(slice);
+  std::memcpy(p, head.data(), head.size());
+  p += head.size();
+  for (const auto& part : parts) {
+    std::memcpy(p, part->data(), part->size());
+    p += part->size();
+  }
+  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
+  return grpc::ByteBuffer(&owned, 1);
+}
 
 // The write side of one stream: a bounded queue with one write in flight. StartWrite is
 // called only by the thread that moved `writing_` to true, and Finish only when no write is
@@ -23,7 +49,21 @@ class StreamSink final : public watch::WatchSink {
       : reactor_(reactor), hub_(hub), high_(high), low_(low) {}
 
   bool Send(WatchResponse&& resp, bool force) override {
-    const WatchResponse* start = nullptr;
+    const std::string bytes = resp.SerializeAsString();
+    return Queue(Join(bytes, {}, bytes.size()), bytes.size(), force);
+  }
+
+  bool SendEvents(watch::EncodedEvents&& events, bool force) override {
+    WatchResponse head;
+    *head.mutable_header() = std::move(events.header);
+    head.set_watch_id(events.watch_id);
+    const std::string bytes = head.SerializeAsString();
+    const size_t size = bytes.size() + events.bytes;
+    return Queue(Join(bytes, events.events, size), size, force);
+  }
+
+  bool Queue(grpc::ByteBuffer message, size_t size, bool force) {
+    const grpc::ByteBuffer* start = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (closed_) return true;  // Nobody reads any more: drop silently.
@@ -31,9 +71,9 @@ class StreamSink final : public watch::WatchSink {
         refused_ = true;
         return false;
       }
-      sizes_.push_back(resp.ByteSizeLong());
-      bytes_ += sizes_.back();
-      queue_.push_back(std::move(resp));
+      sizes_.push_back(size);
+      bytes_ += size;
+      queue_.push_back(std::move(message));
       if (!writing_) {
         writing_ = true;
         start = &queue_.front();
@@ -50,8 +90,9 @@ class StreamSink final : public watch::WatchSink {
 
   // Called from OnWriteDone.
   void WriteDone(bool ok) {
-    const WatchResponse* next = nullptr;
+    const grpc::ByteBuffer* next = nullptr;
     bool finish = false, wake = false;
+    grpc::Status status;
     {
       std::lock_guard<std::mutex> lock(mu_);
       bytes_ -= sizes_.front();
@@ -64,6 +105,7 @@ class StreamSink final : public watch::WatchSink {
         writing_ = false;
         finish = closed_ && !finished_;
         if (finish) finished_ = true;
+        status = status_;
       }
       if (refused_ && bytes_ < low_) {
         refused_ = false;
@@ -71,19 +113,21 @@ class StreamSink final : public watch::WatchSink {
       }
     }
     if (next) reactor_->StartWrite(next);
-    if (finish) reactor_->Finish(grpc::Status::OK);
+    if (finish) reactor_->Finish(status);
     if (wake) hub_->Wake();
   }
 
-  // The client is gone or done: finish once the write in flight (if any) completes.
-  void Close() {
+  // The client is gone or done (or sent what cannot be read): finish with `status` once the
+  // write in flight (if any) completes.
+  void Close(const grpc::Status& status = grpc::Status::OK) {
     bool finish = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       closed_ = true;
+      status_ = status;
       if (!writing_ && !finished_) finish = finished_ = true;
     }
-    if (finish) reactor_->Finish(grpc::Status::OK);
+    if (finish) reactor_->Finish(status);
   }
 
  private:
@@ -91,26 +135,33 @@ class StreamSink final : public watch::WatchSink {
   watch::WatchHub* hub_;
   const size_t high_, low_;
   mutable std::mutex mu_;
-  std::deque<WatchResponse> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<size_t> sizes_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool refused_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
 };
 
 class WatchStream final : public Reactor {
  public:
   WatchStream(const ServiceContext& ctx, size_t high, size_t low)
       : ctx_(ctx), sink_(std::make_shared<StreamSink>(this, ctx.hub, high, low)) {
-    StartRead(&req_);
+    StartRead(&raw_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       ctx_.hub->RemoveSink(sink_.get());
       sink_->Close();
+      return;
+    }
+    if (!Parse(raw_, &req_)) {
+      ctx_.hub->RemoveSink(sink_.get());
+      sink_->Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "cannot decode the watch request"));
       return;
     }
     switch (req_.request_union_case()) {
@@ -122,7 +173,7 @@ class WatchStream final : public Reactor {
       case WatchRequest::kProgressRequest: ctx_.hub->RequestProgress(sink_); break;
       default: break;
     }
-    StartRead(&req_);
+    StartRead(&raw_);
   }
 
   void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
@@ -184,6 +235,7 @@ class WatchStream final : public Reactor {
 
   const ServiceContext& ctx_;
   std::shared_ptr<StreamSink> sink_;
+  grpc::ByteBuffer raw_;
   WatchRequest req_;
   // Only the reading side touches these, one read at a time.
   std::set<int64_t> ids_;
@@ -192,7 +244,7 @@ class WatchStream final : public Reactor {
 
 }  // namespace
 
-grpc::ServerBidiReactor<WatchRequest, WatchResponse>* WatchService::Watch(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* WatchService::Watch(
     grpc::CallbackServerContext* context) {
   return new WatchStream(ctx_, high_water_, low_water_);
 }

@@ -1,5 +1,7 @@
 #include "store/watch/watch_hub.h"
 
+#include <array>
+
 #include "spdlog/spdlog.h"
 
 namespace mkube::store::watch {
@@ -69,13 +71,18 @@ size_t WatchHub::watcher_count() const {
   return count_;
 }
 
+etcdserverpb::ResponseHeader WatchHub::Header(int64_t revision) const {
+  etcdserverpb::ResponseHeader h;
+  h.set_cluster_id(store_->cluster_id());
+  h.set_member_id(store_->member_id());
+  h.set_raft_term(mvcc::kRaftTerm);
+  h.set_revision(revision);
+  return h;
+}
+
 etcdserverpb::WatchResponse WatchHub::NewResponse(int64_t watch_id, int64_t revision) const {
   etcdserverpb::WatchResponse resp;
-  auto* h = resp.mutable_header();
-  h->set_cluster_id(store_->cluster_id());
-  h->set_member_id(store_->member_id());
-  h->set_raft_term(mvcc::kRaftTerm);
-  h->set_revision(revision);
+  *resp.mutable_header() = Header(revision);
   resp.set_watch_id(watch_id);
   return resp;
 }
@@ -149,40 +156,86 @@ void WatchHub::Apply(Command& cmd) {
   }
 }
 
-bool WatchHub::Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, int64_t header_rev) {
+bool WatchSink::SendEvents(EncodedEvents&& events, bool force) {
   etcdserverpb::WatchResponse resp;
+  resp.set_watch_id(events.watch_id);
+  *resp.mutable_header() = std::move(events.header);
+  for (const auto& e : events.events) resp.MergeFromString(*e);
+  return Send(std::move(resp), force);
+}
+
+// The wire forms of a batch of events, made when a watcher first needs them: with and
+// without the previous version (watchers that did not ask for prev_kv do not get it).
+class WatchHub::EventWire {
+ public:
+  explicit EventWire(const std::vector<mvccpb::Event>& events)
+      : events_(events), wire_(events.size()) {}
+
+  const std::shared_ptr<const std::string>& Get(size_t i, bool prev_kv) {
+    auto& slot = wire_[i][prev_kv ? 1 : 0];
+    if (slot) return slot;
+    const mvccpb::Event* ev = &events_[i];
+    mvccpb::Event without;
+    if (!prev_kv && ev->has_prev_kv()) {
+      without = *ev;
+      without.clear_prev_kv();
+      ev = &without;
+    }
+    const size_t body = ev->ByteSizeLong();
+    std::string out;
+    out.reserve(body + 6);
+    out.push_back(static_cast<char>((11 << 3) | 2));  // WatchResponse.events, length-delimited
+    for (size_t v = body;; v >>= 7) {
+      out.push_back(static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+      if (v < 0x80) break;
+    }
+    const size_t head = out.size();
+    out.resize(head + body);
+    ev->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + head));
+    slot = std::make_shared<const std::string>(std::move(out));
+    return slot;
+  }
+
+ private:
+  const std::vector<mvccpb::Event>& events_;
+  std::vector<std::array<std::shared_ptr<const std::string>, 2>> wire_;
+};
+
+bool WatchHub::Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, EventWire& wire,
+                       int64_t header_rev) {
+  EncodedEvents resp;
   bool open = false;
   int64_t first_rev = 0;  // first revision in the pending response
   int64_t last_rev = 0;
-  size_t count = 0;
   auto flush = [&]() -> bool {
     if (!open) return true;
     open = false;
-    count = 0;
-    if (!w.sink->Send(std::move(resp), false)) {
+    if (!w.sink->SendEvents(std::move(resp), false)) {
       w.next_rev = first_rev;
       return false;
     }
     return true;
   };
-  for (const auto& ev : events) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const mvccpb::Event& ev = events[i];
     const int64_t rev = ev.kv().mod_revision();
     if (rev < w.next_rev) continue;
     if (!w.range.Contains(ev.kv().key())) continue;
     const bool is_put = ev.type() == mvccpb::Event::PUT;
     if ((is_put && w.spec.no_put) || (!is_put && w.spec.no_delete)) continue;
-    if (open && count >= options_.max_events_per_response && rev != last_rev) {
+    if (open && resp.events.size() >= options_.max_events_per_response && rev != last_rev) {
       if (!flush()) return false;
     }
     if (!open) {
-      resp = NewResponse(w.id, header_rev);
+      resp = EncodedEvents{};
+      resp.watch_id = w.id;
+      resp.header = Header(header_rev);
       open = true;
       first_rev = rev;
     }
-    mvccpb::Event* out = resp.add_events();
-    *out = ev;
-    if (!w.spec.prev_kv) out->clear_prev_kv();
-    ++count;
+    const auto& bytes = wire.Get(i, w.spec.prev_kv);
+    resp.bytes += bytes->size();
+    resp.events.push_back(bytes);
     last_rev = rev;
   }
   return flush();
@@ -202,9 +255,10 @@ void WatchHub::FanOut(int64_t target) {
       hub_rev_ = target;
       return;
     }
+    EventWire wire(events);
     for (auto& [key, w] : watchers_) {
       if (!w.synced) continue;
-      if (Deliver(w, events, *last)) {
+      if (Deliver(w, events, wire, *last)) {
         w.next_rev = std::max(w.next_rev, *last + 1);
       } else {
         w.synced = false;
@@ -239,7 +293,8 @@ void WatchHub::CatchUp() {
       --count_;
       continue;
     }
-    if (Deliver(w, events, hub_rev_)) {
+    EventWire wire(events);
+    if (Deliver(w, events, wire, hub_rev_)) {
       w.next_rev = std::max(w.next_rev, *last + 1);
       if (w.next_rev > hub_rev_) w.synced = true;
     }

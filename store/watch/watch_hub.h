@@ -17,6 +17,16 @@
 
 namespace mkube::store::watch {
 
+// A response of events whose events are already in wire form: each one a WatchResponse
+// `events` field (tag and length included), encoded once and shared by every watcher that
+// gets it, so a response is these bytes after its header and watch id.
+struct EncodedEvents {
+  int64_t watch_id = 0;
+  etcdserverpb::ResponseHeader header;
+  std::vector<std::shared_ptr<const std::string>> events;
+  size_t bytes = 0;  // of the events together
+};
+
 // Where the responses of one Watch stream go.
 class WatchSink {
  public:
@@ -24,6 +34,9 @@ class WatchSink {
   // Queues a response without blocking. Returns false, queueing nothing, when the stream's
   // buffer is over its limit; `force` (control messages) always queues.
   virtual bool Send(etcdserverpb::WatchResponse&& resp, bool force) = 0;
+  // Queues a response of events, as Send does. By default it is decoded and Sent; a sink
+  // that writes bytes takes the events as they are.
+  virtual bool SendEvents(EncodedEvents&& events, bool force);
   // Whether a refused stream has drained enough to be offered more.
   virtual bool HasRoom() const = 0;
 };
@@ -99,8 +112,11 @@ class WatchHub : public mvcc::CommitListener {
   void FanOut(int64_t target);
   void CatchUp();
   void SendProgress();
+  class EventWire;
   // Sends w the events of `events` it wants; false when its sink refused.
-  bool Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, int64_t header_rev);
+  bool Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, EventWire& wire,
+               int64_t header_rev);
+  etcdserverpb::ResponseHeader Header(int64_t revision) const;
   etcdserverpb::WatchResponse NewResponse(int64_t watch_id, int64_t revision) const;
 
   mvcc::KvStore* store_;
