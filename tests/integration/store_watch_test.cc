@@ -1,6 +1,7 @@
 // Watch guarantees under load: several writers and many watchers at once; every watcher sees
 // every revision of its range exactly once, in order, each revision in one response; and a
-// watcher whose client stops reading delays neither the writers nor the other watchers.
+// watcher whose client stops reading delays neither the writers nor the other watchers; a
+// request that cannot be read ends its stream.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +9,8 @@
 #include <map>
 #include <thread>
 
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "store/mvcc/key_range.h"
 #include "tests/util/etcd_client.h"
 #include "tests/util/store_process.h"
@@ -188,6 +191,50 @@ TEST(StoreWatchTest, EveryWatcherSeesEveryRevisionOnceInOrder) {
   };
   for (auto& r : fast) check(*r, "fast");
   check(*slow, "slow");
+}
+
+// A request that is not a WatchRequest ends its stream with INVALID_ARGUMENT (the service
+// reads requests as bytes and decodes them itself).
+TEST(StoreWatchTest, AnUnreadableRequestEndsTheStream) {
+  TempDir dir;
+  StoreProcess store(dir.Sub("data"), dir.Sub("store.log"));
+  ASSERT_TRUE(store.Start().ok());
+  grpc::GenericStub stub(grpc::CreateChannel(store.address(), grpc::InsecureChannelCredentials()));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto call = stub.PrepareCall(&ctx, "/etcdserverpb.Watch/Watch", &cq);
+  auto step = [&](auto op) {
+    op();
+    void* tag;
+    bool ok = false;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    return ok;
+  };
+  ASSERT_TRUE(step([&] { call->StartCall(reinterpret_cast<void*>(1)); }));
+  grpc::Slice garbage(std::string("\xff\xff\xff\xff"));
+  grpc::ByteBuffer request(&garbage, 1);
+  step([&] { call->Write(request, reinterpret_cast<void*>(2)); });
+  grpc::ByteBuffer response;
+  EXPECT_FALSE(step([&] { call->Read(&response, reinterpret_cast<void*>(3)); }));
+  grpc::Status status;
+  step([&] { call->Finish(&status, reinterpret_cast<void*>(4)); });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(status.error_message(), "cannot decode the watch request");
+  // The store still serves watches.
+  EtcdClient client(store.address());
+  WatchStream watch(client);
+  etcdserverpb::WatchCreateRequest c;
+  c.set_key("k");
+  watch.Create(c);
+  etcdserverpb::WatchResponse created;
+  ASSERT_TRUE(watch.Read(&created));
+  EXPECT_TRUE(created.created());
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace
