@@ -42,15 +42,12 @@ ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthentica
       options_(options),
       executor_(options.workers),
       watches_(options.watch_coalesce, options.watch_queue,
-               {.request =
-                    [this](grpc::ServerContext* ctx, grpc::ByteBuffer* req,
-                           grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
-                           grpc::ServerCompletionQueue* cq, void* tag) {
-                      RequestWatch(ctx, req, writer, cq, cq, tag);
-                    },
-                .start =
-                    [this](grpc::ServerContext* ctx, const grpc::ByteBuffer& raw,
-                           cache::WatchSinkPtr sink) { return StartWatch(ctx, raw, sink); },
+               {.request = [this](grpc::ServerContext* ctx, grpc::ByteBuffer* req,
+                                  grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
+                                  grpc::ServerCompletionQueue* cq,
+                                  void* tag) { RequestWatch(ctx, req, writer, cq, cq, tag); },
+                .start = [this](grpc::ServerContext* ctx, grpc::ByteBuffer* raw,
+                                cache::WatchSinkPtr sink) { return StartWatch(ctx, raw, sink); },
                 .stop = [this](uint64_t id) { registry_->Unwatch(id); }}) {}
 
 void ApiService::Register(grpc::ServerBuilder* builder) {
@@ -169,16 +166,10 @@ grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
   });
 }
 
-absl::StatusOr<uint64_t> ApiService::StartWatch(grpc::ServerContext* ctx,
-                                                const grpc::ByteBuffer& raw,
+absl::StatusOr<uint64_t> ApiService::StartWatch(grpc::ServerContext* ctx, grpc::ByteBuffer* raw,
                                                 cache::WatchSinkPtr sink) {
   WatchRequest req;
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (raw.Dump(&slices).ok()) {
-    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  if (!req.ParseFromString(bytes)) {
+  if (!grpc::SerializationTraits<WatchRequest>::Deserialize(raw, &req).ok()) {
     return absl::InvalidArgumentError("cannot decode the watch request");
   }
   if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) {

@@ -14,7 +14,7 @@ struct ServiceOptions {
   // Watch writes start in rounds at most this far apart: a busy watch sends one message
   // per round with all its waiting events.
   std::chrono::milliseconds watch_coalesce{10};
-  size_t workers = 16;  // threads for request work
+  size_t workers = 16;       // threads for request work
   size_t watch_threads = 1;  // threads that serve watches, each with its own calls
 };
 
@@ -30,8 +30,8 @@ class ApiService final : public ApiServiceBase {
   ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
              ServiceOptions options = {});
 
-  // Registers the service and the watches' completion queue with `builder`; once the server
-  // is built and started, StartWatches. The gRPC server must shut down before the service
+  // Registers the service and the watches' completion queues with `builder`; once the
+  // server is built and started, StartWatches. The gRPC server must shut down before the service
   // is destroyed.
   void Register(grpc::ServerBuilder* builder);
   void StartWatches();
@@ -53,8 +53,9 @@ class ApiService final : public ApiServiceBase {
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.
   absl::Status Check(grpc::ServerContextBase* ctx, auth::Attributes a);
 
-  // A new Watch call: checks it and registers `sink` with the registry's watch cache.
-  absl::StatusOr<uint64_t> StartWatch(grpc::ServerContext* ctx, const grpc::ByteBuffer& raw,
+  // A new Watch call: decodes its request (consuming `raw`), checks it and registers `sink`
+  // with the registry's watch cache.
+  absl::StatusOr<uint64_t> StartWatch(grpc::ServerContext* ctx, grpc::ByteBuffer* raw,
                                       cache::WatchSinkPtr sink);
 
   // Runs `work` off the gRPC thread and finishes the call with its status.

@@ -129,7 +129,7 @@ class WatchServer::Lane final : public SinkScheduler {
         }) {}
 
   void Start();
-  // With every call ended: ends the queue and the thread.
+  // With every call ended: ends the queue and, once the thread has drained it, the thread.
   void Stop();
   // Keeps one call requested on this lane (unless the server is stopping).
   void Accept();
@@ -139,7 +139,11 @@ class WatchServer::Lane final : public SinkScheduler {
   grpc::ServerCompletionQueue* cq() { return cq_.get(); }
 
  private:
+  enum class Next { kHandled, kTimeout, kShutdown };
+
   void Loop();
+  // Waits until `deadline` for one event and handles it.
+  Next HandleNext(std::chrono::system_clock::time_point deadline);
   // Handles every event already queued; false once the queue has shut down.
   bool Drain();
 
@@ -188,7 +192,7 @@ class WatchServer::Call final : public StreamSink::Writer {
       return;
     }
     lane_->Accept();
-    auto id = server_->handlers_.start(&ctx_, request_, sink_);
+    auto id = server_->handlers_.start(&ctx_, &request_, sink_);
     if (!id.ok()) {
       sink_->Close(id.status());
       return;
@@ -231,13 +235,7 @@ void WatchServer::Lane::Stop() {
     if (alarm_set_) alarm_.Cancel();
   }
   cq_->Shutdown();
-  if (thread_.joinable()) {
-    thread_.join();
-  } else {
-    void* tag;
-    bool ok;
-    while (cq_->Next(&tag, &ok)) (*static_cast<Tag*>(tag))(ok);
-  }
+  thread_.join();  // the thread drains the queue to its end
 }
 
 void WatchServer::Lane::Accept() {
@@ -260,20 +258,27 @@ void WatchServer::Lane::Schedule(std::shared_ptr<StreamSink> sink) {
   }
 }
 
-bool WatchServer::Lane::Drain() {
-  for (;;) {
-    void* tag;
-    bool ok;
-    switch (cq_->AsyncNext(&tag, &ok, std::chrono::system_clock::time_point())) {
-      case grpc::CompletionQueue::SHUTDOWN:
-        return false;
-      case grpc::CompletionQueue::GOT_EVENT:
-        (*static_cast<Tag*>(tag))(ok);
-        break;
-      case grpc::CompletionQueue::TIMEOUT:
-        return true;
-    }
+WatchServer::Lane::Next WatchServer::Lane::HandleNext(
+    std::chrono::system_clock::time_point deadline) {
+  void* tag;
+  bool ok;
+  switch (cq_->AsyncNext(&tag, &ok, deadline)) {
+    case grpc::CompletionQueue::SHUTDOWN:
+      return Next::kShutdown;
+    case grpc::CompletionQueue::TIMEOUT:
+      return Next::kTimeout;
+    case grpc::CompletionQueue::GOT_EVENT:
+      break;
   }
+  (*static_cast<Tag*>(tag))(ok);
+  return Next::kHandled;
+}
+
+bool WatchServer::Lane::Drain() {
+  Next next;
+  while ((next = HandleNext({})) == Next::kHandled) {
+  }
+  return next == Next::kTimeout;
 }
 
 void WatchServer::Lane::Loop() {
@@ -301,22 +306,11 @@ void WatchServer::Lane::Loop() {
       round.clear();
       continue;
     }
-    void* tag;
-    bool ok;
-    switch (cq_->AsyncNext(&tag, &ok, due ? next_round : now + std::chrono::seconds(1))) {
-      case grpc::CompletionQueue::SHUTDOWN:
-        return;
-      case grpc::CompletionQueue::GOT_EVENT:
-        (*static_cast<Tag*>(tag))(ok);
-        break;
-      case grpc::CompletionQueue::TIMEOUT:
-        break;
-    }
+    if (HandleNext(due ? next_round : now + std::chrono::seconds(1)) == Next::kShutdown) return;
   }
 }
 
-WatchServer::WatchServer(std::chrono::milliseconds interval, size_t queue_limit,
-                         Handlers handlers)
+WatchServer::WatchServer(std::chrono::milliseconds interval, size_t queue_limit, Handlers handlers)
     : interval_(interval), queue_limit_(queue_limit), handlers_(std::move(handlers)) {}
 
 WatchServer::~WatchServer() {

@@ -84,8 +84,9 @@ class WatchServer {
                        grpc::ServerAsyncWriter<grpc::ByteBuffer>*, grpc::ServerCompletionQueue*,
                        void*)>
         request;
-    // Checks a new call's request and registers its sink; the watch's id, or why not.
-    std::function<absl::StatusOr<uint64_t>(grpc::ServerContext*, const grpc::ByteBuffer&,
+    // Checks a new call's request (consuming it) and registers its sink; the watch's id,
+    // or why not.
+    std::function<absl::StatusOr<uint64_t>(grpc::ServerContext*, grpc::ByteBuffer*,
                                            cache::WatchSinkPtr)>
         start;
     // Unregisters a watch whose call is over.

@@ -17,17 +17,9 @@ using etcdserverpb::WatchResponse;
 // watcher (see watch::EncodedEvents).
 using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
 
-bool Parse(const grpc::ByteBuffer& raw, WatchRequest* req) {
-  std::vector<grpc::Slice> slices;
-  if (!raw.Dump(&slices).ok()) return false;
-  std::string bytes;
-  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return req->ParseFromString(bytes);
-}
-
 // One slice holding `head` and then `parts`, back to back.
-grpc::ByteBuffer Join(const std::string& head, const std::vector<std::shared_ptr<const std::string>>& parts,
-                      size_t size) {
+grpc::ByteBuffer Join(const std::string& head,
+                      const std::vector<std::shared_ptr<const std::string>>& parts, size_t size) {
   grpc_slice slice = grpc_slice_malloc(size);
   uint8_t* p = GRPC_SLICE_START_PTR(slice);
   std::memcpy(p, head.data(), head.size());
@@ -49,8 +41,11 @@ class StreamSink final : public watch::WatchSink {
       : reactor_(reactor), hub_(hub), high_(high), low_(low) {}
 
   bool Send(WatchResponse&& resp, bool force) override {
-    const std::string bytes = resp.SerializeAsString();
-    return Queue(Join(bytes, {}, bytes.size()), bytes.size(), force);
+    grpc::ByteBuffer message;
+    bool own;
+    grpc::SerializationTraits<WatchResponse>::Serialize(resp, &message, &own);
+    const size_t size = message.Length();
+    return Queue(std::move(message), size, force);
   }
 
   bool SendEvents(watch::EncodedEvents&& events, bool force) override {
@@ -158,10 +153,10 @@ class WatchStream final : public Reactor {
       sink_->Close();
       return;
     }
-    if (!Parse(raw_, &req_)) {
+    if (!grpc::SerializationTraits<WatchRequest>::Deserialize(&raw_, &req_).ok()) {
       ctx_.hub->RemoveSink(sink_.get());
-      sink_->Close(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                "cannot decode the watch request"));
+      sink_->Close(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cannot decode the watch request"));
       return;
     }
     switch (req_.request_union_case()) {
