@@ -23,6 +23,12 @@ const std::vector<std::string> kEnv = {"PATH=/usr/bin:/bin", "WHO=test"};
 
 std::string Monitor() { return testing::BinDir() + "/mkube-monitor"; }
 
+// Starts argv under the monitor in dir, with its record, exit record and log there.
+absl::StatusOr<ProcessRecord> Start(const testing::TempDir& dir, std::vector<std::string> argv) {
+  ProcessSpec spec{std::move(argv), kEnv, dir.path(), dir.Sub("0.log")};
+  return StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
+}
+
 TEST(ResolveExecutable, ThroughThePathOfTheEnvironment) {
   EXPECT_EQ(*ResolveExecutable("sh", kEnv), "/usr/bin/sh");
   EXPECT_EQ(*ResolveExecutable("/bin/sh", kEnv), "/bin/sh");
@@ -33,9 +39,7 @@ TEST(ResolveExecutable, ThroughThePathOfTheEnvironment) {
 
 TEST(StartMonitored, RunsTheCommandAndRecordsHowItEnded) {
   testing::TempDir dir;
-  ProcessSpec spec{{"sh", "-c", "echo out $WHO; echo err >&2; exit 3"}, kEnv, dir.path(),
-                   dir.Sub("0.log")};
-  auto r = StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
+  auto r = Start(dir, {"sh", "-c", "echo out $WHO; echo err >&2; exit 3"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->pid, 0);
   EXPECT_GT(r->monitor, 0);
@@ -53,9 +57,7 @@ TEST(StartMonitored, RunsTheCommandAndRecordsHowItEnded) {
 
 TEST(StartMonitored, TheWholeGroupIsSignalledAndTheSignalRecorded) {
   testing::TempDir dir;
-  ProcessSpec spec{{"sh", "-c", "sleep 100 & echo $! > child; wait"}, kEnv, dir.path(),
-                   dir.Sub("0.log")};
-  auto r = StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit"));
+  auto r = Start(dir, {"sh", "-c", "sleep 100 & echo $! > child; wait"});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(Eventually([&] { return !testing::ReadFile(dir.Sub("child")).empty(); }));
   EXPECT_TRUE(Alive(*r));
@@ -71,12 +73,9 @@ TEST(StartMonitored, TheWholeGroupIsSignalledAndTheSignalRecorded) {
 
 TEST(StartMonitored, ACommandThatCannotRunIsAnErrorBeforeAnythingStarts) {
   testing::TempDir dir;
-  ProcessSpec spec{{"no-such-program"}, kEnv, dir.path(), dir.Sub("0.log")};
-  EXPECT_EQ(StartMonitored(Monitor(), spec, dir.Sub("0.pid"), dir.Sub("0.exit")).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Start(dir, {"no-such-program"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("0.pid")));
-  ProcessSpec empty{{}, kEnv, dir.path(), dir.Sub("0.log")};
-  EXPECT_FALSE(StartMonitored(Monitor(), empty, dir.Sub("0.pid"), dir.Sub("0.exit")).ok());
+  EXPECT_FALSE(Start(dir, {}).ok());
 }
 
 TEST(TailOffset, WhereTheLastLinesStart) {
