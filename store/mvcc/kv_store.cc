@@ -54,6 +54,24 @@ struct KvStore::Pending {
   bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
 };
 
+// A committed (or failed) group's requests with their results, in request order.
+struct KvStore::Acks {
+  std::vector<Pending> ops;
+  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
+  std::vector<absl::Status> exclusive_results;
+
+  void Run() {
+    size_t ti = 0, ei = 0;
+    for (auto& p : ops) {
+      if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
+        t->done(std::move(txn_results[ti++]));
+      } else {
+        std::get<Pending::Exclusive>(p.op).done(std::move(exclusive_results[ei++]));
+      }
+    }
+  }
+};
+
 KvStore::KvStore(const StoreOptions& options) : options_(options) {}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
@@ -67,6 +85,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
   std::unique_ptr<KvStore> store(new KvStore(options));
   if (auto st = store->Recover(); !st.ok()) return st;
   store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
+  store->acker_ = std::thread([s = store.get()] { s->AckLoop(); });
   return store;
 }
 
@@ -168,6 +187,13 @@ KvStore::~KvStore() {
     stopping_ = true;
     queue_cv_.wait(lock, [&] { return !leading_ && queue_.empty(); });
   }
+  {
+    // The acknowledging thread answers every queued group before it ends.
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    ack_stopping_ = true;
+  }
+  ack_cv_.notify_all();
+  if (acker_.joinable()) acker_.join();
   {
     std::lock_guard<std::mutex> lock(compact_mu_);
     compact_stopping_ = true;
@@ -296,9 +322,8 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
 }
 
 void KvStore::Lead() {
-  std::vector<Pending> ops;
   for (;;) {
-    ops.clear();
+    std::vector<Pending> ops;
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       if (queue_.empty()) {
@@ -318,11 +343,11 @@ void KvStore::Lead() {
         }
       }
     }
-    CommitGroup(ops);
+    CommitGroup(std::move(ops));
   }
 }
 
-void KvStore::CommitGroup(std::vector<Pending>& ops) {
+void KvStore::CommitGroup(std::vector<Pending> ops) {
   const int64_t compacted_before = compacted_;
   WriteGroup group(db_.get(), families_, next_base_revision_);
   std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
@@ -391,23 +416,58 @@ void KvStore::CommitGroup(std::vector<Pending>& ops) {
     }
   }
 
-  size_t ti = 0, ei = 0;
-  for (auto& p : ops) {
-    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-      auto& r = txn_results[ti++];
-      if (r.ok() && !commit.ok()) r = commit;
-      if (r.ok()) {
-        auto* h = r->mutable_header();
-        h->set_cluster_id(cluster_id_);
-        h->set_member_id(member_id_);
-        h->set_raft_term(kRaftTerm);
-      }
-      t->done(std::move(r));
-    } else {
-      absl::Status st = exclusive_results[ei++];
-      if (st.ok() && !commit.ok()) st = commit;
-      std::get<Pending::Exclusive>(p.op).done(st);
+  auto acks = std::make_unique<Acks>();
+  for (auto& r : txn_results) {
+    if (r.ok() && !commit.ok()) r = commit;
+    if (r.ok()) {
+      auto* h = r->mutable_header();
+      h->set_cluster_id(cluster_id_);
+      h->set_member_id(member_id_);
+      h->set_raft_term(kRaftTerm);
     }
+  }
+  for (auto& st : exclusive_results) {
+    if (st.ok() && !commit.ok()) st = commit;
+  }
+  acks->ops = std::move(ops);
+  acks->txn_results = std::move(txn_results);
+  acks->exclusive_results = std::move(exclusive_results);
+  Acknowledge(std::move(acks));
+}
+
+void KvStore::Acknowledge(std::unique_ptr<Acks> acks) {
+  bool more_waiting;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    more_waiting = !queue_.empty();
+  }
+  {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    // Answering a group costs about as much as committing it (a network write per request):
+    // when the next group is already waiting, that work goes to the other thread. Groups are
+    // answered in commit order, so once one is queued the later ones follow it.
+    if (more_waiting || acking_ || !ack_queue_.empty()) {
+      ack_queue_.push_back(std::move(acks));
+      ack_cv_.notify_one();
+      return;
+    }
+  }
+  acks->Run();
+}
+
+void KvStore::AckLoop() {
+  std::unique_lock<std::mutex> lock(ack_mu_);
+  for (;;) {
+    ack_cv_.wait(lock, [&] { return ack_stopping_ || !ack_queue_.empty(); });
+    if (ack_queue_.empty()) return;  // stopping, and everything is answered
+    std::unique_ptr<Acks> acks = std::move(ack_queue_.front());
+    ack_queue_.pop_front();
+    acking_ = true;
+    lock.unlock();
+    acks->Run();
+    acks.reset();
+    lock.lock();
+    acking_ = false;
   }
 }
 

@@ -72,7 +72,9 @@ class CommitListener {
 // WAL sync; callbacks run after the sync. There is no writer thread: a caller that queues a
 // write while nobody is writing becomes the writer (leader) and commits groups until the queue
 // is empty, while later callers only queue. At low load a write thus costs no thread hand-off,
-// and under load the requests queued during one sync form the next group.
+// and under load the requests queued during one sync form the next group. When more requests
+// wait, the leader hands a committed group's callbacks to an acknowledging thread and goes on
+// to the next group, so answering one group overlaps committing the next.
 class KvStore {
  public:
   using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
@@ -119,13 +121,18 @@ class KvStore {
 
  private:
   struct Pending;
+  struct Acks;
   KvStore(const StoreOptions& options);
   absl::Status Recover();
   void Publish(int64_t revision, int64_t compacted);
   void Submit(Pending pending);
   // Commits queued groups until the queue is empty; the caller holds leadership.
   void Lead();
-  void CommitGroup(std::vector<Pending>& ops);
+  void CommitGroup(std::vector<Pending> ops);
+  // Runs the callbacks of a committed group now, or queues them for the acknowledging thread
+  // when more requests wait (or earlier groups are still being acknowledged).
+  void Acknowledge(std::unique_ptr<Acks> acks);
+  void AckLoop();
   void CompactorLoop();
   absl::Status CompactHistory(int64_t revision);
   void CacheEvents(EventList&& events);
@@ -171,7 +178,14 @@ class KvStore {
   std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
   bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
 
+  std::mutex ack_mu_;
+  std::condition_variable ack_cv_;
+  std::deque<std::unique_ptr<Acks>> ack_queue_ ABSL_GUARDED_BY(ack_mu_);
+  bool acking_ ABSL_GUARDED_BY(ack_mu_) = false;  // the thread is running a group's callbacks
+  bool ack_stopping_ ABSL_GUARDED_BY(ack_mu_) = false;
+
   std::thread compactor_;
+  std::thread acker_;
 };
 using KvStorePtr = std::unique_ptr<KvStore>;
 
