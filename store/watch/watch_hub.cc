@@ -242,6 +242,13 @@ bool WatchHub::Deliver(Watcher& w, const std::vector<mvccpb::Event>& events, Eve
 }
 
 void WatchHub::FanOut(int64_t target) {
+  // With nobody in sync there is nothing to send; watchers added later catch up from history.
+  bool any_synced = false;
+  for (auto& [key, w] : watchers_) any_synced = any_synced || w.synced;
+  if (!any_synced) {
+    hub_rev_ = target;
+    return;
+  }
   std::vector<mvccpb::Event> events;
   while (hub_rev_ < target) {
     events.clear();
