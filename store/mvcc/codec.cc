@@ -5,7 +5,6 @@ namespace {
 constexpr char kEscape = '\x00';
 constexpr char kEscapedZero = '\xff';
 constexpr char kTerminator = '\x01';
-constexpr char kPastTerminator = '\x02';
 }  // namespace
 
 void AppendBigEndian64(std::string* out, uint64_t v) {
@@ -46,19 +45,6 @@ std::string EncodeKeyEntry(std::string_view user_key, int64_t main) {
   out.reserve(user_key.size() + 10);
   AppendEscapedKey(&out, user_key);
   AppendBigEndian64(&out, ~static_cast<uint64_t>(main));
-  return out;
-}
-
-std::string KeyEntryStart(std::string_view user_key) {
-  std::string out;
-  AppendEscapedKey(&out, user_key);
-  return out;
-}
-
-std::string KeyEntryEnd(std::string_view user_key) {
-  std::string out;
-  AppendEscapedKey(&out, user_key);
-  out.back() = kPastTerminator;
   return out;
 }
 

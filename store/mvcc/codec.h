@@ -5,15 +5,14 @@
 #include <string>
 #include <string_view>
 
-// Byte layouts of mkube-store's RocksDB column families. Every encoding is order-preserving so
-// RocksDB's bytewise order is the order the store needs:
+// Byte layouts of mkube-store's RocksDB keys. Every encoding is order-preserving so RocksDB's
+// bytewise order is the order the store needs:
 //
-//   "rev" family:  <main:8 BE><sub:8 BE>                       -> <type:1><user key>
-//   "key" family:  <escaped user key><0x00 0x01><~main:8 BE>  -> <type:1>[KeyValue without key]
-//   "meta" family: short tagged records (see kv_store.cc)
+//   "history" family: <main:8 BE><sub:8 BE> -> the version written there (see reader.h)
+//   "meta" family:    short tagged records (see kv_store.cc)
 //
-// The key family stores the history of each user key newest first (inverted revision), so the
-// version of a key visible at revision R is the first entry at or after Seek(key, R).
+// Key entries, <escaped user key><0x00 0x01><~main:8 BE>, are the keys of the first format's
+// "key" family (each key's history, newest first); they are read only to migrate such stores.
 namespace mkube::store::mvcc {
 
 struct Revision {
@@ -37,10 +36,6 @@ void AppendEscapedKey(std::string* out, std::string_view user_key);
 
 // The key-family key of user_key at main revision `main`.
 std::string EncodeKeyEntry(std::string_view user_key, int64_t main);
-// The smallest key-family key of user_key: its newest entry.
-std::string KeyEntryStart(std::string_view user_key);
-// The smallest key-family key strictly after every entry of user_key.
-std::string KeyEntryEnd(std::string_view user_key);
 
 struct KeyEntry {
   std::string user_key;

@@ -4,12 +4,10 @@
 
 namespace mkube::store::mvcc {
 
-// The column families of one store (see codec.h for their layouts). Not owned.
+// The column families of one store (see reader.h and kv_store.cc for their layouts). Not owned.
 struct Families {
-  rocksdb::ColumnFamilyHandle* rev = nullptr;   // revision -> (type, key)
-  rocksdb::ColumnFamilyHandle* key = nullptr;   // (key, revision) -> history entry
-  rocksdb::ColumnFamilyHandle* cur = nullptr;   // key -> its live KeyValue
-  rocksdb::ColumnFamilyHandle* meta = nullptr;  // store bookkeeping and leases
+  rocksdb::ColumnFamilyHandle* history = nullptr;  // revision -> the version written there
+  rocksdb::ColumnFamilyHandle* meta = nullptr;     // store bookkeeping and leases
 };
 
 }  // namespace mkube::store::mvcc

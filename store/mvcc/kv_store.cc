@@ -1,6 +1,8 @@
 #include "store/mvcc/kv_store.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <variant>
 
@@ -21,6 +23,13 @@ constexpr char kMetaRevision[] = "R";        // the store's revision
 constexpr char kMetaCompacted[] = "C";       // compaction requested up to
 constexpr char kMetaCompactDone[] = "F";     // compaction finished up to
 constexpr char kMetaAppliedIndex[] = "X";    // count of applied requests
+constexpr char kMetaFormat[] = "V";          // layout of the families (kFormat)
+
+// Format 2: one "history" family, revision -> version, and the key index in memory. Format 1
+// (no record) kept three families: "rev" (revision -> type, key), "key" ((key, revision) ->
+// version without its key) and "cur" (key -> live version); it is migrated at start.
+constexpr int64_t kFormat = 2;
+const char* const kLegacyFamilies[] = {"rev", "key", "cur"};
 
 constexpr size_t kCompactBatch = 10000;
 
@@ -105,14 +114,21 @@ absl::Status KvStore::Recover() {
 
 
   rocksdb::ColumnFamilyOptions cf_options;
-  cf_options.write_buffer_size = options_.memtable_bytes / 4;
+  cf_options.write_buffer_size = options_.memtable_bytes / 2;
 
+  // Every existing family must be opened; those of the first format are migrated below.
+  std::vector<std::string> existing, legacy;
+  if (!rocksdb::DB::ListColumnFamilies(db_options, options_.data_dir, &existing).ok()) {
+    existing.clear();  // a new store
+  }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
-      {rocksdb::kDefaultColumnFamilyName, cf_options},
-      {"rev", cf_options},
-      {"key", cf_options},
-      {"cur", cf_options},
-      {"meta", cf_options}};
+      {rocksdb::kDefaultColumnFamilyName, cf_options}, {"history", cf_options}, {"meta", cf_options}};
+  for (const char* name : kLegacyFamilies) {
+    if (std::find(existing.begin(), existing.end(), name) != existing.end()) {
+      legacy.push_back(name);
+      descriptors.push_back({name, cf_options});
+    }
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, options_.data_dir, descriptors, &handles_, &raw);
   if (!s.ok()) {
@@ -120,7 +136,7 @@ absl::Status KvStore::Recover() {
         fmt::format("cannot open store in {}: {}", options_.data_dir, s.ToString()));
   }
   db_.reset(raw);
-  families_ = {handles_[1], handles_[2], handles_[3], handles_[4]};
+  families_ = {handles_[1], handles_[2]};
 
   auto read64 = [&](const char* key, int64_t fallback) -> absl::StatusOr<int64_t> {
     std::string v;
@@ -152,6 +168,18 @@ absl::Status KvStore::Recover() {
     return absl::DataLossError("mkube-store: corrupt identity record");
   }
 
+  auto format = read64(kMetaFormat, 0);
+  if (!format.ok()) return format.status();
+  if (*format > kFormat) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the store in {} has format {}, newer than this mkube-store reads ({})",
+        options_.data_dir, *format, kFormat));
+  }
+  if (!legacy.empty() || *format == 0) {
+    // A migration that was cut short after its format record only has families to drop.
+    if (auto st = MigrateFormat1(legacy, *format == 0); !st.ok()) return st;
+  }
+
   auto revision = read64(kMetaRevision, 1);
   if (!revision.ok()) return revision.status();
   auto compacted = read64(kMetaCompacted, 0);
@@ -160,6 +188,11 @@ absl::Status KvStore::Recover() {
   if (!compact_done.ok()) return compact_done.status();
   auto applied = read64(kMetaAppliedIndex, 0);
   if (!applied.ok()) return applied.status();
+  {
+    std::unique_lock lock(index_.mu);
+    index_.floor = *compacted;
+  }
+  if (auto st = BuildIndex(); !st.ok()) return st;
 
   next_base_revision_ = *revision;
   compacted_ = *compacted;
@@ -175,8 +208,101 @@ absl::Status KvStore::Recover() {
     cache_floor_ = *revision + 1;
   }
   Publish(*revision, *compacted);
-  spdlog::info("store recovered in {}: revision {}, compacted {}", options_.data_dir, *revision,
-               *compacted);
+  spdlog::info("store recovered in {}: revision {}, compacted {}, {} keys", options_.data_dir,
+               *revision, *compacted, index_.index.key_count());
+  return absl::OkStatus();
+}
+
+absl::Status KvStore::BuildIndex() {
+  std::unique_lock lock(index_.mu);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_.history));
+  mvccpb::KeyValue kv;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto rev = DecodeRevision(it->key().ToStringView());
+    bool deleted = false;
+    if (!rev || !DecodeHistory(*rev, it->value().ToStringView(), &kv, &deleted)) {
+      return absl::DataLossError("mkube-store: corrupt history entry");
+    }
+    IndexedVersion v;
+    v.rev = *rev;
+    if (!deleted) {
+      v.create_revision = kv.create_revision();
+      v.version = kv.version();
+      v.lease = kv.lease();
+    }
+    index_.index.Add(kv.key(), v);
+  }
+  return FromRocks(it->status(), "read history");
+}
+
+absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, bool convert) {
+  auto handle = [&](std::string_view name) -> rocksdb::ColumnFamilyHandle* {
+    for (auto* h : handles_) {
+      if (h->GetName() == name) return h;
+    }
+    return nullptr;
+  };
+  rocksdb::WriteOptions wo;
+  rocksdb::WriteBatch batch;
+  auto* rev_family = handle("rev");
+  auto* key_family = handle("key");
+  if (convert && rev_family && key_family) {
+    spdlog::info("migrating the store in {} to format {}", options_.data_dir, kFormat);
+    // Where each version sat in its revision. Compaction had removed the revision entries
+    // of old versions it kept; those get sub-revisions of their own, above any real one.
+    std::map<std::pair<int64_t, std::string>, int64_t> subs;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), rev_family));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto rev = DecodeRevision(it->key().ToStringView());
+      std::string_view v = it->value().ToStringView();
+      if (!rev || v.empty()) return absl::DataLossError("mkube-store: corrupt revision entry");
+      subs[{rev->main, std::string(v.substr(1))}] = rev->sub;
+    }
+    if (auto st = FromRocks(it->status(), "read revisions"); !st.ok()) return st;
+    std::map<int64_t, int64_t> synthetic;
+    size_t migrated = 0;
+    it.reset(db_->NewIterator(rocksdb::ReadOptions(), key_family));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      auto entry = DecodeKeyEntry(it->key().ToStringView());
+      std::string_view v = it->value().ToStringView();
+      if (!entry || v.empty()) return absl::DataLossError("mkube-store: corrupt history entry");
+      mvcc::Revision rev{entry->main, 0};
+      if (auto s = subs.find({entry->main, entry->user_key}); s != subs.end()) {
+        rev.sub = s->second;
+      } else {
+        rev.sub = (int64_t{1} << 32) + synthetic[entry->main]++;
+      }
+      std::string stored;
+      if (v[0] == static_cast<char>(EntryType::kTombstone)) {
+        stored = EncodeHistoryDelete(entry->user_key);
+      } else {
+        mvccpb::KeyValue kv;
+        if (!kv.ParseFromArray(v.data() + 1, static_cast<int>(v.size() - 1))) {
+          return absl::DataLossError("mkube-store: corrupt history entry");
+        }
+        kv.set_key(entry->user_key);
+        AppendHistoryPut(&stored, kv);
+      }
+      batch.Put(families_.history, EncodeRevision(rev), stored).PermitUncheckedError();
+      ++migrated;
+      if (batch.Count() >= static_cast<int>(kCompactBatch)) {
+        if (auto st = FromRocks(db_->Write(wo, &batch), "migration write"); !st.ok()) return st;
+        batch.Clear();
+      }
+    }
+    if (auto st = FromRocks(it->status(), "read history"); !st.ok()) return st;
+    spdlog::info("migrated {} versions", migrated);
+  }
+  // The format record commits the migration; the old families go only after it is synced.
+  batch.Put(families_.meta, kMetaFormat, Encode64(kFormat)).PermitUncheckedError();
+  wo.sync = true;
+  if (auto st = FromRocks(db_->Write(wo, &batch), "migration write"); !st.ok()) return st;
+  for (const auto& name : legacy) {
+    auto* h = handle(name);
+    if (auto st = FromRocks(db_->DropColumnFamily(h), "drop family " + name); !st.ok()) return st;
+    db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    handles_.erase(std::find(handles_.begin(), handles_.end(), h));
+  }
   return absl::OkStatus();
 }
 
@@ -246,19 +372,25 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
   const int64_t rev = req.revision() > 0 ? req.revision() : state->revision;
   if (rev > state->revision) return absl::OutOfRangeError(kErrFutureRev);
   if (rev < state->compacted) return absl::OutOfRangeError(kErrCompacted);
+  KeyRange range(req.key(), req.range_end());
+  std::vector<Found> candidates;
+  {
+    std::shared_lock lock(index_.mu);
+    if (rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
+    index_.index.Range(range, rev, [&](const std::string& key, const IndexedVersion& v) {
+      candidates.push_back(FoundInIndex(key, v));
+      return true;
+    });
+  }
+  // The snapshot holds every version the index named at rev: compaction removes only
+  // versions below its floor, and the snapshot is older than any such removal.
   rocksdb::ReadOptions ro;
   ro.snapshot = state->snapshot;
-  KeyRange range(req.key(), req.range_end());
-  absl::Status st;
-  if (rev == state->revision) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.cur));
-    st = EvaluateRange(req, [&](KvVisitor v) { return ScanCurrent(it.get(), range, v); }, &resp);
-  } else {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.key));
-    st = EvaluateRange(req, [&](KvVisitor v) { return ScanAtRevision(it.get(), range, rev, v); },
-                       &resp);
-  }
-  if (!st.ok()) return st;
+  auto load = [&](const std::vector<Found*>& found) {
+    return LoadValues(db_.get(), families_.history, ro, found,
+                      absl::DataLossError("mkube-store: a version named by the index is missing"));
+  };
+  if (auto st = EvaluateRange(req, std::move(candidates), load, &resp); !st.ok()) return st;
   return resp;
 }
 
@@ -349,7 +481,7 @@ void KvStore::Lead() {
 
 void KvStore::CommitGroup(std::vector<Pending> ops) {
   const int64_t compacted_before = compacted_;
-  WriteGroup group(db_.get(), families_, next_base_revision_);
+  WriteGroup group(db_.get(), families_, index_, next_base_revision_);
   std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
   std::vector<absl::Status> exclusive_results;
   txn_results.reserve(ops.size());
@@ -407,6 +539,11 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
   if (commit.ok()) {
     applied_index_ = applied_index_value_;
     if (!group.empty()) {
+      {
+        std::unique_lock lock(index_.mu);
+        group.VisitVersions(
+            [&](const std::string& key, const IndexedVersion& v) { index_.index.Add(key, v); });
+      }
       Publish(final_revision, compacted_);
       if (!group.events().empty()) {
         for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
@@ -528,47 +665,42 @@ absl::Status KvStore::ReadEventsFromDb(const ReadState& state, int64_t from, int
                                        int64_t* last) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = state.snapshot;
-  std::unique_ptr<rocksdb::Iterator> revs(db_->NewIterator(ro, families_.rev));
-  std::unique_ptr<rocksdb::Iterator> keys(db_->NewIterator(ro, families_.key));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.history));
   size_t taken = 0;
   bool ended = true;
-  for (revs->Seek(EncodeRevision({from, 0})); revs->Valid(); revs->Next()) {
-    auto rev = DecodeRevision(revs->key().ToStringView());
-    std::string_view v = revs->value().ToStringView();
-    if (!rev || v.empty()) return absl::DataLossError("mkube-store: corrupt revision entry");
+  for (it->Seek(EncodeRevision({from, 0})); it->Valid(); it->Next()) {
+    auto rev = DecodeRevision(it->key().ToStringView());
+    if (!rev) return absl::DataLossError("mkube-store: corrupt revision entry");
     if (rev->main > to) break;
     if (taken >= max_events && rev->main != *last) {
       ended = false;
       break;
     }
-    std::string_view user_key = v.substr(1);
     mvccpb::Event& ev = out->emplace_back();
-    const bool is_delete = v[0] == static_cast<char>(EntryType::kTombstone);
-    ev.set_type(is_delete ? mvccpb::Event::DELETE : mvccpb::Event::PUT);
-    keys->Seek(EncodeKeyEntry(user_key, rev->main));
-    if (!keys->Valid()) return absl::DataLossError("mkube-store: history entry missing");
-    bool tombstone = false;
-    if (is_delete) {
-      ev.mutable_kv()->set_key(user_key.data(), user_key.size());
-      ev.mutable_kv()->set_mod_revision(rev->main);
-    } else if (!DecodeHistory(user_key, keys->value().ToStringView(), ev.mutable_kv(),
-                              &tombstone)) {
+    bool deleted = false;
+    if (!DecodeHistory(*rev, it->value().ToStringView(), ev.mutable_kv(), &deleted)) {
       return absl::DataLossError("mkube-store: corrupt history entry");
     }
-    keys->Next();
-    if (keys->Valid()) {
-      auto prev = DecodeKeyEntry(keys->key().ToStringView());
-      mvccpb::KeyValue prev_kv;
-      if (prev && prev->user_key == user_key &&
-          DecodeHistory(user_key, keys->value().ToStringView(), &prev_kv, &tombstone) &&
-          !tombstone) {
-        *ev.mutable_prev_kv() = std::move(prev_kv);
+    ev.set_type(deleted ? mvccpb::Event::DELETE : mvccpb::Event::PUT);
+    // The version before, unless compaction removed it or it was a deletion.
+    std::optional<IndexedVersion> prev;
+    {
+      std::shared_lock lock(index_.mu);
+      prev = index_.index.Previous(ev.kv().key(), *rev);
+    }
+    if (prev && !prev->deleted()) {
+      Found f = FoundInIndex(ev.kv().key(), *prev);
+      absl::Status st = LoadValues(db_.get(), families_.history, ro, {&f}, absl::NotFoundError(""));
+      if (st.ok()) {
+        *ev.mutable_prev_kv() = std::move(f.kv);
+      } else if (!absl::IsNotFound(st)) {
+        return st;
       }
     }
     ++taken;
     *last = rev->main;
   }
-  if (!revs->status().ok()) return FromRocks(revs->status(), "read history");
+  if (!it->status().ok()) return FromRocks(it->status(), "read history");
   if (ended) *last = to;
   return absl::OkStatus();
 }
@@ -620,52 +752,30 @@ void KvStore::CompactorLoop() {
 }
 
 absl::Status KvStore::CompactHistory(int64_t target) {
-  // Keep, per key, every entry above the target and the newest one at or below it (unless
-  // that one is a deletion below the target); everything older is history nobody can read.
-  const rocksdb::Snapshot* snap = db_->GetSnapshot();
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_.key));
+  // The index forgets first (and refuses reads below target from then on); then the
+  // versions it forgot leave the database. Losing these deletes in a crash only means
+  // redoing them: the index is rebuilt from the database and compaction resumes.
+  std::vector<mvcc::Revision> removed;
+  {
+    std::unique_lock lock(index_.mu);
+    index_.floor = std::max(index_.floor, target);
+    index_.index.Compact(target, &removed);
+  }
+  std::sort(removed.begin(), removed.end());
+  rocksdb::WriteOptions wo;
   rocksdb::WriteBatch batch;
-  rocksdb::WriteOptions wo;  // Losing these deletes in a crash only means redoing them.
-  std::string current;
-  bool kept = false;
-  absl::Status st;
-  size_t removed = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    auto entry = DecodeKeyEntry(it->key().ToStringView());
-    if (!entry) continue;
-    if (entry->user_key != current) {
-      current = entry->user_key;
-      kept = false;
-    }
-    if (entry->main > target) continue;
-    bool remove = kept;
-    if (!kept) {
-      kept = true;
-      const bool tombstone = it->value().size() == 1 &&
-                             it->value()[0] == static_cast<char>(EntryType::kTombstone);
-      remove = tombstone && entry->main < target;
-    }
-    if (remove) {
-      batch.Delete(families_.key, it->key()).PermitUncheckedError();
-      ++removed;
-      if (batch.Count() >= static_cast<int>(kCompactBatch)) {
-        st = FromRocks(db_->Write(wo, &batch), "compaction write");
-        if (!st.ok()) break;
-        batch.Clear();
-      }
+  for (const mvcc::Revision& rev : removed) {
+    batch.Delete(families_.history, EncodeRevision(rev)).PermitUncheckedError();
+    if (batch.Count() >= static_cast<int>(kCompactBatch)) {
+      if (auto st = FromRocks(db_->Write(wo, &batch), "compaction write"); !st.ok()) return st;
+      batch.Clear();
     }
   }
-  if (st.ok()) st = FromRocks(it->status(), "compaction scan");
-  it.reset();
-  db_->ReleaseSnapshot(snap);
-  if (!st.ok()) return st;
-  batch.DeleteRange(families_.rev, EncodeRevision({0, 0}), EncodeRevision({target, 0}))
-      .PermitUncheckedError();
   batch.Put(families_.meta, kMetaCompactDone, Encode64(target)).PermitUncheckedError();
-  st = FromRocks(db_->Write(wo, &batch), "compaction write");
-  if (st.ok()) spdlog::info("compacted history to revision {}: {} entries removed", target, removed);
+  absl::Status st = FromRocks(db_->Write(wo, &batch), "compaction write");
+  if (st.ok()) {
+    spdlog::info("compacted history to revision {}: {} versions removed", target, removed.size());
+  }
   return st;
 }
 

@@ -17,6 +17,7 @@
 #include "proto/etcd/rpc.pb.h"
 #include "rocksdb/db.h"
 #include "store/mvcc/families.h"
+#include "store/mvcc/key_index.h"
 #include "store/mvcc/txn.h"
 #include "store/mvcc/write_group.h"
 
@@ -124,6 +125,9 @@ class KvStore {
   struct Acks;
   KvStore(const StoreOptions& options);
   absl::Status Recover();
+  // Rewrites a store of the first format (three key families) into the history family.
+  absl::Status MigrateFormat1(const std::vector<std::string>& legacy, bool convert);
+  absl::Status BuildIndex();
   void Publish(int64_t revision, int64_t compacted);
   void Submit(Pending pending);
   // Commits queued groups until the queue is empty; the caller holds leadership.
@@ -144,6 +148,7 @@ class KvStore {
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   Families families_;
+  SharedIndex index_;
   const LeaseView* leases_ = nullptr;
   uint64_t cluster_id_ = 0;
   uint64_t member_id_ = 0;

@@ -1,95 +1,90 @@
 #include "store/mvcc/reader.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "fmt/format.h"
-#include "store/mvcc/codec.h"
 
 namespace mkube::store::mvcc {
-namespace {
 
-absl::Status Corrupt(std::string_view what, std::string_view key) {
-  return absl::DataLossError(fmt::format("mkube-store: corrupt {} entry for key {}", what, key));
+void AppendHistoryPut(std::string* out, const mvccpb::KeyValue& kv) {
+  out->push_back(static_cast<char>(EntryType::kPut));
+  kv.AppendToString(out);
 }
 
-absl::Status IteratorStatus(rocksdb::Iterator* it) {
-  if (it->status().ok()) return absl::OkStatus();
-  return absl::InternalError(fmt::format("mkube-store: read failed: {}", it->status().ToString()));
-}
-
-}  // namespace
-
-std::string EncodeCurrent(const mvccpb::KeyValue& kv) {
-  mvccpb::KeyValue copy = kv;
-  copy.clear_key();
-  return copy.SerializeAsString();
-}
-
-bool DecodeCurrent(std::string_view user_key, std::string_view stored, mvccpb::KeyValue* kv) {
-  if (!kv->ParseFromArray(stored.data(), static_cast<int>(stored.size()))) return false;
-  kv->set_key(user_key.data(), user_key.size());
-  return true;
-}
-
-std::string EncodeHistoryPut(const mvccpb::KeyValue& kv) {
-  std::string out(1, static_cast<char>(EntryType::kPut));
-  mvccpb::KeyValue copy = kv;
-  copy.clear_key();
-  copy.AppendToString(&out);
+std::string EncodeHistoryDelete(std::string_view key) {
+  std::string out(1, static_cast<char>(EntryType::kTombstone));
+  out.append(key);
   return out;
 }
 
-std::string EncodeHistoryTombstone() { return std::string(1, static_cast<char>(EntryType::kTombstone)); }
-
-bool DecodeHistory(std::string_view user_key, std::string_view stored, mvccpb::KeyValue* kv,
-                   bool* tombstone) {
+bool DecodeHistory(Revision rev, std::string_view stored, mvccpb::KeyValue* kv, bool* deleted) {
   if (stored.empty()) return false;
-  *tombstone = stored[0] == static_cast<char>(EntryType::kTombstone);
-  if (*tombstone) return stored.size() == 1;
-  if (stored[0] != static_cast<char>(EntryType::kPut)) return false;
-  return DecodeCurrent(user_key, stored.substr(1), kv);
-}
-
-absl::Status ScanCurrent(rocksdb::Iterator* it, const KeyRange& range, KvVisitor visit) {
-  if (range.empty()) return absl::OkStatus();
-  for (it->Seek(range.begin()); it->Valid(); it->Next()) {
-    std::string_view k = it->key().ToStringView();
-    if (range.Past(k)) break;
-    mvccpb::KeyValue kv;
-    if (!DecodeCurrent(k, it->value().ToStringView(), &kv)) return Corrupt("current", k);
-    if (!visit(std::move(kv))) return absl::OkStatus();
+  const std::string_view body = stored.substr(1);
+  switch (static_cast<EntryType>(stored[0])) {
+    case EntryType::kPut:
+      *deleted = false;
+      return kv->ParseFromArray(body.data(), static_cast<int>(body.size())) &&
+             kv->mod_revision() == rev.main;
+    case EntryType::kTombstone:
+      *deleted = true;
+      kv->Clear();
+      kv->set_key(body.data(), body.size());
+      kv->set_mod_revision(rev.main);
+      return !body.empty();
   }
-  return IteratorStatus(it);
+  return false;
 }
 
-absl::Status ScanAtRevision(rocksdb::Iterator* it, const KeyRange& range, int64_t rev,
-                            KvVisitor visit) {
-  if (range.empty()) return absl::OkStatus();
-  it->Seek(KeyEntryStart(range.begin()));
-  while (it->Valid()) {
-    std::optional<KeyEntry> entry = DecodeKeyEntry(it->key().ToStringView());
-    if (!entry) return Corrupt("history key", it->key().ToStringView());
-    if (range.Past(entry->user_key)) break;
-    if (entry->main > rev) {
-      // Newer than asked for: jump to this key's newest entry at or below rev.
-      it->Seek(EncodeKeyEntry(entry->user_key, rev));
-      continue;
+Found FoundInIndex(const std::string& key, const IndexedVersion& v) {
+  Found f;
+  f.kv.set_key(key);
+  f.kv.set_create_revision(v.create_revision);
+  f.kv.set_mod_revision(v.rev.main);
+  f.kv.set_version(v.version);
+  f.kv.set_lease(v.lease);
+  f.rev = v.rev;
+  return f;
+}
+
+absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
+                        const rocksdb::ReadOptions& ro, const std::vector<Found*>& found,
+                        const absl::Status& missing) {
+  constexpr size_t kBatch = 512;
+  std::vector<std::string> keys;
+  std::vector<rocksdb::Slice> slices;
+  std::vector<rocksdb::PinnableSlice> values(std::min(found.size(), kBatch));
+  std::vector<rocksdb::Status> statuses(values.size());
+  for (size_t start = 0; start < found.size(); start += kBatch) {
+    const size_t n = std::min(kBatch, found.size() - start);
+    keys.clear();
+    slices.clear();
+    for (size_t i = 0; i < n; ++i) keys.push_back(EncodeRevision(found[start + i]->rev));
+    for (auto& k : keys) slices.emplace_back(k);
+    db->MultiGet(ro, history, n, slices.data(), values.data(), statuses.data());
+    for (size_t i = 0; i < n; ++i) {
+      Found& f = *found[start + i];
+      if (statuses[i].IsNotFound()) return missing;
+      if (!statuses[i].ok()) {
+        return absl::UnavailableError(
+            fmt::format("mkube-store: read failed: {}", statuses[i].ToString()));
+      }
+      mvccpb::KeyValue kv;
+      bool deleted = false;
+      if (!DecodeHistory(f.rev, values[i].ToStringView(), &kv, &deleted) || deleted ||
+          kv.key() != f.kv.key()) {
+        return absl::DataLossError(fmt::format(
+            "mkube-store: corrupt history entry at revision {} for key {}", f.rev.main, f.kv.key()));
+      }
+      f.kv = std::move(kv);
+      f.loaded = true;
+      values[i].Reset();
     }
-    mvccpb::KeyValue kv;
-    bool tombstone = false;
-    if (!DecodeHistory(entry->user_key, it->value().ToStringView(), &kv, &tombstone)) {
-      return Corrupt("history", entry->user_key);
-    }
-    if (!tombstone && !visit(std::move(kv))) return absl::OkStatus();
-    it->Seek(KeyEntryEnd(entry->user_key));
   }
-  return IteratorStatus(it);
+  return absl::OkStatus();
 }
 
-absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
-                           absl::FunctionRef<absl::Status(KvVisitor)> scan,
-                           etcdserverpb::RangeResponse* resp) {
+absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Found> candidates,
+                           Loader load, etcdserverpb::RangeResponse* resp) {
   using etcdserverpb::RangeRequest;
   auto sort_order = req.sort_order();
   // Sorting by anything but the key with no order given means ascending, as in etcd.
@@ -98,14 +93,10 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
   }
   const bool key_order =
       req.sort_target() == RangeRequest::KEY && sort_order != RangeRequest::DESCEND;
-  const bool filtered = req.min_mod_revision() || req.max_mod_revision() ||
-                        req.min_create_revision() || req.max_create_revision();
   const int64_t limit = req.limit() > 0 ? req.limit() : 0;
-  // In key order with no filter, stop collecting after limit+1 (to learn `more`), still count.
-  const bool early_cut = key_order && !filtered && limit > 0;
+  resp->set_count(static_cast<int64_t>(candidates.size()));
+  if (req.count_only()) return absl::OkStatus();
 
-  int64_t count = 0;
-  std::vector<mvccpb::KeyValue> kvs;
   auto keep = [&](const mvccpb::KeyValue& kv) {
     if (req.min_mod_revision() && kv.mod_revision() < req.min_mod_revision()) return false;
     if (req.max_mod_revision() && kv.mod_revision() > req.max_mod_revision()) return false;
@@ -113,18 +104,24 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
     if (req.max_create_revision() && kv.create_revision() > req.max_create_revision()) return false;
     return true;
   };
-  absl::Status st = scan([&](mvccpb::KeyValue&& kv) {
-    ++count;
-    if (req.count_only()) return true;
-    if (early_cut && static_cast<int64_t>(kvs.size()) > limit) return true;
-    if (!keep(kv)) return true;
-    if (req.keys_only()) kv.clear_value();
-    kvs.push_back(std::move(kv));
-    return true;
-  });
-  if (!st.ok()) return st;
+  std::vector<Found> kvs;
+  for (auto& f : candidates) {
+    // In key order, limit+1 entries tell whether there is more.
+    if (key_order && limit > 0 && static_cast<int64_t>(kvs.size()) > limit) break;
+    if (keep(f.kv)) kvs.push_back(std::move(f));
+  }
+  auto load_all = [&](std::vector<Found>& all) {
+    std::vector<Found*> wanted;
+    for (auto& f : all) {
+      if (!f.loaded) wanted.push_back(&f);
+    }
+    return wanted.empty() ? absl::OkStatus() : load(wanted);
+  };
 
   if (!key_order) {
+    if (req.sort_target() == RangeRequest::VALUE) {
+      if (auto st = load_all(kvs); !st.ok()) return st;
+    }
     auto field = [&](const mvccpb::KeyValue& kv) -> std::pair<int64_t, const std::string*> {
       switch (req.sort_target()) {
         case RangeRequest::VERSION: return {kv.version(), nullptr};
@@ -134,8 +131,8 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
         default: return {0, &kv.key()};
       }
     };
-    auto less = [&](const mvccpb::KeyValue& a, const mvccpb::KeyValue& b) {
-      auto fa = field(a), fb = field(b);
+    auto less = [&](const Found& a, const Found& b) {
+      auto fa = field(a.kv), fb = field(b.kv);
       if (fa.second) return *fa.second < *fb.second;
       return fa.first < fb.first;
     };
@@ -149,8 +146,13 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
     kvs.resize(limit);
     resp->set_more(true);
   }
-  resp->set_count(count);
-  for (auto& kv : kvs) *resp->add_kvs() = std::move(kv);
+  if (!req.keys_only()) {
+    if (auto st = load_all(kvs); !st.ok()) return st;
+  }
+  for (auto& f : kvs) {
+    if (req.keys_only()) f.kv.clear_value();
+    *resp->add_kvs() = std::move(f.kv);
+  }
   return absl::OkStatus();
 }
 

@@ -1,46 +1,48 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "proto/etcd/kv.pb.h"
 #include "proto/etcd/rpc.pb.h"
-#include "rocksdb/iterator.h"
-#include "store/mvcc/key_range.h"
+#include "rocksdb/db.h"
+#include "store/mvcc/codec.h"
+#include "store/mvcc/key_index.h"
 
-// Reading the key families. Functions here take iterators so the same code reads a committed
-// snapshot and, in the writer, the snapshot overlaid with the uncommitted group batch.
+// Reading the history family, and evaluating range requests over keys found in the index.
 namespace mkube::store::mvcc {
 
-// Values in the "cur" family: a KeyValue without its key (the RocksDB key is the user key).
-std::string EncodeCurrent(const mvccpb::KeyValue& kv);
-bool DecodeCurrent(std::string_view user_key, std::string_view stored, mvccpb::KeyValue* kv);
+// Values in the "history" family (keyed by EncodeRevision): a type byte, then for a put the
+// whole KeyValue, for a deletion the user key.
+void AppendHistoryPut(std::string* out, const mvccpb::KeyValue& kv);
+std::string EncodeHistoryDelete(std::string_view key);
+// For a deletion, kv gets the key and mod_revision. Returns false when the value is malformed.
+bool DecodeHistory(Revision rev, std::string_view stored, mvccpb::KeyValue* kv, bool* deleted);
 
-// Values in the "key" (history) family: a type byte, then for a put the KeyValue without key.
-std::string EncodeHistoryPut(const mvccpb::KeyValue& kv);
-std::string EncodeHistoryTombstone();
-// Returns false when the value is malformed; *tombstone tells a deletion.
-bool DecodeHistory(std::string_view user_key, std::string_view stored, mvccpb::KeyValue* kv,
-                   bool* tombstone);
+// A version a read found: its KeyValue, without the value until loaded, and where it is stored.
+struct Found {
+  mvccpb::KeyValue kv;
+  Revision rev;
+  bool loaded = false;
+};
+Found FoundInIndex(const std::string& key, const IndexedVersion& v);
 
-// Stops the scan when it returns false.
-using KvVisitor = absl::FunctionRef<bool(mvccpb::KeyValue&&)>;
+// Loads the values of versions (all live puts) from the history family as `ro` sees it.
+// A version missing there is reported with `missing` (the caller knows whether that means
+// compacted or corrupt).
+absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
+                        const rocksdb::ReadOptions& ro, const std::vector<Found*>& found,
+                        const absl::Status& missing);
+using Loader = absl::FunctionRef<absl::Status(const std::vector<Found*>&)>;
 
-// Visits the live keys of `range` in key order, reading the "cur" family.
-absl::Status ScanCurrent(rocksdb::Iterator* cur_it, const KeyRange& range, KvVisitor visit);
-
-// Visits the keys of `range` as they were at revision `rev`, reading the "key" family.
-absl::Status ScanAtRevision(rocksdb::Iterator* key_it, const KeyRange& range, int64_t rev,
-                            KvVisitor visit);
-
-// Which kvs a RangeRequest wants and how they are ordered and cut. `scan` must visit the
-// candidate keys in key order. Sets kvs, more and count, not the header.
-absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req,
-                           absl::FunctionRef<absl::Status(KvVisitor)> scan,
-                           etcdserverpb::RangeResponse* resp);
+// Which of the candidates (the live keys of the range at the read's revision, in key order) a
+// RangeRequest wants, how they are ordered and cut; loads values only for what it returns
+// (or sorts by). Sets kvs, more and count, not the header.
+absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Found> candidates,
+                           Loader load, etcdserverpb::RangeResponse* resp);
 
 }  // namespace mkube::store::mvcc

@@ -84,12 +84,12 @@ class Applier {
     KeyRange range(req.key(), req.range_end());
     const int64_t current = group_.txn_wrote() ? group_.txn_revision() : group_.revision();
     if (req.revision() > current) return absl::OutOfRangeError(kErrFutureRev);
-    if (req.revision() > 0 && req.revision() < current) {
-      // Reads of the past inside a txn are rare; they go to the history family.
-      return EvaluateRange(req, [&](KvVisitor v) { return group_.ScanAt(range, req.revision(), v); },
-                           resp);
-    }
-    return EvaluateRange(req, [&](KvVisitor v) { return group_.ScanCurrent(range, v); }, resp);
+    // Reads of the past inside a txn are rare; they go to the history.
+    const int64_t rev = req.revision() > 0 && req.revision() < current ? req.revision() : 0;
+    auto found = group_.Collect(range, rev);
+    if (!found.ok()) return found.status();
+    return EvaluateRange(req, std::move(*found),
+                         [&](const std::vector<Found*>& f) { return group_.Load(f); }, resp);
   }
 
   absl::Status Put(const etcdserverpb::PutRequest& req, etcdserverpb::PutResponse* resp) {

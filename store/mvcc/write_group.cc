@@ -2,6 +2,7 @@
 
 #include "fmt/format.h"
 #include "store/mvcc/codec.h"
+#include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
 
@@ -12,8 +13,13 @@ std::string LeaseAttachmentKey(int64_t lease, std::string_view key) {
   return out;
 }
 
-WriteGroup::WriteGroup(rocksdb::DB* db, const Families& families, int64_t base_revision)
-    : db_(db), families_(families), base_revision_(base_revision), revision_(base_revision) {}
+WriteGroup::WriteGroup(rocksdb::DB* db, const Families& families, const SharedIndex& index,
+                       int64_t base_revision)
+    : db_(db),
+      families_(families),
+      index_(index),
+      base_revision_(base_revision),
+      revision_(base_revision) {}
 
 void WriteGroup::BeginTxn() {
   txn_sub_ = 0;
@@ -34,11 +40,18 @@ void WriteGroup::AbortTxn() {
   for (const auto& key : txn_keys_) {
     auto it = overlay_.find(key);
     if (it == overlay_.end()) continue;
-    while (!it->second.empty() && it->second.back().revision == rev) it->second.pop_back();
+    while (!it->second.empty() && it->second.back().rev.main == rev) it->second.pop_back();
     if (it->second.empty()) overlay_.erase(it);
   }
   events_.resize(txn_first_event_);
   txn_sub_ = 0;
+}
+
+absl::Status WriteGroup::Load(const std::vector<Found*>& found) {
+  // Under the index lock, compaction cannot remove a version between the lookup and the read.
+  std::shared_lock lock(index_.mu);
+  return LoadValues(db_, families_.history, rocksdb::ReadOptions(), found,
+                    absl::OutOfRangeError(kErrCompacted));
 }
 
 absl::StatusOr<std::optional<mvccpb::KeyValue>> WriteGroup::GetCurrent(std::string_view key) {
@@ -47,82 +60,100 @@ absl::StatusOr<std::optional<mvccpb::KeyValue>> WriteGroup::GetCurrent(std::stri
     if (!kv) return std::nullopt;
     return *kv;
   }
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), families_.cur, key, &value);
-  if (s.IsNotFound()) return std::nullopt;
-  if (!s.ok()) return absl::InternalError(fmt::format("mkube-store: read failed: {}", s.ToString()));
-  mvccpb::KeyValue kv;
-  if (!DecodeCurrent(key, value, &kv)) {
-    return absl::DataLossError(fmt::format("mkube-store: corrupt current entry for key {}", key));
+  std::shared_lock lock(index_.mu);
+  auto v = index_.index.Get(key, 0);
+  if (!v) return std::nullopt;
+  Found f = FoundInIndex(std::string(key), *v);
+  if (auto st = LoadValues(db_, families_.history, rocksdb::ReadOptions(), {&f},
+                           absl::DataLossError(fmt::format(
+                               "mkube-store: the current version of key {} is missing", key)));
+      !st.ok()) {
+    return st;
   }
-  return kv;
+  return std::move(f.kv);
 }
 
-absl::Status WriteGroup::Merge(const KeyRange& range, int64_t rev,
-                               std::map<std::string, mvccpb::KeyValue>* out) {
-  auto collect = [&](mvccpb::KeyValue&& kv) {
-    std::string key = kv.key();
-    out->emplace(std::move(key), std::move(kv));
-    return true;
-  };
-  // The database holds nothing of the group yet, so it answers for every revision up to
-  // the group's start.
-  absl::Status st;
-  if (rev == 0) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_.cur));
-    st = mvcc::ScanCurrent(it.get(), range, collect);
-  } else {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_.key));
-    st = ScanAtRevision(it.get(), range, std::min(rev, base_revision_), collect);
+absl::StatusOr<std::vector<Found>> WriteGroup::Collect(const KeyRange& range, int64_t rev) {
+  std::map<std::string, Found, std::less<>> merged;
+  {
+    // The index holds nothing of the group yet, so it answers for every revision up to the
+    // group's start.
+    std::shared_lock lock(index_.mu);
+    if (rev != 0 && rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
+    index_.index.Range(range, rev == 0 ? 0 : std::min(rev, base_revision_),
+                       [&](const std::string& key, const IndexedVersion& v) {
+                         merged.emplace(key, FoundInIndex(key, v));
+                         return true;
+                       });
   }
-  if (!st.ok()) return st;
   for (auto it = overlay_.lower_bound(range.begin()); it != overlay_.end(); ++it) {
     if (range.Past(it->first)) break;
     if (!range.Contains(it->first)) continue;
     const Version* v = nullptr;
     for (auto r = it->second.rbegin(); r != it->second.rend(); ++r) {
-      if (rev == 0 || r->revision <= rev) {
+      if (rev == 0 || r->rev.main <= rev) {
         v = &*r;
         break;
       }
     }
     if (!v) continue;  // the group's versions are all newer than rev
     if (v->kv) {
-      (*out)[it->first] = *v->kv;
+      Found& f = merged[it->first];
+      f.kv = *v->kv;
+      f.rev = v->rev;
+      f.loaded = true;
     } else {
-      out->erase(it->first);
+      merged.erase(it->first);
     }
   }
-  return absl::OkStatus();
+  std::vector<Found> out;
+  out.reserve(merged.size());
+  for (auto& [key, f] : merged) out.push_back(std::move(f));
+  return out;
 }
 
-absl::Status WriteGroup::ScanCurrent(const KeyRange& range, KvVisitor visit) {
+absl::Status WriteGroup::ScanCurrent(const KeyRange& range,
+                                     absl::FunctionRef<bool(mvccpb::KeyValue&&)> visit) {
   if (range.single()) {
     auto kv = GetCurrent(range.begin());
     if (!kv.ok()) return kv.status();
     if (kv->has_value()) visit(std::move(**kv));
     return absl::OkStatus();
   }
-  std::map<std::string, mvccpb::KeyValue> merged;
-  if (auto st = Merge(range, 0, &merged); !st.ok()) return st;
-  for (auto& [key, kv] : merged) {
-    if (!visit(std::move(kv))) break;
+  auto found = Collect(range, 0);
+  if (!found.ok()) return found.status();
+  std::vector<Found*> wanted;
+  for (auto& f : *found) {
+    if (!f.loaded) wanted.push_back(&f);
+  }
+  if (!wanted.empty()) {
+    if (auto st = Load(wanted); !st.ok()) return st;
+  }
+  for (auto& f : *found) {
+    if (!visit(std::move(f.kv))) break;
   }
   return absl::OkStatus();
 }
 
-absl::Status WriteGroup::ScanAt(const KeyRange& range, int64_t rev, KvVisitor visit) {
-  std::map<std::string, mvccpb::KeyValue> merged;
-  if (auto st = Merge(range, rev, &merged); !st.ok()) return st;
-  for (auto& [key, kv] : merged) {
-    if (!visit(std::move(kv))) break;
+void WriteGroup::VisitVersions(
+    absl::FunctionRef<void(const std::string& key, const IndexedVersion& v)> visit) const {
+  for (const auto& [key, versions] : overlay_) {
+    for (const auto& v : versions) {
+      IndexedVersion iv;
+      iv.rev = v.rev;
+      if (v.kv) {
+        iv.create_revision = v.kv->create_revision();
+        iv.version = v.kv->version();
+        iv.lease = v.kv->lease();
+      }
+      visit(key, iv);
+    }
   }
-  return absl::OkStatus();
 }
 
-void WriteGroup::Record(const std::string& key, const mvccpb::KeyValue* kv) {
+void WriteGroup::Record(const std::string& key, Revision rev, const mvccpb::KeyValue* kv) {
   auto [it, fresh] = overlay_.try_emplace(key);
-  it->second.push_back(Version{txn_revision(), kv});
+  it->second.push_back(Version{rev, kv});
   txn_keys_.push_back(key);
 }
 
@@ -137,21 +168,11 @@ void WriteGroup::AttachLease(int64_t lease, std::string_view key, bool attach) {
 }
 
 void WriteGroup::Put(mvccpb::KeyValue kv, std::optional<mvccpb::KeyValue> prev) {
-  const int64_t main = txn_revision();
-  // One serialization (without the key) serves the current and the history family.
-  std::string key;
-  kv.mutable_key()->swap(key);
-  std::string history(1, static_cast<char>(EntryType::kPut));
-  kv.AppendToString(&history);
-  kv.mutable_key()->swap(key);
-  const std::string_view current = std::string_view(history).substr(1);
-
-  std::string rev_value(1, static_cast<char>(EntryType::kPut));
-  rev_value.append(kv.key());
-  batch_.Put(families_.rev, EncodeRevision({main, txn_sub_}), rev_value).PermitUncheckedError();
-  batch_.Put(families_.key, EncodeKeyEntry(kv.key(), main), history).PermitUncheckedError();
-  batch_.Put(families_.cur, kv.key(), rocksdb::Slice(current.data(), current.size()))
-      .PermitUncheckedError();
+  const Revision rev{txn_revision(), txn_sub_};
+  std::string stored;
+  stored.reserve(kv.ByteSizeLong() + 1);
+  AppendHistoryPut(&stored, kv);
+  batch_.Put(families_.history, EncodeRevision(rev), stored).PermitUncheckedError();
   const int64_t old_lease = prev ? prev->lease() : 0;
   if (old_lease != kv.lease()) {
     AttachLease(old_lease, kv.key(), false);
@@ -162,25 +183,21 @@ void WriteGroup::Put(mvccpb::KeyValue kv, std::optional<mvccpb::KeyValue> prev) 
   ev.set_type(mvccpb::Event::PUT);
   *ev.mutable_kv() = std::move(kv);
   if (prev) *ev.mutable_prev_kv() = std::move(*prev);
-  Record(ev.kv().key(), &ev.kv());
+  Record(ev.kv().key(), rev, &ev.kv());
 }
 
 void WriteGroup::Delete(mvccpb::KeyValue prev) {
-  const int64_t main = txn_revision();
-  std::string rev_value(1, static_cast<char>(EntryType::kTombstone));
-  rev_value.append(prev.key());
-  batch_.Put(families_.rev, EncodeRevision({main, txn_sub_}), rev_value).PermitUncheckedError();
-  batch_.Put(families_.key, EncodeKeyEntry(prev.key(), main), EncodeHistoryTombstone())
+  const Revision rev{txn_revision(), txn_sub_};
+  batch_.Put(families_.history, EncodeRevision(rev), EncodeHistoryDelete(prev.key()))
       .PermitUncheckedError();
-  batch_.Delete(families_.cur, prev.key()).PermitUncheckedError();
   AttachLease(prev.lease(), prev.key(), false);
   ++txn_sub_;
   mvccpb::Event& ev = events_.emplace_back();
   ev.set_type(mvccpb::Event::DELETE);
   ev.mutable_kv()->set_key(prev.key());
-  ev.mutable_kv()->set_mod_revision(main);
+  ev.mutable_kv()->set_mod_revision(rev.main);
   *ev.mutable_prev_kv() = std::move(prev);
-  Record(ev.kv().key(), nullptr);
+  Record(ev.kv().key(), rev, nullptr);
 }
 
 void WriteGroup::PutMeta(std::string_view key, std::string_view value) {

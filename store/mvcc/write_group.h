@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
 #include "store/mvcc/families.h"
+#include "store/mvcc/key_index.h"
 #include "store/mvcc/key_range.h"
 #include "store/mvcc/reader.h"
 
@@ -21,15 +23,16 @@ namespace mkube::store::mvcc {
 // into it while it grows.
 using EventList = std::deque<mvccpb::Event>;
 
-// The writes of one group commit, not yet in the database. Reads through it see the database
+// The writes of one group commit, not yet in the database. Reads through it see the store
 // overlaid with the group's own writes, so the requests of a group apply one after another
 // exactly as if each had been committed alone; the group is then written with one sync.
 //
 // The overlay keeps, per key the group wrote, the versions it wrote (pointing into the
-// events); point reads look there first, and range reads merge it with the database.
+// events); reads look there first and merge it with the index.
 class WriteGroup {
  public:
-  WriteGroup(rocksdb::DB* db, const Families& families, int64_t base_revision);
+  WriteGroup(rocksdb::DB* db, const Families& families, const SharedIndex& index,
+             int64_t base_revision);
 
   // The store's revision with the group's writes so far.
   int64_t revision() const { return revision_; }
@@ -43,8 +46,12 @@ class WriteGroup {
   int64_t txn_revision() const { return revision_ + 1; }
 
   absl::StatusOr<std::optional<mvccpb::KeyValue>> GetCurrent(std::string_view key);
-  absl::Status ScanCurrent(const KeyRange& range, KvVisitor visit);
-  absl::Status ScanAt(const KeyRange& range, int64_t rev, KvVisitor visit);
+  // The live keys of range now (the group's writes included), values loaded.
+  absl::Status ScanCurrent(const KeyRange& range, absl::FunctionRef<bool(mvccpb::KeyValue&&)> visit);
+  // The live keys of range at rev (0: now), as candidates for EvaluateRange: values not
+  // loaded; Load fills them. Revisions below the compaction floor are refused.
+  absl::StatusOr<std::vector<Found>> Collect(const KeyRange& range, int64_t rev);
+  absl::Status Load(const std::vector<Found*>& found);
 
   // Writes kv (its revisions already set by the caller) as the key's new version.
   void Put(mvccpb::KeyValue kv, std::optional<mvccpb::KeyValue> prev);
@@ -58,20 +65,20 @@ class WriteGroup {
   rocksdb::WriteBatch* batch() { return &batch_; }
   bool empty() const { return batch_.Count() == 0; }
 
+  // What the group wrote, as index entries, for the store to add once it is committed.
+  void VisitVersions(absl::FunctionRef<void(const std::string& key, const IndexedVersion& v)> visit) const;
+
  private:
   struct Version {
-    int64_t revision;
+    Revision rev;
     const mvccpb::KeyValue* kv;  // null: deleted
   };
-  void Record(const std::string& key, const mvccpb::KeyValue* kv);
+  void Record(const std::string& key, Revision rev, const mvccpb::KeyValue* kv);
   void AttachLease(int64_t lease, std::string_view key, bool attach);
-  // Scans the database (as of the group's start) into `out`, then applies the overlay's
-  // versions at or below rev (rev 0: the newest).
-  absl::Status Merge(const KeyRange& range, int64_t rev,
-                     std::map<std::string, mvccpb::KeyValue>* out);
 
   rocksdb::DB* db_;
   Families families_;
+  const SharedIndex& index_;
   rocksdb::WriteBatch batch_;
   const int64_t base_revision_;
   int64_t revision_;

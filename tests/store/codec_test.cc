@@ -38,48 +38,6 @@ TEST(KeyEntryCodec, RoundTripsKeysWithAnyBytes) {
   EXPECT_FALSE(DecodeKeyEntry("no terminator").has_value());
 }
 
-// Entries must sort by user key ascending (bytewise, prefixes first), then newest first.
-TEST(KeyEntryCodec, OrdersByKeyThenNewestFirst) {
-  std::vector<std::string> keys = {"",      "a",     std::string("a\0", 2), std::string("a\0\0", 3),
-                                   "a\x01", "ab",    "b",                   std::string("b\xff", 2),
-                                   "ba",    "\xff"};
-  struct Entry {
-    std::string key;
-    int64_t rev;
-  };
-  std::vector<Entry> entries;
-  for (const auto& k : keys) {
-    for (int64_t r : {1, 9, 300}) entries.push_back({k, r});
-  }
-  std::mt19937 rng(7);
-  std::shuffle(entries.begin(), entries.end(), rng);
-  auto logical = [](const Entry& a, const Entry& b) {
-    if (a.key != b.key) return a.key < b.key;
-    return a.rev > b.rev;
-  };
-  auto encoded = [](const Entry& a, const Entry& b) {
-    return EncodeKeyEntry(a.key, a.rev) < EncodeKeyEntry(b.key, b.rev);
-  };
-  auto by_logic = entries, by_bytes = entries;
-  std::sort(by_logic.begin(), by_logic.end(), logical);
-  std::sort(by_bytes.begin(), by_bytes.end(), encoded);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    EXPECT_EQ(by_logic[i].key, by_bytes[i].key) << i;
-    EXPECT_EQ(by_logic[i].rev, by_bytes[i].rev) << i;
-  }
-  // Start and end bracket exactly the entries of one key.
-  for (const auto& e : entries) {
-    const std::string enc = EncodeKeyEntry(e.key, e.rev);
-    EXPECT_LE(KeyEntryStart(e.key), enc);
-    EXPECT_LT(enc, KeyEntryEnd(e.key));
-    for (const auto& other : keys) {
-      if (other == e.key) continue;
-      const std::string o = EncodeKeyEntry(other, 5);
-      EXPECT_FALSE(KeyEntryStart(e.key) <= o && o < KeyEntryEnd(e.key)) << e.key << " " << other;
-    }
-  }
-}
-
 TEST(KeyRange, SemanticsOfEtcdRanges) {
   struct Case {
     const char* name;

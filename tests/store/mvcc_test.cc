@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "rocksdb/db.h"
+#include "store/mvcc/codec.h"
 #include "store/mvcc/kv_store.h"
 #include "store/mvcc/validate.h"
 #include "tests/store/store_fixture.h"
@@ -333,6 +337,112 @@ TEST_F(MvccTest, StateSurvivesReopen) {
   EXPECT_EQ(ValueAt("a", 2), "1");
   EXPECT_EQ(store_->member_id(), member);
   EXPECT_EQ(*Put("c", "3"), 4);
+}
+
+// A store written in the first format (three key families, no format record) is rewritten
+// into the history family at start, compacted history included, and the old families go.
+TEST_F(MvccTest, AStoreOfTheFirstFormatIsMigrated) {
+  store_.reset();
+  const std::string path = dir_.Sub("db1");
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"rev", {}}, {"key", {}}, {"cur", {}}, {"meta", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, path, cfs, &h, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    auto kv = [](const std::string& key, const std::string& value, int64_t create, int64_t mod,
+                 int64_t version) {
+      mvccpb::KeyValue out;
+      out.set_key(key);
+      out.set_value(value);
+      out.set_create_revision(create);
+      out.set_mod_revision(mod);
+      out.set_version(version);
+      return out;
+    };
+    auto history = [&](const mvccpb::KeyValue& v, Revision rev, bool with_revision_entry) {
+      mvccpb::KeyValue no_key = v;
+      no_key.clear_key();
+      ASSERT_TRUE(
+          db->Put({}, h[2], EncodeKeyEntry(v.key(), rev.main), "p" + no_key.SerializeAsString()).ok());
+      if (with_revision_entry) {
+        ASSERT_TRUE(db->Put({}, h[1], EncodeRevision(rev), "p" + v.key()).ok());
+      }
+    };
+    auto meta = [&](const std::string& k, int64_t v) {
+      std::string enc;
+      AppendBigEndian64(&enc, static_cast<uint64_t>(v));
+      ASSERT_TRUE(db->Put({}, h[4], k, enc).ok());
+    };
+    // Revision 2: a=a1. 3: a=a2 and b=b1 in one txn. 4: a deleted. 5: c=c1.
+    // Compacted at 3: the entries of revisions below 3 are gone, a=a1 from history too.
+    history(kv("a", "a2", 2, 3, 2), {3, 0}, true);
+    history(kv("b", "b1", 3, 3, 1), {3, 1}, true);
+    ASSERT_TRUE(db->Put({}, h[2], EncodeKeyEntry("a", 4), "d").ok());
+    ASSERT_TRUE(db->Put({}, h[1], EncodeRevision({4, 0}), "da").ok());
+    history(kv("c", "c1", 5, 5, 1), {5, 0}, true);
+    // An old version compaction kept without its revision entry: z=z1 at 2, never changed.
+    history(kv("z", "z1", 2, 2, 1), {2, 0}, false);
+    std::string identity(16, '\x07');
+    ASSERT_TRUE(db->Put({}, h[4], "I", identity).ok());
+    meta("R", 5);
+    meta("C", 3);
+    meta("F", 3);
+    meta("X", 4);
+    for (auto* handle : h) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+  }
+  StoreOptions options;
+  options.data_dir = path;
+  auto opened = KvStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  store_ = std::move(*opened);
+  store_->SetLeaseView(&leases_);
+  auto check = [&] {
+    EXPECT_EQ(store_->Revision(), 5);
+    EXPECT_EQ(store_->CompactedRevision(), 3);
+    EXPECT_EQ(ValueAt("a", 3), "a2");
+    EXPECT_EQ(ValueAt("a"), "<none>");
+    EXPECT_EQ(ValueAt("b"), "b1");
+    EXPECT_EQ(ValueAt("c", 4), "<none>");
+    EXPECT_EQ(ValueAt("c"), "c1");
+    EXPECT_EQ(ValueAt("z", 3), "z1");
+    EXPECT_EQ(ValueAt("a", 2), kErrCompacted);
+    auto r = Range("a", "zz");
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->kvs_size(), 3);
+    EXPECT_EQ(r->kvs(0).create_revision(), 3);
+    EXPECT_EQ(r->kvs(2).key(), "z");
+    // History from the compaction point: both events of revision 3 in order, the delete
+    // with its previous version.
+    std::vector<mvccpb::Event> events;
+    ASSERT_EQ(*store_->ReadEvents(3, 5, 100, &events), 5);
+    ASSERT_EQ(events.size(), 4u);
+    EXPECT_EQ(events[0].kv().key(), "a");
+    EXPECT_EQ(events[1].kv().key(), "b");
+    EXPECT_EQ(events[2].type(), mvccpb::Event::DELETE);
+    EXPECT_EQ(events[2].prev_kv().value(), "a2");
+    EXPECT_EQ(events[3].kv().value(), "c1");
+  };
+  check();
+  EXPECT_EQ(*Put("a", "a3"), 6);
+  store_.reset();
+  std::vector<std::string> families;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &families).ok());
+  for (const char* old : {"rev", "key", "cur"}) {
+    EXPECT_EQ(std::count(families.begin(), families.end(), old), 0) << old;
+  }
+  // The second start reads the new format as it is.
+  opened = KvStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  store_ = std::move(*opened);
+  store_->SetLeaseView(&leases_);
+  EXPECT_EQ(ValueAt("a"), "a3");
+  EXPECT_EQ(ValueAt("z"), "z1");
+  EXPECT_EQ(ValueAt("a", 5), "<none>");
 }
 
 }  // namespace
