@@ -1,16 +1,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <shared_mutex>
-
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_map.h"
 #include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/key_range.h"
 
@@ -57,16 +56,17 @@ class KeyIndex {
   using Versions = std::vector<IndexedVersion>;
   static const IndexedVersion* At(const Versions& versions, int64_t rev);
 
-  absl::btree_map<std::string, Versions, std::less<>> keys_;
+  std::map<std::string, Versions, std::less<>> keys_;
 };
 
 }  // namespace mkube::store::mvcc
 
 namespace mkube::store::mvcc {
 
-// The index as the store shares it between its writer, its readers and its compactor.
+// The index as the store shares it between its writer, its readers and its compactor. A
+// waiting writer goes before new readers, so a stream of large reads cannot hold commits up.
 struct SharedIndex {
-  mutable std::shared_mutex mu;
+  mutable absl::Mutex mu;
   KeyIndex index ABSL_GUARDED_BY(mu);
   // Reads below this revision are refused: compaction may have removed what they need.
   int64_t floor ABSL_GUARDED_BY(mu) = 0;

@@ -189,7 +189,7 @@ absl::Status KvStore::Recover() {
   auto applied = read64(kMetaAppliedIndex, 0);
   if (!applied.ok()) return applied.status();
   {
-    std::unique_lock lock(index_.mu);
+    absl::WriterMutexLock lock(&index_.mu);
     index_.floor = *compacted;
   }
   if (auto st = BuildIndex(); !st.ok()) return st;
@@ -214,7 +214,7 @@ absl::Status KvStore::Recover() {
 }
 
 absl::Status KvStore::BuildIndex() {
-  std::unique_lock lock(index_.mu);
+  absl::WriterMutexLock lock(&index_.mu);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_.history));
   mvccpb::KeyValue kv;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -375,7 +375,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
   KeyRange range(req.key(), req.range_end());
   std::vector<Found> candidates;
   {
-    std::shared_lock lock(index_.mu);
+    absl::ReaderMutexLock lock(&index_.mu);
     if (rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
     index_.index.Range(range, rev, [&](const std::string& key, const IndexedVersion& v) {
       candidates.push_back(FoundInIndex(key, v));
@@ -540,7 +540,7 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
     applied_index_ = applied_index_value_;
     if (!group.empty()) {
       {
-        std::unique_lock lock(index_.mu);
+        absl::WriterMutexLock lock(&index_.mu);
         group.VisitVersions(
             [&](const std::string& key, const IndexedVersion& v) { index_.index.Add(key, v); });
       }
@@ -685,7 +685,7 @@ absl::Status KvStore::ReadEventsFromDb(const ReadState& state, int64_t from, int
     // The version before, unless compaction removed it or it was a deletion.
     std::optional<IndexedVersion> prev;
     {
-      std::shared_lock lock(index_.mu);
+      absl::ReaderMutexLock lock(&index_.mu);
       prev = index_.index.Previous(ev.kv().key(), *rev);
     }
     if (prev && !prev->deleted()) {
@@ -757,7 +757,7 @@ absl::Status KvStore::CompactHistory(int64_t target) {
   // redoing them: the index is rebuilt from the database and compaction resumes.
   std::vector<mvcc::Revision> removed;
   {
-    std::unique_lock lock(index_.mu);
+    absl::WriterMutexLock lock(&index_.mu);
     index_.floor = std::max(index_.floor, target);
     index_.index.Compact(target, &removed);
   }

@@ -49,6 +49,27 @@ Found FoundInIndex(const std::string& key, const IndexedVersion& v) {
 absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
                         const rocksdb::ReadOptions& ro, const std::vector<Found*>& found,
                         const absl::Status& missing) {
+  auto take = [&](Found& f, std::string_view stored) {
+    mvccpb::KeyValue kv;
+    bool deleted = false;
+    if (!DecodeHistory(f.rev, stored, &kv, &deleted) || deleted || kv.key() != f.kv.key()) {
+      return absl::DataLossError(fmt::format(
+          "mkube-store: corrupt history entry at revision {} for key {}", f.rev.main, f.kv.key()));
+    }
+    f.kv = std::move(kv);
+    f.loaded = true;
+    return absl::OkStatus();
+  };
+  auto failed = [](const rocksdb::Status& s) {
+    return absl::UnavailableError(fmt::format("mkube-store: read failed: {}", s.ToString()));
+  };
+  if (found.size() == 1) {  // the writer's point reads: a plain Get costs less than MultiGet
+    rocksdb::PinnableSlice value;
+    rocksdb::Status s = db->Get(ro, history, EncodeRevision(found[0]->rev), &value);
+    if (s.IsNotFound()) return missing;
+    if (!s.ok()) return failed(s);
+    return take(*found[0], value.ToStringView());
+  }
   constexpr size_t kBatch = 512;
   std::vector<std::string> keys;
   std::vector<rocksdb::Slice> slices;
@@ -64,19 +85,8 @@ absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
     for (size_t i = 0; i < n; ++i) {
       Found& f = *found[start + i];
       if (statuses[i].IsNotFound()) return missing;
-      if (!statuses[i].ok()) {
-        return absl::UnavailableError(
-            fmt::format("mkube-store: read failed: {}", statuses[i].ToString()));
-      }
-      mvccpb::KeyValue kv;
-      bool deleted = false;
-      if (!DecodeHistory(f.rev, values[i].ToStringView(), &kv, &deleted) || deleted ||
-          kv.key() != f.kv.key()) {
-        return absl::DataLossError(fmt::format(
-            "mkube-store: corrupt history entry at revision {} for key {}", f.rev.main, f.kv.key()));
-      }
-      f.kv = std::move(kv);
-      f.loaded = true;
+      if (!statuses[i].ok()) return failed(statuses[i]);
+      if (auto st = take(f, values[i].ToStringView()); !st.ok()) return st;
       values[i].Reset();
     }
   }

@@ -49,7 +49,7 @@ void WriteGroup::AbortTxn() {
 
 absl::Status WriteGroup::Load(const std::vector<Found*>& found) {
   // Under the index lock, compaction cannot remove a version between the lookup and the read.
-  std::shared_lock lock(index_.mu);
+  absl::ReaderMutexLock lock(&index_.mu);
   return LoadValues(db_, families_.history, rocksdb::ReadOptions(), found,
                     absl::OutOfRangeError(kErrCompacted));
 }
@@ -60,7 +60,7 @@ absl::StatusOr<std::optional<mvccpb::KeyValue>> WriteGroup::GetCurrent(std::stri
     if (!kv) return std::nullopt;
     return *kv;
   }
-  std::shared_lock lock(index_.mu);
+  absl::ReaderMutexLock lock(&index_.mu);
   auto v = index_.index.Get(key, 0);
   if (!v) return std::nullopt;
   Found f = FoundInIndex(std::string(key), *v);
@@ -78,7 +78,7 @@ absl::StatusOr<std::vector<Found>> WriteGroup::Collect(const KeyRange& range, in
   {
     // The index holds nothing of the group yet, so it answers for every revision up to the
     // group's start.
-    std::shared_lock lock(index_.mu);
+    absl::ReaderMutexLock lock(&index_.mu);
     if (rev != 0 && rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
     index_.index.Range(range, rev == 0 ? 0 : std::min(rev, base_revision_),
                        [&](const std::string& key, const IndexedVersion& v) {
