@@ -9,11 +9,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/api_service.h"
 #include "apiserver/server/pod_streams.h"
+#include "apiserver/storage/compactor.h"
 #include "apiserver/storage/store_client.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   size_t max_request_bytes = 3 << 20;
   mkube::apiserver::server::ServiceOptions service_options;
   int watch_coalesce_ms = static_cast<int>(service_options.watch_coalesce.count());
+  std::string compaction_interval = "5m";
 
   CLI::App app{"mkube-apiserver: the mkube API over gRPC"};
   app.add_option("--listen", listen, "Address to serve on (port 0: any free port)")
@@ -78,6 +81,10 @@ int main(int argc, char** argv) {
                  "Threads that serve watches (each watch is served by one)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--etcd-compaction-interval", compaction_interval,
+                 "How often to compact the store's history, keeping about one interval of it "
+                 "(a duration such as 5m or 30s; 0 never compacts)")
+      ->capture_default_str();
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -85,6 +92,11 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   spdlog::set_level(spdlog::level::from_str(log_level));
+  absl::Duration compaction;
+  if (!absl::ParseDuration(compaction_interval, &compaction) || compaction < absl::ZeroDuration()) {
+    return Fail("--etcd-compaction-interval: " + compaction_interval +
+                " is not a duration (such as 5m, 30s or 0)");
+  }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ apiserver %v");
 
   std::shared_ptr<grpc::ServerCredentials> creds;
@@ -155,6 +167,9 @@ int main(int argc, char** argv) {
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   service.StartWatches();
+  mkube::apiserver::storage::Compactor compactor(
+      &store, std::chrono::milliseconds(absl::ToInt64Milliseconds(compaction)));
+  if (compaction > absl::ZeroDuration()) compactor.Start();
   const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
   if (!address_file.empty()) {
     std::ofstream(address_file + ".tmp") << address << "\n";
@@ -165,6 +180,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  compactor.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   cache.Stop();
   return 0;

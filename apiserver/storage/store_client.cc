@@ -122,4 +122,14 @@ absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Delete(const std::string&
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
 }
 
+absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Txn(const etcdserverpb::TxnRequest& req) {
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, req);
+}
+
+absl::Status StoreClient::Compact(int64_t revision) {
+  etcdserverpb::CompactionRequest req;
+  req.set_revision(revision);
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Compact, req).status();
+}
+
 }  // namespace mkube::apiserver::storage

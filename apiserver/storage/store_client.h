@@ -31,6 +31,10 @@ class StoreClient {
   // Delete only if the key's mod_revision is still `revision`.
   absl::StatusOr<etcdserverpb::TxnResponse> Delete(const std::string& key, int64_t revision);
 
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req);
+  // Drops the history before revision (the store keeps the state at it).
+  absl::Status Compact(int64_t revision);
+
   etcdserverpb::Watch::Stub* watch() { return watch_.get(); }
   etcdserverpb::KV::Stub* kv() { return kv_.get(); }
 

@@ -2,6 +2,7 @@
 // apiserver kill -9, too-old versions, slow watchers, authentication and authorization.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 #include "tests/util/etcd_client.h"
+#include "tests/util/eventually.h"
 #include "tests/util/process.h"
 #include "tests/util/apiserver_process.h"
 #include "tests/util/store_process.h"
@@ -567,6 +569,50 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
     EXPECT_EQ(created.api_version(), "apps/v1");
     EXPECT_EQ(created.spec().selector().match_labels().at("app"), "myapp");
   }
+}
+
+// Like Kubernetes' apiserver, every --etcd-compaction-interval it compacts the store to the
+// revision it saw one interval before; apiservers of one store take turns through
+// compact_rev_key. Objects stay, old revisions go, and the apiserver keeps serving.
+TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(admin_->CreatePod(NewPod("old-" + std::to_string(i))).ok());
+  EtcdClient store(store_address_);
+  auto before = store.Get("compact_rev_key");
+  ASSERT_TRUE(before.ok()) << before.status();
+  const int64_t written = before->header().revision();
+
+  std::filesystem::create_directories(dir_.Sub("api2"));
+  ApiServerProcess compacting(dir_.Sub("api2"), store_address_);
+  compacting.extra_args = {"--etcd-compaction-interval", "500ms"};
+  ASSERT_TRUE(compacting.Start().ok());
+  // The first step notes the revision, the second compacts to it.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto old = store.Get("any", written);
+        return !old.ok() && absl::IsOutOfRange(old.status());
+      },
+      std::chrono::seconds(20)))
+      << "the store was not compacted past revision " << written;
+  auto key = store.Get("compact_rev_key");
+  ASSERT_TRUE(key.ok());
+  ASSERT_EQ(key->kvs_size(), 1);
+  EXPECT_GE(key->kvs(0).version(), 2) << "each compaction bumps the shared key";
+
+  Client client(compacting.address(), "admin-token");
+  for (int i = 0; i < 3; ++i) {
+    auto pod = client.GetPod("old-" + std::to_string(i));
+    EXPECT_TRUE(pod.ok()) << pod.status();
+  }
+  EXPECT_TRUE(client.CreatePod(NewPod("new-0")).ok());
+  EXPECT_TRUE(admin_->GetPod("new-0").ok()) << "the first apiserver sees it too";
+
+  // A bad interval is refused with a clear message.
+  auto bad = RunCommand({BinDir() + "/mkube-apiserver", "--insecure-plaintext", "--token-file",
+                         dir_.Sub("tokens.csv"),
+                         "--store-endpoints", store_address_, "--etcd-compaction-interval", "soon"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--etcd-compaction-interval: soon is not a duration"), std::string::npos)
+      << bad.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ApiServerTest, ::testing::Values("mkube", "etcd"),

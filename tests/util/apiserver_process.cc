@@ -10,14 +10,14 @@ absl::Status ApiServerProcess::Start() {
   std::filesystem::remove(addr_file);
   std::ofstream(dir_ + "/tokens.csv") << kTokens;
   std::ofstream(agent_token_file()) << kAgentToken << "\n";
-  proc_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
-                               "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
-                               "--insecure-plaintext", "--watch-queue-events", "50",
-                               "--watch-cache-window-mib", "16",
-                               "--agent-token-file", agent_token_file(),
-                               "--address-file", addr_file},
-      dir_ + "/apiserver.log");
+  std::vector<std::string> args = {BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
+                                   "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
+                                   "--insecure-plaintext", "--watch-queue-events", "50",
+                                   "--watch-cache-window-mib", "16",
+                                   "--agent-token-file", agent_token_file(),
+                                   "--address-file", addr_file};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  proc_ = std::make_unique<Subprocess>(args, dir_ + "/apiserver.log");
   auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
   if (!line) {
     return absl::UnavailableError("apiserver did not start:\n" + ReadFile(dir_ + "/apiserver.log"));

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "tests/util/process.h"
@@ -24,6 +25,8 @@ class ApiServerProcess {
  public:
   ApiServerProcess(std::string dir, std::string store) : dir_(std::move(dir)), store_(std::move(store)) {}
   absl::Status Start();
+  // More flags for the next Start.
+  std::vector<std::string> extra_args;
   void Kill9() { proc_->Kill(); }
   pid_t pid() const { return proc_->pid(); }
   const std::string& address() const { return address_; }

@@ -1,0 +1,68 @@
+#include "apiserver/storage/compactor.h"
+
+#include <string>
+
+#include "spdlog/spdlog.h"
+
+namespace mkube::apiserver::storage {
+
+void Compactor::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Compactor::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Compactor::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, interval_, [&] { return stopping_; })) {
+    lock.unlock();
+    if (auto st = Step(); !st.ok()) spdlog::warn("compaction of the store failed: {}", st.ToString());
+    lock.lock();
+  }
+}
+
+absl::Status Compactor::Step() {
+  etcdserverpb::TxnRequest txn;
+  auto* cmp = txn.add_compare();
+  cmp->set_key(kCompactRevisionKey);
+  cmp->set_target(etcdserverpb::Compare::VERSION);
+  cmp->set_result(etcdserverpb::Compare::EQUAL);
+  cmp->set_version(seen_version_);
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(kCompactRevisionKey);
+  put->set_value(std::to_string(last_revision_));
+  txn.add_failure()->mutable_request_range()->set_key(kCompactRevisionKey);
+  auto resp = store_->Txn(txn);
+  if (!resp.ok()) return resp.status();
+  const int64_t target = last_revision_;
+  last_revision_ = resp->header().revision();
+  if (!resp->succeeded()) {
+    // Another apiserver took this interval: follow its count.
+    const auto& kvs = resp->responses(0).response_range().kvs();
+    seen_version_ = kvs.empty() ? 0 : kvs[0].version();
+    return absl::OkStatus();
+  }
+  ++seen_version_;
+  if (target == 0) return absl::OkStatus();  // the first step only notes where the store is
+  auto compacted = store_->Compact(target);
+  if (!compacted.ok()) {
+    // Compacted further already (by hand, say): nothing lost.
+    if (absl::IsOutOfRange(compacted) &&
+        compacted.message().find("compacted") != std::string::npos) {
+      return absl::OkStatus();
+    }
+    return compacted;
+  }
+  compacted_ = target;
+  spdlog::info("compacted the store to revision {}", target);
+  return absl::OkStatus();
+}
+
+}  // namespace mkube::apiserver::storage

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "apiserver/storage/store_client.h"
+
+namespace mkube::apiserver::storage {
+
+// The key apiservers of one store share to take turns at compacting it, as Kubernetes does.
+inline constexpr char kCompactRevisionKey[] = "compact_rev_key";
+
+// Compacts the store's history periodically, keeping about one interval of it: each step
+// compacts to the revision the previous step saw. Several apiservers on one store take turns
+// through a compare-and-swap on the version of kCompactRevisionKey: in each interval the first
+// to bump it compacts, the others follow its count.
+class Compactor {
+ public:
+  Compactor(StoreClient* store, std::chrono::milliseconds interval)
+      : store_(store), interval_(interval) {}
+  ~Compactor() { Stop(); }
+  Compactor(const Compactor&) = delete;
+  Compactor& operator=(const Compactor&) = delete;
+
+  void Start();
+  void Stop();
+
+  // One step; errors leave the state for the next step to retry.
+  absl::Status Step();
+  // The revision this apiserver last compacted the store to (0: none yet).
+  int64_t compacted() const { return compacted_.load(); }
+
+ private:
+  void Loop();
+
+  StoreClient* const store_;
+  const std::chrono::milliseconds interval_;
+  int64_t seen_version_ = 0;   // kCompactRevisionKey's version after the last step
+  int64_t last_revision_ = 0;  // the store's revision at the last step
+  std::atomic<int64_t> compacted_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mkube::apiserver::storage
