@@ -55,8 +55,14 @@ void KeyIndex::Range(const KeyRange& range, int64_t rev, Visitor visit) const {
   }
 }
 
-void KeyIndex::Compact(int64_t target, std::vector<Revision>* removed) {
-  for (auto it = keys_.begin(); it != keys_.end();) {
+bool KeyIndex::Compact(int64_t target, std::vector<Revision>* removed,
+                       std::optional<std::string>* resume, size_t max_keys) {
+  auto it = resume && *resume ? keys_.lower_bound(**resume) : keys_.begin();
+  for (size_t done = 0; it != keys_.end(); ++done) {
+    if (done == max_keys) {
+      *resume = it->first;
+      return false;
+    }
     Versions& versions = it->second;
     // The newest version at or below target stays (the key's state as of target) ...
     auto keep = std::upper_bound(versions.begin(), versions.end(), target,
@@ -74,6 +80,7 @@ void KeyIndex::Compact(int64_t target, std::vector<Revision>* removed) {
       ++it;
     }
   }
+  return true;
 }
 
 }  // namespace mkube::store::mvcc

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,8 +47,11 @@ class KeyIndex {
 
   // Forgets what no read at or after revision `target` can see: per key, every version
   // below the newest one at or below target, and that one too when it is a deletion below
-  // target. Appends the revisions forgotten to `removed`.
-  void Compact(int64_t target, std::vector<Revision>* removed);
+  // target. Appends the revisions forgotten to `removed`. Goes over at most max_keys keys from
+  // *resume on (nullopt: the first key) and returns true when it reached the end; otherwise
+  // *resume is where to go on, so a large index is compacted in slices between writes.
+  bool Compact(int64_t target, std::vector<Revision>* removed,
+               std::optional<std::string>* resume = nullptr, size_t max_keys = SIZE_MAX);
 
   size_t key_count() const { return keys_.size(); }
 

@@ -759,7 +759,13 @@ absl::Status KvStore::CompactHistory(int64_t target) {
   {
     absl::WriterMutexLock lock(&index_.mu);
     index_.floor = std::max(index_.floor, target);
-    index_.index.Compact(target, &removed);
+  }
+  // In slices, so that commits and reads are held up for a moment at a time. Keys the
+  // writer adds in between have only versions above target: nothing of theirs goes.
+  std::optional<std::string> resume;
+  for (bool done = false; !done;) {
+    absl::WriterMutexLock lock(&index_.mu);
+    done = index_.index.Compact(target, &removed, &resume, kCompactBatch);
   }
   std::sort(removed.begin(), removed.end());
   rocksdb::WriteOptions wo;

@@ -99,18 +99,26 @@ TEST(KeyIndex, CompactionKeepsWhatReadsAtTheTargetSee) {
       {6, "2.0 4.0 5.0 3.1 ", "c@3 ", 3},  // b keeps its deletion at 6, a only its put at 7
       {8, "2.0 4.0 5.0 3.1 6.0 3.0 ", "a@7 c@8 ", 2},
   };
-  for (const auto& c : cases) {
-    KeyIndex index = Sample();
-    std::vector<Revision> removed;
-    index.Compact(c.target, &removed);
-    std::string got;
-    for (const auto& r : removed) got += std::to_string(r.main) + "." + std::to_string(r.sub) + " ";
-    EXPECT_EQ(got, c.removed) << "target " << c.target;
-    EXPECT_EQ(Live(index, KeyRange("", std::string("\0", 1)), c.target), c.live_at_target)
-        << "target " << c.target;
-    EXPECT_EQ(index.key_count(), c.keys) << "target " << c.target;
-    // Everything newer than the target is untouched.
-    EXPECT_EQ(Live(index, KeyRange("", std::string("\0", 1)), 0), "a@7 c@8 ");
+  // Whole, or in slices of one or two keys: the same result.
+  for (size_t slice : {size_t{1}, size_t{2}, SIZE_MAX}) {
+    for (const auto& c : cases) {
+      KeyIndex index = Sample();
+      std::vector<Revision> removed;
+      std::optional<std::string> resume;
+      int calls = 0;
+      while (!index.Compact(c.target, &removed, &resume, slice)) ++calls;
+      // Three keys: a slice of one stops twice, a slice of two once.
+      EXPECT_EQ(calls, slice == SIZE_MAX ? 0 : static_cast<int>((3 + slice - 1) / slice) - 1)
+          << "slice " << slice;
+      std::string got;
+      for (const auto& r : removed) got += std::to_string(r.main) + "." + std::to_string(r.sub) + " ";
+      EXPECT_EQ(got, c.removed) << "target " << c.target;
+      EXPECT_EQ(Live(index, KeyRange("", std::string("\0", 1)), c.target), c.live_at_target)
+          << "target " << c.target;
+      EXPECT_EQ(index.key_count(), c.keys) << "target " << c.target;
+      // Everything newer than the target is untouched.
+      EXPECT_EQ(Live(index, KeyRange("", std::string("\0", 1)), 0), "a@7 c@8 ");
+    }
   }
 }
 
