@@ -23,7 +23,9 @@ void Compactor::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, interval_, [&] { return stopping_; })) {
     lock.unlock();
-    if (auto st = Step(); !st.ok()) spdlog::warn("compaction of the store failed: {}", st.ToString());
+    if (auto st = Step(); !st.ok()) {
+      spdlog::warn("compaction of the store failed: {}", st.ToString());
+    }
     lock.lock();
   }
 }

@@ -122,7 +122,9 @@ absl::Status KvStore::Recover() {
     existing.clear();  // a new store
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
-      {rocksdb::kDefaultColumnFamilyName, cf_options}, {"history", cf_options}, {"meta", cf_options}};
+      {rocksdb::kDefaultColumnFamilyName, cf_options},
+      {"history", cf_options},
+      {"meta", cf_options}};
   for (const char* name : kLegacyFamilies) {
     if (std::find(existing.begin(), existing.end(), name) != existing.end()) {
       legacy.push_back(name);
@@ -130,7 +132,8 @@ absl::Status KvStore::Recover() {
     }
   }
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options_.data_dir, descriptors, &handles_, &raw);
+  rocksdb::Status s =
+      rocksdb::DB::Open(db_options, options_.data_dir, descriptors, &handles_, &raw);
   if (!s.ok()) {
     return absl::FailedPreconditionError(
         fmt::format("cannot open store in {}: {}", options_.data_dir, s.ToString()));
@@ -215,7 +218,8 @@ absl::Status KvStore::Recover() {
 
 absl::Status KvStore::BuildIndex() {
   absl::WriterMutexLock lock(&index_.mu);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), families_.history));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), families_.history));
   mvccpb::KeyValue kv;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     auto rev = DecodeRevision(it->key().ToStringView());

@@ -47,7 +47,8 @@ class WriteGroup {
 
   absl::StatusOr<std::optional<mvccpb::KeyValue>> GetCurrent(std::string_view key);
   // The live keys of range now (the group's writes included), values loaded.
-  absl::Status ScanCurrent(const KeyRange& range, absl::FunctionRef<bool(mvccpb::KeyValue&&)> visit);
+  absl::Status ScanCurrent(const KeyRange& range,
+                           absl::FunctionRef<bool(mvccpb::KeyValue&&)> visit);
   // The live keys of range at rev (0: now), as candidates for EvaluateRange: values not
   // loaded; Load fills them. Revisions below the compaction floor are refused.
   absl::StatusOr<std::vector<Found>> Collect(const KeyRange& range, int64_t rev);
@@ -66,7 +67,8 @@ class WriteGroup {
   bool empty() const { return batch_.Count() == 0; }
 
   // What the group wrote, as index entries, for the store to add once it is committed.
-  void VisitVersions(absl::FunctionRef<void(const std::string& key, const IndexedVersion& v)> visit) const;
+  void VisitVersions(
+      absl::FunctionRef<void(const std::string& key, const IndexedVersion& v)> visit) const;
 
  private:
   struct Version {

@@ -575,7 +575,8 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
 // revision it saw one interval before; apiservers of one store take turns through
 // compact_rev_key. Objects stay, old revisions go, and the apiserver keeps serving.
 TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(admin_->CreatePod(NewPod("old-" + std::to_string(i))).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(admin_->CreatePod(NewPod("old-" + std::to_string(i))).ok());
   EtcdClient store(store_address_);
   auto before = store.Get("compact_rev_key");
   ASSERT_TRUE(before.ok()) << before.status();
@@ -608,8 +609,8 @@ TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
 
   // A bad interval is refused with a clear message.
   auto bad = RunCommand({BinDir() + "/mkube-apiserver", "--insecure-plaintext", "--token-file",
-                         dir_.Sub("tokens.csv"),
-                         "--store-endpoints", store_address_, "--etcd-compaction-interval", "soon"});
+                         dir_.Sub("tokens.csv"), "--store-endpoints", store_address_,
+                         "--etcd-compaction-interval", "soon"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--etcd-compaction-interval: soon is not a duration"), std::string::npos)
       << bad.err;

@@ -111,7 +111,9 @@ TEST(KeyIndex, CompactionKeepsWhatReadsAtTheTargetSee) {
       EXPECT_EQ(calls, slice == SIZE_MAX ? 0 : static_cast<int>((3 + slice - 1) / slice) - 1)
           << "slice " << slice;
       std::string got;
-      for (const auto& r : removed) got += std::to_string(r.main) + "." + std::to_string(r.sub) + " ";
+      for (const auto& r : removed) {
+        got += std::to_string(r.main) + "." + std::to_string(r.sub) + " ";
+      }
       EXPECT_EQ(got, c.removed) << "target " << c.target;
       EXPECT_EQ(Live(index, KeyRange("", std::string("\0", 1)), c.target), c.live_at_target)
           << "target " << c.target;

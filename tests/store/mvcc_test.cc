@@ -348,8 +348,11 @@ TEST_F(MvccTest, AStoreOfTheFirstFormatIsMigrated) {
     rocksdb::Options options;
     options.create_if_missing = true;
     options.create_missing_column_families = true;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"rev", {}}, {"key", {}}, {"cur", {}}, {"meta", {}}};
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"rev", {}},
+                                                        {"key", {}},
+                                                        {"cur", {}},
+                                                        {"meta", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> h;
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(options, path, cfs, &h, &raw).ok());
@@ -368,7 +371,8 @@ TEST_F(MvccTest, AStoreOfTheFirstFormatIsMigrated) {
       mvccpb::KeyValue no_key = v;
       no_key.clear_key();
       ASSERT_TRUE(
-          db->Put({}, h[2], EncodeKeyEntry(v.key(), rev.main), "p" + no_key.SerializeAsString()).ok());
+          db->Put({}, h[2], EncodeKeyEntry(v.key(), rev.main), "p" + no_key.SerializeAsString())
+              .ok());
       if (with_revision_entry) {
         ASSERT_TRUE(db->Put({}, h[1], EncodeRevision(rev), "p" + v.key()).ok());
       }

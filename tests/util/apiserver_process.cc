@@ -11,7 +11,8 @@ absl::Status ApiServerProcess::Start() {
   std::ofstream(dir_ + "/tokens.csv") << kTokens;
   std::ofstream(agent_token_file()) << kAgentToken << "\n";
   std::vector<std::string> args = {BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
-                                   "--store-endpoints", store_, "--token-file", dir_ + "/tokens.csv",
+                                   "--store-endpoints", store_,
+                                   "--token-file", dir_ + "/tokens.csv",
                                    "--insecure-plaintext", "--watch-queue-events", "50",
                                    "--watch-cache-window-mib", "16",
                                    "--agent-token-file", agent_token_file(),
