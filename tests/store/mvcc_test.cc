@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 
 #include "rocksdb/db.h"
 #include "store/mvcc/codec.h"
@@ -337,6 +340,79 @@ TEST_F(MvccTest, StateSurvivesReopen) {
   EXPECT_EQ(ValueAt("a", 2), "1");
   EXPECT_EQ(store_->member_id(), member);
   EXPECT_EQ(*Put("c", "3"), 4);
+}
+
+// Writers, readers and compactions at once: every read at a revision the store still has gives
+// each key's version of that revision (value, version and revisions agreeing), the same twice;
+// reads below the compaction point are refused, never answered wrongly.
+TEST_F(MvccTest, ReadsStayExactWhileCompactionRuns) {
+  constexpr int kKeys = 20;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> wrong{0}, reads{0}, refused{0};
+  std::thread writer([&] {
+    std::vector<int> puts(kKeys, 0);
+    for (int i = 0; !stop; ++i) {
+      const int k = i % kKeys;
+      const std::string key = "k" + std::to_string(k);
+      ASSERT_TRUE(Put(key, key + "#" + std::to_string(++puts[k])).ok());
+    }
+  });
+  std::thread compactor([&] {
+    while (!stop) {
+      const int64_t rev = store_->Revision() - 30;
+      if (rev > store_->CompactedRevision()) Compact(rev, /*physical=*/false).IgnoreError();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  });
+  auto check = [&](int64_t rev) -> std::optional<std::string> {
+    auto r = Range("k", "l", rev);
+    if (!r.ok()) {
+      if (r.status().message() != kErrCompacted) ++wrong;
+      ++refused;
+      return std::nullopt;
+    }
+    const int64_t at = rev ? rev : r->header().revision();
+    // Keys are only added (k0..k19 at revisions 2..21), never deleted.
+    if (r->kvs_size() != std::min<int64_t>(kKeys, at - 1)) ++wrong;
+    std::string seen;
+    for (const auto& kv : r->kvs()) {
+      if (kv.value() != kv.key() + "#" + std::to_string(kv.version()) || kv.mod_revision() > at ||
+          kv.create_revision() > kv.mod_revision()) {
+        ++wrong;
+      }
+      seen += kv.key() + "=" + kv.value() + "@" + std::to_string(kv.mod_revision()) + " ";
+    }
+    ++reads;
+    return seen;
+  };
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&] {
+      for (int i = 0; !stop; ++i) {
+        const int64_t now = store_->Revision();
+        check(0);
+        // From just behind the writer to beyond the compaction point (30 behind).
+        const int64_t past = now - 5 - i % 50;
+        if (past < 2) continue;
+        auto first = check(past);
+        auto second = check(past);
+        if (first && second && *first != *second) ++wrong;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  writer.join();
+  compactor.join();
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(reads.load(), 100);
+  EXPECT_GT(refused.load(), 0) << "reads below the compaction point were tried";
+  EXPECT_GT(store_->CompactedRevision(), 0) << "compaction ran";
+  std::printf("reads %lld, refused as compacted %lld, revision %lld, compacted %lld\n",
+              static_cast<long long>(reads.load()), static_cast<long long>(refused.load()),
+              static_cast<long long>(store_->Revision()),
+              static_cast<long long>(store_->CompactedRevision()));
 }
 
 // A store written in the first format (three key families, no format record) is rewritten
