@@ -57,7 +57,7 @@ void KeyIndex::Range(const KeyRange& range, int64_t rev, Visitor visit) const {
 
 bool KeyIndex::Compact(int64_t target, std::vector<Revision>* removed,
                        std::optional<std::string>* resume, size_t max_keys) {
-  auto it = resume && *resume ? keys_.lower_bound(**resume) : keys_.begin();
+  auto it = *resume ? keys_.lower_bound(**resume) : keys_.begin();
   for (size_t done = 0; it != keys_.end(); ++done) {
     if (done == max_keys) {
       *resume = it->first;

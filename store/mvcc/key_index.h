@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,8 +49,8 @@ class KeyIndex {
   // target. Appends the revisions forgotten to `removed`. Goes over at most max_keys keys from
   // *resume on (nullopt: the first key) and returns true when it reached the end; otherwise
   // *resume is where to go on, so a large index is compacted in slices between writes.
-  bool Compact(int64_t target, std::vector<Revision>* removed,
-               std::optional<std::string>* resume = nullptr, size_t max_keys = SIZE_MAX);
+  bool Compact(int64_t target, std::vector<Revision>* removed, std::optional<std::string>* resume,
+               size_t max_keys);
 
   size_t key_count() const { return keys_.size(); }
 

@@ -179,7 +179,8 @@ absl::Status KvStore::Recover() {
         options_.data_dir, *format, kFormat));
   }
   if (!legacy.empty() || *format == 0) {
-    // A migration that was cut short after its format record only has families to drop.
+    // A new store only gets its format record; a migration that was cut short after its
+    // format record only has families to drop.
     if (auto st = MigrateFormat1(legacy, *format == 0); !st.ok()) return st;
   }
 
@@ -227,14 +228,7 @@ absl::Status KvStore::BuildIndex() {
     if (!rev || !DecodeHistory(*rev, it->value().ToStringView(), &kv, &deleted)) {
       return absl::DataLossError("mkube-store: corrupt history entry");
     }
-    IndexedVersion v;
-    v.rev = *rev;
-    if (!deleted) {
-      v.create_revision = kv.create_revision();
-      v.version = kv.version();
-      v.lease = kv.lease();
-    }
-    index_.index.Add(kv.key(), v);
+    index_.index.Add(kv.key(), IndexEntry(*rev, deleted ? nullptr : &kv));
   }
   return FromRocks(it->status(), "read history");
 }
@@ -378,13 +372,9 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
   if (rev < state->compacted) return absl::OutOfRangeError(kErrCompacted);
   KeyRange range(req.key(), req.range_end());
   std::vector<Found> candidates;
-  {
-    absl::ReaderMutexLock lock(&index_.mu);
-    if (rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
-    index_.index.Range(range, rev, [&](const std::string& key, const IndexedVersion& v) {
-      candidates.push_back(FoundInIndex(key, v));
-      return true;
-    });
+  auto add = [&](Found&& f) { candidates.push_back(std::move(f)); };
+  if (auto st = FindInIndex(index_, range, rev, add); !st.ok()) {
+    return st;
   }
   // The snapshot holds every version the index named at rev: compaction removes only
   // versions below its floor, and the snapshot is older than any such removal.
@@ -486,8 +476,9 @@ void KvStore::Lead() {
 void KvStore::CommitGroup(std::vector<Pending> ops) {
   const int64_t compacted_before = compacted_;
   WriteGroup group(db_.get(), families_, index_, next_base_revision_);
-  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
-  std::vector<absl::Status> exclusive_results;
+  auto acks = std::make_unique<Acks>();
+  auto& txn_results = acks->txn_results;
+  auto& exclusive_results = acks->exclusive_results;
   txn_results.reserve(ops.size());
   for (auto& p : ops) {
     if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
@@ -557,7 +548,6 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
     }
   }
 
-  auto acks = std::make_unique<Acks>();
   for (auto& r : txn_results) {
     if (r.ok() && !commit.ok()) r = commit;
     if (r.ok()) {
@@ -571,8 +561,6 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
     if (st.ok() && !commit.ok()) st = commit;
   }
   acks->ops = std::move(ops);
-  acks->txn_results = std::move(txn_results);
-  acks->exclusive_results = std::move(exclusive_results);
   Acknowledge(std::move(acks));
 }
 
@@ -759,7 +747,8 @@ absl::Status KvStore::CompactHistory(int64_t target) {
   // The index forgets first (and refuses reads below target from then on); then the
   // versions it forgot leave the database. Losing these deletes in a crash only means
   // redoing them: the index is rebuilt from the database and compaction resumes.
-  std::vector<mvcc::Revision> removed;
+  // Versions a failed attempt left in the database are deleted by the next one.
+  std::vector<mvcc::Revision>& removed = compact_unwritten_;
   {
     absl::WriterMutexLock lock(&index_.mu);
     index_.floor = std::max(index_.floor, target);
@@ -774,18 +763,26 @@ absl::Status KvStore::CompactHistory(int64_t target) {
   std::sort(removed.begin(), removed.end());
   rocksdb::WriteOptions wo;
   rocksdb::WriteBatch batch;
-  for (const mvcc::Revision& rev : removed) {
-    batch.Delete(families_.history, EncodeRevision(rev)).PermitUncheckedError();
+  size_t written = 0;  // removed[0, written) are deleted in the database
+  for (size_t i = 0; i < removed.size(); ++i) {
+    batch.Delete(families_.history, EncodeRevision(removed[i])).PermitUncheckedError();
     if (batch.Count() >= static_cast<int>(kCompactBatch)) {
-      if (auto st = FromRocks(db_->Write(wo, &batch), "compaction write"); !st.ok()) return st;
+      if (auto st = FromRocks(db_->Write(wo, &batch), "compaction write"); !st.ok()) {
+        removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
+        return st;
+      }
       batch.Clear();
+      written = i + 1;
     }
   }
   batch.Put(families_.meta, kMetaCompactDone, Encode64(target)).PermitUncheckedError();
   absl::Status st = FromRocks(db_->Write(wo, &batch), "compaction write");
-  if (st.ok()) {
-    spdlog::info("compacted history to revision {}: {} versions removed", target, removed.size());
+  if (!st.ok()) {
+    removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
+    return st;
   }
+  spdlog::info("compacted history to revision {}: {} versions removed", target, removed.size());
+  removed.clear();
   return st;
 }
 

@@ -182,6 +182,8 @@ class KvStore {
   int64_t compact_done_ ABSL_GUARDED_BY(compact_mu_) = 0;
   std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
   bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
+  // Versions the index has forgotten whose deletion is not written yet (compactor thread).
+  std::vector<mvcc::Revision> compact_unwritten_;
 
   std::mutex ack_mu_;
   std::condition_variable ack_cv_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
 
@@ -44,6 +45,36 @@ Found FoundInIndex(const std::string& key, const IndexedVersion& v) {
   f.kv.set_lease(v.lease);
   f.rev = v.rev;
   return f;
+}
+
+IndexedVersion IndexEntry(Revision rev, const mvccpb::KeyValue* kv) {
+  IndexedVersion v;
+  v.rev = rev;
+  if (kv) {
+    v.create_revision = kv->create_revision();
+    v.version = kv->version();
+    v.lease = kv->lease();
+  }
+  return v;
+}
+
+absl::Status FindInIndex(const SharedIndex& index, const KeyRange& range, int64_t rev,
+                         absl::FunctionRef<void(Found&&)> add) {
+  absl::ReaderMutexLock lock(&index.mu);
+  if (rev != 0 && rev < index.floor) return absl::OutOfRangeError(kErrCompacted);
+  index.index.Range(range, rev, [&](const std::string& key, const IndexedVersion& v) {
+    add(FoundInIndex(key, v));
+    return true;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status LoadMissing(std::vector<Found>& found, Loader load) {
+  std::vector<Found*> wanted;
+  for (auto& f : found) {
+    if (!f.loaded) wanted.push_back(&f);
+  }
+  return wanted.empty() ? absl::OkStatus() : load(wanted);
 }
 
 absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
@@ -120,17 +151,9 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Fo
     if (key_order && limit > 0 && static_cast<int64_t>(kvs.size()) > limit) break;
     if (keep(f.kv)) kvs.push_back(std::move(f));
   }
-  auto load_all = [&](std::vector<Found>& all) {
-    std::vector<Found*> wanted;
-    for (auto& f : all) {
-      if (!f.loaded) wanted.push_back(&f);
-    }
-    return wanted.empty() ? absl::OkStatus() : load(wanted);
-  };
-
   if (!key_order) {
     if (req.sort_target() == RangeRequest::VALUE) {
-      if (auto st = load_all(kvs); !st.ok()) return st;
+      if (auto st = LoadMissing(kvs, load); !st.ok()) return st;
     }
     auto field = [&](const mvccpb::KeyValue& kv) -> std::pair<int64_t, const std::string*> {
       switch (req.sort_target()) {
@@ -157,7 +180,7 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Fo
     resp->set_more(true);
   }
   if (!req.keys_only()) {
-    if (auto st = load_all(kvs); !st.ok()) return st;
+    if (auto st = LoadMissing(kvs, load); !st.ok()) return st;
   }
   for (auto& f : kvs) {
     if (req.keys_only()) f.kv.clear_value();

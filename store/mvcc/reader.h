@@ -30,6 +30,13 @@ struct Found {
   bool loaded = false;
 };
 Found FoundInIndex(const std::string& key, const IndexedVersion& v);
+// The index's entry for a version written at rev: kv, or a deletion when null.
+IndexedVersion IndexEntry(Revision rev, const mvccpb::KeyValue* kv);
+
+// The live keys of range at rev (0: the newest) as the index knows them, in key order;
+// a read below the compaction floor is refused.
+absl::Status FindInIndex(const SharedIndex& index, const KeyRange& range, int64_t rev,
+                         absl::FunctionRef<void(Found&&)> add);
 
 // Loads the values of versions (all live puts) from the history family as `ro` sees it.
 // A version missing there is reported with `missing` (the caller knows whether that means
@@ -38,6 +45,8 @@ absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
                         const rocksdb::ReadOptions& ro, const std::vector<Found*>& found,
                         const absl::Status& missing);
 using Loader = absl::FunctionRef<absl::Status(const std::vector<Found*>&)>;
+// Loads, through `load`, the values of the versions in `found` not loaded yet.
+absl::Status LoadMissing(std::vector<Found>& found, Loader load);
 
 // Which of the candidates (the live keys of the range at the read's revision, in key order) a
 // RangeRequest wants, how they are ordered and cut; loads values only for what it returns

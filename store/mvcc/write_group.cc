@@ -75,17 +75,14 @@ absl::StatusOr<std::optional<mvccpb::KeyValue>> WriteGroup::GetCurrent(std::stri
 
 absl::StatusOr<std::vector<Found>> WriteGroup::Collect(const KeyRange& range, int64_t rev) {
   std::map<std::string, Found, std::less<>> merged;
-  {
-    // The index holds nothing of the group yet, so it answers for every revision up to the
-    // group's start.
-    absl::ReaderMutexLock lock(&index_.mu);
-    if (rev != 0 && rev < index_.floor) return absl::OutOfRangeError(kErrCompacted);
-    index_.index.Range(range, rev == 0 ? 0 : std::min(rev, base_revision_),
-                       [&](const std::string& key, const IndexedVersion& v) {
-                         merged.emplace(key, FoundInIndex(key, v));
-                         return true;
-                       });
-  }
+  // The index holds nothing of the group yet, so it answers for every revision up to the
+  // group's start.
+  absl::Status st = FindInIndex(index_, range, rev == 0 ? 0 : std::min(rev, base_revision_),
+                                [&](Found&& f) {
+                                  std::string key = f.kv.key();
+                                  merged.emplace(std::move(key), std::move(f));
+                                });
+  if (!st.ok()) return st;
   for (auto it = overlay_.lower_bound(range.begin()); it != overlay_.end(); ++it) {
     if (range.Past(it->first)) break;
     if (!range.Contains(it->first)) continue;
@@ -122,12 +119,9 @@ absl::Status WriteGroup::ScanCurrent(const KeyRange& range,
   }
   auto found = Collect(range, 0);
   if (!found.ok()) return found.status();
-  std::vector<Found*> wanted;
-  for (auto& f : *found) {
-    if (!f.loaded) wanted.push_back(&f);
-  }
-  if (!wanted.empty()) {
-    if (auto st = Load(wanted); !st.ok()) return st;
+  if (auto st = LoadMissing(*found, [&](const std::vector<Found*>& f) { return Load(f); });
+      !st.ok()) {
+    return st;
   }
   for (auto& f : *found) {
     if (!visit(std::move(f.kv))) break;
@@ -138,16 +132,7 @@ absl::Status WriteGroup::ScanCurrent(const KeyRange& range,
 void WriteGroup::VisitVersions(
     absl::FunctionRef<void(const std::string& key, const IndexedVersion& v)> visit) const {
   for (const auto& [key, versions] : overlay_) {
-    for (const auto& v : versions) {
-      IndexedVersion iv;
-      iv.rev = v.rev;
-      if (v.kv) {
-        iv.create_revision = v.kv->create_revision();
-        iv.version = v.kv->version();
-        iv.lease = v.kv->lease();
-      }
-      visit(key, iv);
-    }
+    for (const auto& v : versions) visit(key, IndexEntry(v.rev, v.kv));
   }
 }
 
