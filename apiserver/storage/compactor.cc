@@ -62,7 +62,6 @@ absl::Status Compactor::Step() {
     }
     return compacted;
   }
-  compacted_ = target;
   spdlog::info("compacted the store to revision {}", target);
   return absl::OkStatus();
 }

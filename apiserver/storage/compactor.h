@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -30,19 +29,15 @@ class Compactor {
   void Start();
   void Stop();
 
-  // One step; errors leave the state for the next step to retry.
-  absl::Status Step();
-  // The revision this apiserver last compacted the store to (0: none yet).
-  int64_t compacted() const { return compacted_.load(); }
-
  private:
   void Loop();
+  // One step; errors leave the state for the next step to retry.
+  absl::Status Step();
 
   StoreClient* const store_;
   const std::chrono::milliseconds interval_;
   int64_t seen_version_ = 0;   // kCompactRevisionKey's version after the last step
   int64_t last_revision_ = 0;  // the store's revision at the last step
-  std::atomic<int64_t> compacted_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
