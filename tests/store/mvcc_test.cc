@@ -10,6 +10,7 @@
 #include "store/mvcc/kv_store.h"
 #include "store/mvcc/validate.h"
 #include "tests/store/store_fixture.h"
+#include "tests/util/eventually.h"
 
 namespace mkube::store::mvcc {
 namespace {
@@ -400,13 +401,17 @@ TEST_F(MvccTest, ReadsStayExactWhileCompactionRuns) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Until enough has happened, however slow the machine: history well past the compaction
+  // distance, compactions done, reads answered and refused.
+  mkube::testing::Eventually(
+      [&] { return store_->Revision() > 300 && reads > 1000 && refused > 0; },
+      std::chrono::seconds(60));
   stop = true;
   writer.join();
   compactor.join();
   for (auto& r : readers) r.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(reads.load(), 100);
+  EXPECT_GT(reads.load(), 1000);
   EXPECT_GT(refused.load(), 0) << "reads below the compaction point were tried";
   EXPECT_GT(store_->CompactedRevision(), 0) << "compaction ran";
   std::printf("reads %lld, refused as compacted %lld, revision %lld, compacted %lld\n",
