@@ -1,0 +1,388 @@
+// The store's own gRPC transport, driven by real gRPC C++ channels (and, for bad input, a
+// raw socket): unary and streaming calls, messages across many frames and flow-control
+// windows, errors, cancellation, backpressure, many concurrent calls, shutdown.
+#include "store/rpc/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/functional/any_invocable.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/etcd/rpc.grpc.pb.h"
+#include "tests/util/eventually.h"
+
+namespace mkube::store::rpc {
+namespace {
+
+using etcdserverpb::PutRequest;
+using etcdserverpb::PutResponse;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::RangeResponse;
+using etcdserverpb::WatchRequest;
+using etcdserverpb::WatchResponse;
+using mkube::testing::Eventually;
+
+// Answers handed to another thread, as the store's writer thread does.
+class Answerer {
+ public:
+  Answerer() : thread_([this] { Run(); }) {}
+  ~Answerer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Later(absl::AnyInvocable<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      work_.push_back(std::move(fn));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
+      if (work_.empty()) return;
+      auto fn = std::move(work_.front());
+      work_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<absl::AnyInvocable<void()>> work_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// A Watch handler that answers each request with `count` responses of `size` bytes each
+// (count and size from the request's create key "count:size"), or echoes a cancel's id.
+class FloodStream final : public StreamHandler {
+ public:
+  FloodStream(std::shared_ptr<ServerStream> stream, std::atomic<int>* closed,
+              std::atomic<int>* drained)
+      : stream_(std::move(stream)), closed_(closed) {
+    stream_->OnDrained(64 << 10, [drained] { drained->fetch_add(1); });
+  }
+  void OnMessage(std::string_view message) override {
+    WatchRequest req;
+    ASSERT_TRUE(req.ParseFromArray(message.data(), static_cast<int>(message.size())));
+    if (req.has_cancel_request()) {
+      WatchResponse resp;
+      resp.set_watch_id(req.cancel_request().watch_id());
+      resp.set_canceled(true);
+      stream_->Write(resp);
+      return;
+    }
+    const std::string& key = req.create_request().key();
+    const int count = std::stoi(key.substr(0, key.find(':')));
+    const int size = std::stoi(key.substr(key.find(':') + 1));
+    for (int i = 0; i < count; ++i) {
+      WatchResponse resp;
+      resp.set_watch_id(i);
+      resp.set_cancel_reason(std::string(size, static_cast<char>('a' + i % 26)));
+      stream_->Write(resp);
+      if (stream_->queued_bytes() > (1 << 20)) stream_->ArmDrained();
+    }
+  }
+  void OnHalfClose() override { stream_->Finish(absl::OkStatus()); }
+  void OnClose() override { closed_->fetch_add(1); }
+
+ private:
+  std::shared_ptr<ServerStream> stream_;
+  std::atomic<int>* closed_;
+};
+
+// Asks a FloodStream for `spec` ("count:size").
+template <typename Stream>
+bool AskFlood(Stream& stream, const std::string& spec) {
+  WatchRequest req;
+  req.mutable_create_request()->set_key(spec);
+  return stream->Write(req);
+}
+
+class RpcServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(2); }
+
+  void Start(int loops) {
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.loops = loops;
+    o.max_message_bytes = 2 << 20;
+    server_ = std::make_unique<Server>(o);
+    // Range answers at once on the loop: a value of `limit` bytes under the asked key.
+    server_->AddUnary("/etcdserverpb.KV/Range", [](std::string_view bytes, Responder r) {
+      RangeRequest req;
+      if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return r.Fail(absl::InvalidArgumentError("bad request"));
+      }
+      if (req.key() == "fail") {
+        return r.Fail(absl::FailedPreconditionError("100% wrong: caf\xc3\xa9\nnext line"));
+      }
+      if (req.key() == "drop") return;  // the Responder answers when destroyed
+      RangeResponse resp;
+      auto* kv = resp.add_kvs();
+      kv->set_key(req.key());
+      kv->set_value(std::string(req.limit(), 'v'));
+      r.Reply(resp);
+    });
+    // Put answers from another thread with the size of what it received.
+    server_->AddUnary("/etcdserverpb.KV/Put", [this](std::string_view bytes, Responder r) {
+      PutRequest req;
+      if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return r.Fail(absl::InvalidArgumentError("bad request"));
+      }
+      puts_.fetch_add(1);
+      const bool intact = req.value().find_first_not_of('x') == std::string::npos;
+      const int64_t size = static_cast<int64_t>(req.value().size());
+      answerer_.Later([r = std::move(r), size, intact]() mutable {
+        PutResponse resp;
+        resp.mutable_header()->set_revision(intact ? size : -1);
+        r.Reply(resp);
+      });
+    });
+    server_->AddStream("/etcdserverpb.Watch/Watch", [this](std::shared_ptr<ServerStream> s) {
+      return std::make_unique<FloodStream>(std::move(s), &closed_, &drained_);
+    });
+    ASSERT_TRUE(server_->Start().ok());
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    kv_ = etcdserverpb::KV::NewStub(channel_);
+    watch_ = etcdserverpb::Watch::NewStub(channel_);
+  }
+
+  grpc::Status Range(const std::string& key, int64_t size, RangeResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    RangeRequest req;
+    req.set_key(key);
+    req.set_limit(size);
+    return kv_->Range(&ctx, req, resp);
+  }
+
+  grpc::Status Put(size_t size, PutResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    PutRequest req;
+    req.set_key("k");
+    req.set_value(std::string(size, 'x'));
+    return kv_->Put(&ctx, req, resp);
+  }
+
+  Answerer answerer_;
+  std::atomic<int> closed_{0};
+  std::atomic<int> drained_{0};
+  std::atomic<int> puts_{0};
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
+};
+
+TEST_F(RpcServerTest, UnaryCallsAnswerFromTheLoopAndFromOtherThreads) {
+  RangeResponse range;
+  ASSERT_TRUE(Range("a", 3, &range).ok());
+  ASSERT_EQ(range.kvs_size(), 1);
+  EXPECT_EQ(range.kvs(0).key(), "a");
+  EXPECT_EQ(range.kvs(0).value(), "vvv");
+  PutResponse put;
+  ASSERT_TRUE(Put(10, &put).ok());
+  EXPECT_EQ(put.header().revision(), 10);
+}
+
+TEST_F(RpcServerTest, MessagesLargerThanFramesAndWindowsArriveWhole) {
+  // Requests: a 1.5 MiB value is many DATA frames and more than gRPC's first window.
+  for (size_t size : {size_t{0}, size_t{16384}, size_t{70000}, size_t{1536 << 10}}) {
+    PutResponse put;
+    grpc::Status st = Put(size, &put);
+    ASSERT_TRUE(st.ok()) << size << ": " << st.error_message();
+    EXPECT_EQ(put.header().revision(), static_cast<int64_t>(size));
+  }
+  // Responses: up to 3 MiB (a gRPC client takes 4 at most), beyond the client's first
+  // stream and connection windows.
+  for (int64_t size : {int64_t{16385}, int64_t{65536}, int64_t{3 << 20}}) {
+    RangeResponse range;
+    grpc::Status st = Range("big", size, &range);
+    ASSERT_TRUE(st.ok()) << size << ": " << st.error_message();
+    ASSERT_EQ(range.kvs(0).value().size(), static_cast<size_t>(size));
+  }
+}
+
+TEST_F(RpcServerTest, ErrorsReachTheClientWithTheirCodeAndMessage) {
+  RangeResponse range;
+  grpc::Status st = Range("fail", 0, &range);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(st.error_message(), "100% wrong: caf\xc3\xa9\nnext line");
+
+  st = Range("drop", 0, &range);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL);
+
+  // Over the message limit: refused, and the connection goes on serving.
+  PutResponse put;
+  st = Put(3 << 20, &put);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  ASSERT_TRUE(Put(5, &put).ok());
+
+  // A method nobody registered.
+  auto lease = etcdserverpb::Lease::NewStub(channel_);
+  grpc::ClientContext ctx;
+  etcdserverpb::LeaseGrantResponse granted;
+  st = lease->LeaseGrant(&ctx, etcdserverpb::LeaseGrantRequest(), &granted);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(st.error_message().find("LeaseGrant"), std::string::npos);
+}
+
+TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
+  grpc::ClientContext ctx;
+  auto stream = watch_->Watch(&ctx);
+  // 256 responses of 64 KiB: 16 MiB, far beyond every window; the stream's queue passes its
+  // high mark while the client reads, and drains.
+  ASSERT_TRUE(AskFlood(stream, "256:65536"));
+  WatchResponse resp;
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_TRUE(stream->Read(&resp)) << i;
+    ASSERT_EQ(resp.watch_id(), i);
+    ASSERT_EQ(resp.cancel_reason(), std::string(65536, static_cast<char>('a' + i % 26)));
+  }
+  EXPECT_TRUE(Eventually([&] { return drained_.load() > 0; }));
+  // Then small messages both ways, then the client's half-close ends the call.
+  for (int i = 0; i < 100; ++i) {
+    WatchRequest cancel;
+    cancel.mutable_cancel_request()->set_watch_id(1000 + i);
+    ASSERT_TRUE(stream->Write(cancel));
+    ASSERT_TRUE(stream->Read(&resp));
+    EXPECT_EQ(resp.watch_id(), 1000 + i);
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_FALSE(stream->Read(&resp));
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(Eventually([&] { return closed_.load() == 1; }));
+}
+
+TEST_F(RpcServerTest, ACancelledOrAbandonedCallClosesItsHandler) {
+  {
+    grpc::ClientContext ctx;
+    auto stream = watch_->Watch(&ctx);
+    ASSERT_TRUE(AskFlood(stream, "1:10"));
+    WatchResponse resp;
+    ASSERT_TRUE(stream->Read(&resp));
+    ctx.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(Eventually([&] { return closed_.load() == 1; }));
+  {
+    // A client that never reads a flood, then goes away with its connection.
+    auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    auto watch = etcdserverpb::Watch::NewStub(channel);
+    grpc::ClientContext ctx;
+    auto stream = watch->Watch(&ctx);
+    ASSERT_TRUE(AskFlood(stream, "64:65536"));
+    ctx.TryCancel();
+    stream->Finish().IgnoreError();
+  }
+  EXPECT_TRUE(Eventually([&] { return closed_.load() == 2; }));
+  RangeResponse range;
+  EXPECT_TRUE(Range("still", 1, &range).ok());
+}
+
+TEST_F(RpcServerTest, ManyConcurrentCallsOverSeveralConnections) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int c = 0; c < 4; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt("mkube.test.channel", c);  // a connection per channel
+    auto channel = grpc::CreateCustomChannel(server_->address(),
+                                             grpc::InsecureChannelCredentials(), args);
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([channel, &ok, t] {
+        auto kv = etcdserverpb::KV::NewStub(channel);
+        for (int i = 0; i < 200; ++i) {
+          grpc::ClientContext ctx;
+          PutRequest req;
+          req.set_key("k");
+          req.set_value(std::string(t * 10 + i, 'x'));
+          PutResponse resp;
+          if (kv->Put(&ctx, req, &resp).ok() && resp.header().revision() == t * 10 + i) ++ok;
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 4 * 8 * 200);
+}
+
+TEST_F(RpcServerTest, GarbageClosesOnlyItsOwnConnection) {
+  const auto colon = server_->address().rfind(':');
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(std::stoi(server_->address().substr(colon + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  auto try_input = [&](const std::string& input) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(send(fd, input.data(), input.size(), 0), static_cast<ssize_t>(input.size()));
+    // The server closes: reads end (after its SETTINGS and maybe a GOAWAY).
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+    }
+    EXPECT_LE(n, 0);  // end of stream, or a reset if our bytes were still unread
+    close(fd);
+  };
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  try_input("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  // A frame longer than the frame size we allow.
+  try_input(preface + std::string("\x01\x00\x00\x00\x00\x00\x00\x00\x00", 9));
+  // HEADERS whose block is not HPACK (index 0).
+  try_input(preface + std::string("\x00\x00\x01\x01\x05\x00\x00\x00\x01\x80", 10));
+  // DATA on a stream never opened.
+  try_input(preface + std::string("\x00\x00\x01\x00\x00\x00\x00\x00\x07x", 10));
+  RangeResponse range;
+  EXPECT_TRUE(Range("fine", 1, &range).ok());
+}
+
+TEST_F(RpcServerTest, ShutdownLetsAnswersInFlightOut) {
+  // The answerer is held until the server is shutting down with a put in flight; the answer
+  // still reaches the client.
+  std::promise<void> release;
+  answerer_.Later([f = release.get_future()]() mutable { f.wait(); });
+  std::thread caller([&] {
+    PutResponse put;
+    grpc::ClientContext ctx;
+    PutRequest req;
+    req.set_value("xx");
+    EXPECT_TRUE(kv_->Put(&ctx, req, &put).ok());
+    EXPECT_EQ(put.header().revision(), 2);
+  });
+  ASSERT_TRUE(Eventually([&] { return puts_.load() == 1; }));
+  std::thread stopper([&] { server_->Shutdown(std::chrono::seconds(30)); });
+  release.set_value();
+  caller.join();
+  stopper.join();
+  // New calls are refused once it is down.
+  RangeResponse range;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  RangeRequest req;
+  EXPECT_FALSE(kv_->Range(&ctx, req, &range).ok());
+}
+
+}  // namespace
+}  // namespace mkube::store::rpc
