@@ -749,24 +749,20 @@ void Connection::Forget(uint32_t id) {
 }
 
 void Connection::Pump(uint32_t id, Stream& s) {
+  const size_t framed_before = out_.size();
+  bool held = false;  // by a flow-control window or by the output's high water
   while (!s.pending.empty()) {
     if (out_.size() - out_pos_ > kOutputHighWater) {
-      if (!s.blocked) {
-        s.blocked = true;
-        blocked_.push_back(id);
-      }
-      return;
+      held = true;
+      break;
     }
     const std::string& m = s.pending.front();
     const int64_t left = static_cast<int64_t>(m.size() - s.pending_offset);
     const int64_t n = std::min({left, s.send_window, send_window_,
                                 static_cast<int64_t>(peer_max_frame_)});
     if (n <= 0) {
-      if (!s.blocked) {
-        s.blocked = true;
-        blocked_.push_back(id);
-      }
-      return;
+      held = true;
+      break;
     }
     if (!s.headers_sent) {
       AppendHeaderBlock(id, ResponseHeaders(), false);
@@ -783,11 +779,19 @@ void Connection::Pump(uint32_t id, Stream& s) {
       s.pending_offset = 0;
     }
   }
-  Dirty();
+  // Whatever was framed goes out with this round's writes, held or not.
+  if (out_.size() != framed_before) Dirty();
   if (s.server && s.server->armed_.load(std::memory_order_acquire) &&
       s.server->queued_bytes() <= s.server->low_ &&
       s.server->armed_.exchange(false, std::memory_order_acq_rel)) {
     s.server->drained_();
+  }
+  if (held) {
+    if (!s.blocked) {
+      s.blocked = true;
+      blocked_.push_back(id);
+    }
+    return;
   }
   if (s.finish_pending) {
     std::string block;
@@ -878,11 +882,9 @@ void Connection::Flush() {
     ev.data.ptr = this;
     epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_MOD, fd_, &ev);
   }
-  // Room again below the high water: streams held back by it go on.
-  if (!blocked_.empty() && out_.size() - out_pos_ <= kOutputHighWater / 2) {
-    PumpBlocked();
-    if (out_pos_ < out_.size() && !dirty) Dirty();
-  }
+  // Room again below the high water: streams held back by it go on (what they frame marks
+  // the connection dirty again).
+  if (!blocked_.empty() && out_.size() - out_pos_ <= kOutputHighWater / 2) PumpBlocked();
 }
 
 void Connection::Close() {
