@@ -51,12 +51,15 @@ int main(int argc, char** argv) {
                  "Interval of watch progress notifications")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--io-threads", options.io_threads, "Event loops serving client connections")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
-  // absl::Mutex (under gRPC) otherwise tracks lock order on every acquisition in this build.
+  // absl::Mutex (the key index's lock) otherwise tracks lock order on every acquisition.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   options.max_request_bytes = static_cast<size_t>(max_request_bytes);

@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
   std::unique_ptr<KvStore> store(new KvStore(options));
   if (auto st = store->Recover(); !st.ok()) return st;
   store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
-  store->acker_ = std::thread([s = store.get()] { s->AckLoop(); });
+  store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   return store;
 }
 
@@ -306,18 +306,12 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
 
 KvStore::~KvStore() {
   {
-    // New writes are refused; the last leader finishes what was queued.
-    std::unique_lock<std::mutex> lock(queue_mu_);
+    // New writes are refused; the writer commits and answers what was queued, then ends.
+    std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = true;
-    queue_cv_.wait(lock, [&] { return !leading_ && queue_.empty(); });
   }
-  {
-    // The acknowledging thread answers every queued group before it ends.
-    std::lock_guard<std::mutex> lock(ack_mu_);
-    ack_stopping_ = true;
-  }
-  ack_cv_.notify_all();
-  if (acker_.joinable()) acker_.join();
+  writer_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
   {
     std::lock_guard<std::mutex> lock(compact_mu_);
     compact_stopping_ = true;
@@ -404,14 +398,10 @@ void KvStore::Submit(Pending pending) {
       refused = true;
     } else {
       queue_.push_back(std::move(pending));
-      if (leading_) return;  // the leader will take it
-      leading_ = true;
+      if (writer_idle_) writer_cv_.notify_one();
     }
   }
-  if (!refused) {
-    Lead();
-    return;
-  }
+  if (!refused) return;
   const absl::Status gone = absl::UnavailableError("mkube-store: shutting down");
   if (auto* t = std::get_if<Pending::TxnOp>(&pending.op)) {
     t->done(gone);
@@ -445,32 +435,6 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
         compact_cv_.notify_all();
         if (done) done(absl::OkStatus());
       });
-}
-
-void KvStore::Lead() {
-  for (;;) {
-    std::vector<Pending> ops;
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (queue_.empty()) {
-        leading_ = false;
-        queue_cv_.notify_all();
-        return;
-      }
-      // Exclusive requests commit alone; txns are taken up to the next exclusive one.
-      if (queue_.front().exclusive()) {
-        ops.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      } else {
-        while (!queue_.empty() && !queue_.front().exclusive() &&
-               ops.size() < options_.max_group_ops) {
-          ops.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-      }
-    }
-    CommitGroup(std::move(ops));
-  }
 }
 
 void KvStore::CommitGroup(std::vector<Pending> ops) {
@@ -561,42 +525,31 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
     if (st.ok() && !commit.ok()) st = commit;
   }
   acks->ops = std::move(ops);
-  Acknowledge(std::move(acks));
-}
-
-void KvStore::Acknowledge(std::unique_ptr<Acks> acks) {
-  bool more_waiting;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    more_waiting = !queue_.empty();
-  }
-  {
-    std::lock_guard<std::mutex> lock(ack_mu_);
-    // Answering a group costs about as much as committing it (a network write per request):
-    // when the next group is already waiting, that work goes to the other thread. Groups are
-    // answered in commit order, so once one is queued the later ones follow it.
-    if (more_waiting || acking_ || !ack_queue_.empty()) {
-      ack_queue_.push_back(std::move(acks));
-      ack_cv_.notify_one();
-      return;
-    }
-  }
   acks->Run();
 }
 
-void KvStore::AckLoop() {
-  std::unique_lock<std::mutex> lock(ack_mu_);
+void KvStore::WriterLoop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
-    ack_cv_.wait(lock, [&] { return ack_stopping_ || !ack_queue_.empty(); });
-    if (ack_queue_.empty()) return;  // stopping, and everything is answered
-    std::unique_ptr<Acks> acks = std::move(ack_queue_.front());
-    ack_queue_.pop_front();
-    acking_ = true;
+    writer_idle_ = true;
+    writer_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    writer_idle_ = false;
+    if (queue_.empty()) return;  // stopping, and everything is committed
+    // Exclusive requests commit alone; txns are taken up to the next exclusive one.
+    std::vector<Pending> ops;
+    if (queue_.front().exclusive()) {
+      ops.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    } else {
+      while (!queue_.empty() && !queue_.front().exclusive() &&
+             ops.size() < options_.max_group_ops) {
+        ops.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
     lock.unlock();
-    acks->Run();
-    acks.reset();
+    CommitGroup(std::move(ops));
     lock.lock();
-    acking_ = false;
   }
 }
 

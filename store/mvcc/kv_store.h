@@ -57,7 +57,7 @@ struct ReadState {
 };
 using ReadStatePtr = std::shared_ptr<const ReadState>;
 
-// Told of each commit by the leader, before the writers' callbacks run, one commit at a time.
+// Told of each commit by the writer thread, before the writers' callbacks run, one commit at a time.
 // Must be quick and must not wait for the store's write path.
 class CommitListener {
  public:
@@ -69,13 +69,9 @@ class CommitListener {
 };
 
 // The MVCC key-value store on RocksDB. Reads run on the caller's thread against the latest
-// committed snapshot. Writes are applied in order and committed in groups, each group with one
-// WAL sync; callbacks run after the sync. There is no writer thread: a caller that queues a
-// write while nobody is writing becomes the writer (leader) and commits groups until the queue
-// is empty, while later callers only queue. At low load a write thus costs no thread hand-off,
-// and under load the requests queued during one sync form the next group. When more requests
-// wait, the leader hands a committed group's callbacks to an acknowledging thread and goes on
-// to the next group, so answering one group overlaps committing the next.
+// committed snapshot. Writes are queued and never wait: the store's writer thread applies them
+// in order and commits them in groups, each group with one WAL sync, then runs the group's
+// callbacks. The requests queued during one sync form the next group.
 class KvStore {
  public:
   using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
@@ -130,13 +126,9 @@ class KvStore {
   absl::Status BuildIndex();
   void Publish(int64_t revision, int64_t compacted);
   void Submit(Pending pending);
-  // Commits queued groups until the queue is empty; the caller holds leadership.
-  void Lead();
+  // The writer thread: commits a group whenever something is queued.
+  void WriterLoop();
   void CommitGroup(std::vector<Pending> ops);
-  // Runs the callbacks of a committed group now, or queues them for the acknowledging thread
-  // when more requests wait (or earlier groups are still being acknowledged).
-  void Acknowledge(std::unique_ptr<Acks> acks);
-  void AckLoop();
   void CompactorLoop();
   absl::Status CompactHistory(int64_t revision);
   void CacheEvents(EventList&& events);
@@ -157,12 +149,12 @@ class KvStore {
   ReadStatePtr read_state_ ABSL_GUARDED_BY(read_mu_);
 
   std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  bool leading_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::condition_variable writer_cv_;
+  bool writer_idle_ ABSL_GUARDED_BY(queue_mu_) = false;
 
-  // Leader state: only the current leader touches these.
+  // Writer-thread state.
   int64_t next_base_revision_ = 0;
   int64_t compacted_ = 0;
   uint64_t applied_index_value_ = 0;
@@ -185,14 +177,8 @@ class KvStore {
   // Versions the index has forgotten whose deletion is not written yet (compactor thread).
   std::vector<mvcc::Revision> compact_unwritten_;
 
-  std::mutex ack_mu_;
-  std::condition_variable ack_cv_;
-  std::deque<std::unique_ptr<Acks>> ack_queue_ ABSL_GUARDED_BY(ack_mu_);
-  bool acking_ ABSL_GUARDED_BY(ack_mu_) = false;  // the thread is running a group's callbacks
-  bool ack_stopping_ ABSL_GUARDED_BY(ack_mu_) = false;
-
   std::thread compactor_;
-  std::thread acker_;
+  std::thread writer_;
 };
 using KvStorePtr = std::unique_ptr<KvStore>;
 

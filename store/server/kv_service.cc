@@ -1,7 +1,5 @@
-#include "store/server/kv_service.h"
-
 #include "store/mvcc/validate.h"
-#include "proto/grpc_status.h"
+#include "store/server/services.h"
 
 namespace mkube::store::server {
 namespace {
@@ -14,92 +12,86 @@ absl::Status CheckSize(const google::protobuf::Message& req, size_t limit) {
   return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context, const absl::Status& st) {
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(st));
-  return reactor;
-}
-
-// Single-request writes run as one-op txns; `take` moves the op's response into resp.
+// Single-request writes run as one-op txns; `take` moves the op's response into Resp. The
+// answer is made on the store's writer thread.
 template <typename Resp, typename Take>
-grpc::ServerUnaryReactor* WriteAsTxn(const ServiceContext& ctx,
-                                     grpc::CallbackServerContext* context, TxnRequest txn,
-                                     Resp* resp, Take take) {
-  auto* reactor = context->DefaultReactor();
-  ctx.store->Txn(std::move(txn),
-                 [reactor, resp, take](absl::StatusOr<TxnResponse> r) mutable {
-                   if (r.ok()) {
-                     take(*r, resp);
-                     *resp->mutable_header() = std::move(*r->mutable_header());
-                   }
-                   reactor->Finish(ToGrpc(r.status()));
-                 });
-  return reactor;
+void WriteAsTxn(const ServiceContext& ctx, TxnRequest txn, rpc::Responder responder, Take take) {
+  ctx.store->Txn(std::move(txn), [responder = std::move(responder),
+                                  take](absl::StatusOr<TxnResponse> r) mutable {
+    if (!r.ok()) {
+      responder.Fail(r.status());
+      return;
+    }
+    Resp resp;
+    take(*r, &resp);
+    *resp.mutable_header() = std::move(*r->mutable_header());
+    responder.Reply(resp);
+  });
 }
 
 }  // namespace
 
-grpc::ServerUnaryReactor* KvService::Range(grpc::CallbackServerContext* context,
-                                           const etcdserverpb::RangeRequest* req,
-                                           etcdserverpb::RangeResponse* resp) {
-  if (auto st = mvcc::ValidateRange(*req); !st.ok()) return Fail(context, st);
-  auto r = ctx_.store->Range(*req);
-  if (!r.ok()) return Fail(context, r.status());
-  const int64_t revision = r->header().revision();
-  *resp = std::move(*r);
-  ctx_.FillHeader(resp->mutable_header());
-  resp->mutable_header()->set_revision(revision);
-  return Fail(context, absl::OkStatus());
-}
+void AddKvService(rpc::Server& server, const ServiceContext& ctx) {
+  AddMethod<etcdserverpb::RangeRequest>(
+      server, "/etcdserverpb.KV/Range", [&ctx](auto& req, rpc::Responder responder) {
+        if (auto st = mvcc::ValidateRange(req); !st.ok()) return responder.Fail(st);
+        auto r = ctx.store->Range(req);
+        if (!r.ok()) return responder.Fail(r.status());
+        const int64_t revision = r->header().revision();
+        ctx.FillHeader(r->mutable_header());
+        r->mutable_header()->set_revision(revision);
+        responder.Reply(*r);
+      });
 
-grpc::ServerUnaryReactor* KvService::Put(grpc::CallbackServerContext* context,
-                                         const etcdserverpb::PutRequest* req,
-                                         etcdserverpb::PutResponse* resp) {
-  if (auto st = CheckSize(*req, ctx_.max_request_bytes); !st.ok()) return Fail(context, st);
-  if (auto st = mvcc::ValidatePut(*req); !st.ok()) return Fail(context, st);
-  TxnRequest txn;
-  *txn.add_success()->mutable_request_put() = *req;
-  return WriteAsTxn(ctx_, context, std::move(txn), resp, [](TxnResponse& t, auto* out) {
-    if (t.responses(0).response_put().has_prev_kv()) {
-      *out->mutable_prev_kv() = std::move(*t.mutable_responses(0)->mutable_response_put()->mutable_prev_kv());
-    }
-  });
-}
+  AddMethod<etcdserverpb::PutRequest>(
+      server, "/etcdserverpb.KV/Put", [&ctx](auto& req, rpc::Responder responder) {
+        if (auto st = CheckSize(req, ctx.max_request_bytes); !st.ok()) return responder.Fail(st);
+        if (auto st = mvcc::ValidatePut(req); !st.ok()) return responder.Fail(st);
+        TxnRequest txn;
+        *txn.add_success()->mutable_request_put() = std::move(req);
+        WriteAsTxn<etcdserverpb::PutResponse>(
+            ctx, std::move(txn), std::move(responder), [](TxnResponse& t, auto* out) {
+              auto* put = t.mutable_responses(0)->mutable_response_put();
+              if (put->has_prev_kv()) *out->mutable_prev_kv() = std::move(*put->mutable_prev_kv());
+            });
+      });
 
-grpc::ServerUnaryReactor* KvService::DeleteRange(grpc::CallbackServerContext* context,
-                                                 const etcdserverpb::DeleteRangeRequest* req,
-                                                 etcdserverpb::DeleteRangeResponse* resp) {
-  if (auto st = mvcc::ValidateDeleteRange(*req); !st.ok()) return Fail(context, st);
-  TxnRequest txn;
-  *txn.add_success()->mutable_request_delete_range() = *req;
-  return WriteAsTxn(ctx_, context, std::move(txn), resp, [](TxnResponse& t, auto* out) {
-    auto* d = t.mutable_responses(0)->mutable_response_delete_range();
-    out->set_deleted(d->deleted());
-    out->mutable_prev_kvs()->Swap(d->mutable_prev_kvs());
-  });
-}
+  AddMethod<etcdserverpb::DeleteRangeRequest>(
+      server, "/etcdserverpb.KV/DeleteRange", [&ctx](auto& req, rpc::Responder responder) {
+        if (auto st = mvcc::ValidateDeleteRange(req); !st.ok()) return responder.Fail(st);
+        TxnRequest txn;
+        *txn.add_success()->mutable_request_delete_range() = std::move(req);
+        WriteAsTxn<etcdserverpb::DeleteRangeResponse>(
+            ctx, std::move(txn), std::move(responder), [](TxnResponse& t, auto* out) {
+              auto* d = t.mutable_responses(0)->mutable_response_delete_range();
+              out->set_deleted(d->deleted());
+              out->mutable_prev_kvs()->Swap(d->mutable_prev_kvs());
+            });
+      });
 
-grpc::ServerUnaryReactor* KvService::Txn(grpc::CallbackServerContext* context,
-                                         const etcdserverpb::TxnRequest* req,
-                                         etcdserverpb::TxnResponse* resp) {
-  if (auto st = CheckSize(*req, ctx_.max_request_bytes); !st.ok()) return Fail(context, st);
-  if (auto st = mvcc::ValidateTxn(*req, ctx_.max_txn_ops); !st.ok()) return Fail(context, st);
-  return WriteAsTxn(ctx_, context, *req, resp, [](TxnResponse& t, TxnResponse* out) {
-    out->set_succeeded(t.succeeded());
-    out->mutable_responses()->Swap(t.mutable_responses());
-  });
-}
+  AddMethod<TxnRequest>(
+      server, "/etcdserverpb.KV/Txn", [&ctx](TxnRequest& req, rpc::Responder responder) {
+        if (auto st = CheckSize(req, ctx.max_request_bytes); !st.ok()) return responder.Fail(st);
+        if (auto st = mvcc::ValidateTxn(req, ctx.max_txn_ops); !st.ok()) {
+          return responder.Fail(st);
+        }
+        WriteAsTxn<TxnResponse>(ctx, std::move(req), std::move(responder),
+                                [](TxnResponse& t, TxnResponse* out) {
+                                  out->set_succeeded(t.succeeded());
+                                  out->mutable_responses()->Swap(t.mutable_responses());
+                                });
+      });
 
-grpc::ServerUnaryReactor* KvService::Compact(grpc::CallbackServerContext* context,
-                                             const etcdserverpb::CompactionRequest* req,
-                                             etcdserverpb::CompactionResponse* resp) {
-  auto* reactor = context->DefaultReactor();
-  const ServiceContext& ctx = ctx_;
-  ctx_.store->Compact(req->revision(), req->physical(), [reactor, resp, &ctx](absl::Status st) {
-    if (st.ok()) ctx.FillHeader(resp->mutable_header());
-    reactor->Finish(ToGrpc(st));
-  });
-  return reactor;
+  AddMethod<etcdserverpb::CompactionRequest>(
+      server, "/etcdserverpb.KV/Compact", [&ctx](auto& req, rpc::Responder responder) {
+        ctx.store->Compact(req.revision(), req.physical(),
+                           [&ctx, responder = std::move(responder)](absl::Status st) mutable {
+                             if (!st.ok()) return responder.Fail(st);
+                             etcdserverpb::CompactionResponse resp;
+                             ctx.FillHeader(resp.mutable_header());
+                             responder.Reply(resp);
+                           });
+      });
 }
 
 }  // namespace mkube::store::server

@@ -1,9 +1,8 @@
 #include "store/server/store_server.h"
 
 #include "fmt/format.h"
-#include "grpcpp/server_builder.h"
-#include "grpcpp/security/server_credentials.h"
 #include "spdlog/spdlog.h"
+#include "store/server/services.h"
 
 namespace mkube::store::server {
 
@@ -26,35 +25,20 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   s->ctx_.hub = s->hub_.get();
   s->ctx_.max_request_bytes = options.max_request_bytes;
   s->ctx_.name = options.name;
-  s->kv_ = std::make_unique<KvService>(s->ctx_);
-  s->watch_ = std::make_unique<WatchService>(s->ctx_);
-  s->lease_ = std::make_unique<LeaseService>(s->ctx_);
-  s->maintenance_ = std::make_unique<MaintenanceService>(s->ctx_);
-  s->cluster_ = std::make_unique<ClusterService>(s->ctx_);
 
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
-  // Requests above the limit are refused by gRPC itself (RESOURCE_EXHAUSTED); the margin
-  // lets the services give etcd's own message for sizes just above it.
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_request_bytes + 512 * 1024));
-  builder.SetMaxSendMessageSize(INT32_MAX);
-  // etcd clients ping every 10 s on idle streams; a default server would answer GOAWAY.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-
-  builder.RegisterService(s->kv_.get());
-  builder.RegisterService(s->watch_.get());
-  builder.RegisterService(s->lease_.get());
-  builder.RegisterService(s->maintenance_.get());
-  builder.RegisterService(s->cluster_.get());
-  s->server_ = builder.BuildAndStart();
-  if (!s->server_ || port == 0) {
-    return absl::UnavailableError(fmt::format("cannot listen on {}", options.listen));
-  }
-  const auto colon = options.listen.rfind(':');
-  s->address_ = fmt::format("{}:{}", options.listen.substr(0, colon), port);
+  rpc::ServerOptions rpc_options;
+  rpc_options.listen = options.listen;
+  rpc_options.loops = options.io_threads;
+  // Larger messages are refused by the transport; the margin lets the services give etcd's
+  // own message for sizes just above the limit.
+  rpc_options.max_message_bytes = options.max_request_bytes + 512 * 1024;
+  s->server_ = std::make_unique<rpc::Server>(rpc_options);
+  AddKvService(*s->server_, s->ctx_);
+  AddWatchService(*s->server_, s->ctx_);
+  AddLeaseService(*s->server_, s->ctx_);
+  AddMaintenanceServices(*s->server_, s->ctx_);
+  if (auto st = s->server_->Start(); !st.ok()) return st;
+  s->address_ = s->server_->address();
   s->ctx_.client_url = "http://" + s->address_;
   s->lessor_->Start();
   s->hub_->Start();
@@ -66,16 +50,19 @@ void StoreServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   // Stop taking requests, give the ones in flight a moment, then stop the parts below.
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Shutdown(std::chrono::seconds(2));
   hub_->Stop();
   lessor_->Stop();
 }
 
 StoreServer::~StoreServer() {
   if (server_) Shutdown();
+  // The store answers the writes still queued as it closes: into the stopped server's loops,
+  // which must still exist, and past the (stopped) hub and lessor it tells of commits.
+  store_.reset();
+  server_.reset();
   hub_.reset();
   lessor_.reset();
-  store_.reset();
 }
 
 }  // namespace mkube::store::server

@@ -5,14 +5,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "grpcpp/server.h"
 #include "store/lease/clock.h"
 #include "store/lease/lessor.h"
 #include "store/mvcc/kv_store.h"
+#include "store/rpc/server.h"
 #include "store/server/context.h"
-#include "store/server/kv_service.h"
-#include "store/server/lease_service.h"
-#include "store/server/watch_service.h"
 #include "store/watch/watch_hub.h"
 
 namespace mkube::store::server {
@@ -23,9 +20,11 @@ struct ServerOptions {
   size_t max_request_bytes = 1536 * 1024;
   std::string name = "default";
   std::chrono::milliseconds progress_interval = std::chrono::minutes(10);
+  // Event loops serving connections.
+  int io_threads = 1;
 };
 
-// mkube-store as a whole: the store, leases, the watch hub and the gRPC services on them.
+// mkube-store as a whole: the store, leases, the watch hub and etcd's gRPC services on them.
 class StoreServer {
  public:
   static absl::StatusOr<std::unique_ptr<StoreServer>> Start(const ServerOptions& options);
@@ -34,7 +33,6 @@ class StoreServer {
   // The address really bound (port 0 resolved).
   const std::string& address() const { return address_; }
   void Shutdown();
-  void Wait() { server_->Wait(); }
 
  private:
   StoreServer() = default;
@@ -44,12 +42,7 @@ class StoreServer {
   std::unique_ptr<lease::Lessor> lessor_;
   std::unique_ptr<watch::WatchHub> hub_;
   ServiceContext ctx_;
-  std::unique_ptr<KvService> kv_;
-  std::unique_ptr<WatchService> watch_;
-  std::unique_ptr<LeaseService> lease_;
-  std::unique_ptr<MaintenanceService> maintenance_;
-  std::unique_ptr<ClusterService> cluster_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::Server> server_;
   std::string address_;
   bool shut_down_ = false;
 };

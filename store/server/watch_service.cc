@@ -1,184 +1,106 @@
-#include "store/server/watch_service.h"
-
+#include <atomic>
 #include <cstring>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 
-#include "absl/base/thread_annotations.h"
+#include "store/server/services.h"
 
 namespace mkube::store::server {
 namespace {
 
 using etcdserverpb::WatchRequest;
 using etcdserverpb::WatchResponse;
-// Raw: responses are written as bytes, most of them made of events encoded once for every
-// watcher (see watch::EncodedEvents).
-using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
 
-// One slice holding `head` and then `parts`, back to back.
-grpc::ByteBuffer Join(const std::string& head,
-                      const std::vector<std::shared_ptr<const std::string>>& parts, size_t size) {
-  grpc_slice slice = grpc_slice_malloc(size);
-  uint8_t* p = GRPC_SLICE_START_PTR(slice);
-  std::memcpy(p, head.data(), head.size());
-  p += head.size();
-  for (const auto& part : parts) {
-    std::memcpy(p, part->data(), part->size());
-    p += part->size();
-  }
-  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
-  return grpc::ByteBuffer(&owned, 1);
-}
-
-// The write side of one stream: a bounded queue with one write in flight. StartWrite is
-// called only by the thread that moved `writing_` to true, and Finish only when no write is
-// in flight, so neither needs the lock held.
+// The sending side of one Watch stream: responses are queued on the transport's stream, whose
+// unsent bytes bound it. Past high_water a response is refused (the hub catches that watcher
+// up later from history); once the stream drains to low_water the hub is woken.
 class StreamSink final : public watch::WatchSink {
  public:
-  StreamSink(Reactor* reactor, watch::WatchHub* hub, size_t high, size_t low)
-      : reactor_(reactor), hub_(hub), high_(high), low_(low) {}
-
-  bool Send(WatchResponse&& resp, bool force) override {
-    grpc::ByteBuffer message;
-    bool own;
-    grpc::SerializationTraits<WatchResponse>::Serialize(resp, &message, &own);
-    const size_t size = message.Length();
-    return Queue(std::move(message), size, force);
+  StreamSink(std::shared_ptr<rpc::ServerStream> stream, watch::WatchHub* hub, size_t high,
+             size_t low)
+      : stream_(std::move(stream)), hub_(hub), high_(high), low_(low) {
+    stream_->OnDrained(low_, [hub] { hub->Wake(); });
   }
 
+  bool Send(WatchResponse&& resp, bool force) override {
+    return Queue(rpc::FrameMessage(resp), force);
+  }
+
+  // The response's header and watch id, then the events as they were encoded for everyone.
   bool SendEvents(watch::EncodedEvents&& events, bool force) override {
     WatchResponse head;
     *head.mutable_header() = std::move(events.header);
     head.set_watch_id(events.watch_id);
-    const std::string bytes = head.SerializeAsString();
-    const size_t size = bytes.size() + events.bytes;
-    return Queue(Join(bytes, events.events, size), size, force);
+    const size_t head_size = head.ByteSizeLong();
+    const size_t size = head_size + events.bytes;
+    std::string framed(5 + size, '\0');
+    framed[1] = static_cast<char>(size >> 24);
+    framed[2] = static_cast<char>(size >> 16);
+    framed[3] = static_cast<char>(size >> 8);
+    framed[4] = static_cast<char>(size);
+    char* p = framed.data() + 5;
+    head.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p));
+    p += head_size;
+    for (const auto& e : events.events) {
+      std::memcpy(p, e->data(), e->size());
+      p += e->size();
+    }
+    return Queue(std::move(framed), force);
   }
 
-  bool Queue(grpc::ByteBuffer message, size_t size, bool force) {
-    const grpc::ByteBuffer* start = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) return true;  // Nobody reads any more: drop silently.
-      if (!force && bytes_ > high_) {
-        refused_ = true;
-        return false;
-      }
-      sizes_.push_back(size);
-      bytes_ += size;
-      queue_.push_back(std::move(message));
-      if (!writing_) {
-        writing_ = true;
-        start = &queue_.front();
-      }
+  bool HasRoom() const override { return stream_->queued_bytes() < low_; }
+
+  void Close() { closed_.store(true, std::memory_order_release); }
+
+ private:
+  bool Queue(std::string framed, bool force) {
+    if (closed_.load(std::memory_order_acquire)) return true;  // nobody reads any more
+    if (!force && stream_->queued_bytes() > high_) {
+      stream_->ArmDrained();
+      // It may have drained before it was armed: then nobody else will wake the hub.
+      if (stream_->queued_bytes() <= low_) hub_->Wake();
+      return false;
     }
-    if (start) reactor_->StartWrite(start);
+    stream_->Write(std::move(framed));
     return true;
   }
 
-  bool HasRoom() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return bytes_ < low_;
-  }
-
-  // Called from OnWriteDone.
-  void WriteDone(bool ok) {
-    const grpc::ByteBuffer* next = nullptr;
-    bool finish = false, wake = false;
-    grpc::Status status;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      bytes_ -= sizes_.front();
-      sizes_.pop_front();
-      queue_.pop_front();
-      if (!ok) closed_ = true;
-      if (!closed_ && !queue_.empty()) {
-        next = &queue_.front();
-      } else {
-        writing_ = false;
-        finish = closed_ && !finished_;
-        if (finish) finished_ = true;
-        status = status_;
-      }
-      if (refused_ && bytes_ < low_) {
-        refused_ = false;
-        wake = true;
-      }
-    }
-    if (next) reactor_->StartWrite(next);
-    if (finish) reactor_->Finish(status);
-    if (wake) hub_->Wake();
-  }
-
-  // The client is gone or done (or sent what cannot be read): finish with `status` once the
-  // write in flight (if any) completes.
-  void Close(const grpc::Status& status = grpc::Status::OK) {
-    bool finish = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closed_ = true;
-      status_ = status;
-      if (!writing_ && !finished_) finish = finished_ = true;
-    }
-    if (finish) reactor_->Finish(status);
-  }
-
- private:
-  Reactor* reactor_;
+  std::shared_ptr<rpc::ServerStream> stream_;
   watch::WatchHub* hub_;
   const size_t high_, low_;
-  mutable std::mutex mu_;
-  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);
-  std::deque<size_t> sizes_ ABSL_GUARDED_BY(mu_);
-  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool refused_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
+  std::atomic<bool> closed_{false};
 };
 
-class WatchStream final : public Reactor {
+class WatchStream final : public rpc::StreamHandler {
  public:
-  WatchStream(const ServiceContext& ctx, size_t high, size_t low)
-      : ctx_(ctx), sink_(std::make_shared<StreamSink>(this, ctx.hub, high, low)) {
-    StartRead(&raw_);
-  }
+  WatchStream(const ServiceContext& ctx, std::shared_ptr<rpc::ServerStream> stream, size_t high,
+              size_t low)
+      : ctx_(ctx), stream_(stream), sink_(std::make_shared<StreamSink>(stream, ctx.hub, high, low)) {}
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      ctx_.hub->RemoveSink(sink_.get());
-      sink_->Close();
+  void OnMessage(std::string_view message) override {
+    WatchRequest req;
+    if (!req.ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+      stream_->Finish(absl::InvalidArgumentError("cannot decode the watch request"));
       return;
     }
-    if (!grpc::SerializationTraits<WatchRequest>::Deserialize(&raw_, &req_).ok()) {
-      ctx_.hub->RemoveSink(sink_.get());
-      sink_->Close(
-          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cannot decode the watch request"));
-      return;
-    }
-    switch (req_.request_union_case()) {
-      case WatchRequest::kCreateRequest: Create(req_.create_request()); break;
+    switch (req.request_union_case()) {
+      case WatchRequest::kCreateRequest: Create(req.create_request()); break;
       case WatchRequest::kCancelRequest:
-        ids_.erase(req_.cancel_request().watch_id());
-        ctx_.hub->Cancel(sink_, req_.cancel_request().watch_id());
+        ids_.erase(req.cancel_request().watch_id());
+        ctx_.hub->Cancel(sink_, req.cancel_request().watch_id());
         break;
       case WatchRequest::kProgressRequest: ctx_.hub->RequestProgress(sink_); break;
       default: break;
     }
-    StartRead(&raw_);
   }
 
-  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
+  // The client sends no more: the stream ends (as etcd's does).
+  void OnHalfClose() override { stream_->Finish(absl::OkStatus()); }
 
-  void OnDone() override {
+  void OnClose() override {
+    sink_->Close();
     ctx_.hub->RemoveSink(sink_.get());
-    delete this;
   }
-
-  void OnCancel() override { sink_->Close(); }
 
  private:
   void Create(const etcdserverpb::WatchCreateRequest& c) {
@@ -229,19 +151,22 @@ class WatchStream final : public Reactor {
   }
 
   const ServiceContext& ctx_;
+  std::shared_ptr<rpc::ServerStream> stream_;
   std::shared_ptr<StreamSink> sink_;
-  grpc::ByteBuffer raw_;
-  WatchRequest req_;
-  // Only the reading side touches these, one read at a time.
+  // Only the reading side touches these, one message at a time.
   std::set<int64_t> ids_;
   int64_t next_id_ = 0;
 };
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* WatchService::Watch(
-    grpc::CallbackServerContext* context) {
-  return new WatchStream(ctx_, high_water_, low_water_);
+void AddWatchService(rpc::Server& server, const ServiceContext& ctx, size_t high_water,
+                     size_t low_water) {
+  server.AddStream("/etcdserverpb.Watch/Watch",
+                   [&ctx, high_water, low_water](std::shared_ptr<rpc::ServerStream> stream) {
+                     return std::make_unique<WatchStream>(ctx, std::move(stream), high_water,
+                                                          low_water);
+                   });
 }
 
 }  // namespace mkube::store::server

@@ -229,7 +229,8 @@ class ApiServerTest : public ::testing::TestWithParam<std::string> {
       store_address_ = etcd_->address();
     } else {
       store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
-      ASSERT_TRUE(store_->Start().ok());
+      auto st = store_->Start();
+      ASSERT_TRUE(st.ok()) << st;
       store_address_ = store_->address();
     }
     api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);

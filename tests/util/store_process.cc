@@ -24,12 +24,17 @@ absl::Status StoreProcess::Start() {
                                    "--listen", "127.0.0.1:0", "--address-file", addr_file};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   proc_ = std::make_unique<Subprocess>(argv, log_path_);
-  auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
-  if (!line) {
-    return absl::UnavailableError("mkube-store did not start; log:\n" + ReadFile(log_path_));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto line = WaitForFileLine(addr_file, std::chrono::milliseconds(100))) {
+      address_ = *line;
+      return absl::OkStatus();
+    }
+    if (!proc_->Running()) {
+      return absl::UnavailableError("mkube-store exited at start; log:\n" + ReadFile(log_path_));
+    }
   }
-  address_ = *line;
-  return absl::OkStatus();
+  return absl::UnavailableError("mkube-store did not start in 30 s; log:\n" + ReadFile(log_path_));
 }
 
 void StoreProcess::Kill9() {
