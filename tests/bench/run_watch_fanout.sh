@@ -43,7 +43,7 @@ run() {  # run NAME STORE_ENDPOINT
   local rss
   rss=$(rss_mb "$api_pid")
   printf '%-12s %s apiserver_rss_mib=%s\n' "$name" "$line" "$rss"
-  kill -9 "$api_pid" 2>/dev/null || true
+  { kill -9 "$api_pid" && wait "$api_pid"; } 2>/dev/null || true
 }
 
 "$build/bin/mkube-store" --data-dir "$tmp/store" --listen 127.0.0.1:0 \
