@@ -382,26 +382,38 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
   return resp;
 }
 
-void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done) {
-  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}});
+void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle) {
+  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}}, commit_if_idle);
 }
 
 void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
   Submit(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
 }
 
-void KvStore::Submit(Pending pending) {
+void KvStore::Submit(Pending pending, bool commit_if_idle) {
   bool refused = false;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (stopping_) {
       refused = true;
+    } else if (commit_if_idle && writer_idle_ && queue_.empty() && !caller_committing_) {
+      caller_committing_ = true;
     } else {
       queue_.push_back(std::move(pending));
       if (writer_idle_) writer_cv_.notify_one();
+      return;
     }
   }
-  if (!refused) return;
+  if (!refused) {
+    // The writer is waiting and stays so until this group is done (and answered).
+    std::vector<Pending> ops;
+    ops.push_back(std::move(pending));
+    CommitGroup(std::move(ops));
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    caller_committing_ = false;
+    if (!queue_.empty() || stopping_) writer_cv_.notify_one();
+    return;
+  }
   const absl::Status gone = absl::UnavailableError("mkube-store: shutting down");
   if (auto* t = std::get_if<Pending::TxnOp>(&pending.op)) {
     t->done(gone);
@@ -532,7 +544,7 @@ void KvStore::WriterLoop() {
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
     writer_idle_ = true;
-    writer_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    writer_cv_.wait(lock, [&] { return !caller_committing_ && (stopping_ || !queue_.empty()); });
     writer_idle_ = false;
     if (queue_.empty()) return;  // stopping, and everything is committed
     // Exclusive requests commit alone; txns are taken up to the next exclusive one.

@@ -71,7 +71,9 @@ class CommitListener {
 // The MVCC key-value store on RocksDB. Reads run on the caller's thread against the latest
 // committed snapshot. Writes are queued and never wait: the store's writer thread applies them
 // in order and commits them in groups, each group with one WAL sync, then runs the group's
-// callbacks. The requests queued during one sync form the next group.
+// callbacks. The requests queued during one sync form the next group. One committer at a
+// time: a caller allowed to (Txn's commit_if_idle) commits a lone write itself while the writer
+// is idle.
 class KvStore {
  public:
   using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
@@ -94,8 +96,11 @@ class KvStore {
 
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& req) const;
 
-  // Queues a (validated) txn. Put and DeleteRange are single-op txns.
-  void Txn(etcdserverpb::TxnRequest req, TxnDone done);
+  // Queues a (validated) txn. Put and DeleteRange are single-op txns. With commit_if_idle, a
+  // caller that may wait for a sync has the txn committed on its own thread (done runs there
+  // before Txn returns) when the writer thread is idle and nothing is queued: a lone write
+  // then costs no thread hand-off.
+  void Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle = false);
   // Marks history before `revision` as gone. With physical, done runs once it is deleted.
   void Compact(int64_t revision, bool physical, StatusDone done);
   // Queues a write that must not share its group: leases, store bookkeeping.
@@ -125,7 +130,7 @@ class KvStore {
   absl::Status MigrateFormat1(const std::vector<std::string>& legacy, bool convert);
   absl::Status BuildIndex();
   void Publish(int64_t revision, int64_t compacted);
-  void Submit(Pending pending);
+  void Submit(Pending pending, bool commit_if_idle = false);
   // The writer thread: commits a group whenever something is queued.
   void WriterLoop();
   void CommitGroup(std::vector<Pending> ops);
@@ -153,6 +158,8 @@ class KvStore {
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::condition_variable writer_cv_;
   bool writer_idle_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // A caller is committing a group on its own thread: the writer waits for it.
+  bool caller_committing_ ABSL_GUARDED_BY(queue_mu_) = false;
 
   // Writer-thread state.
   int64_t next_base_revision_ = 0;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "fmt/format.h"
@@ -170,6 +171,9 @@ class Loop {
 
   void MarkDirty(Connection* c);
   void Retire(std::shared_ptr<Connection> c);
+  // Calls a unary handler. The first call of a round of events waits for the round's end:
+  // if it is still the only one and nothing waits to be sent, it runs quiet().
+  void DispatchUnary(const Server::Method* method, std::string_view request, Responder responder);
   int epoll_fd() const { return epfd_; }
   const absl::flat_hash_map<std::string, Server::Method>& methods() const { return *methods_; }
   size_t max_message() const { return max_message_; }
@@ -184,6 +188,7 @@ class Loop {
   void Adopt(int fd);
   bool Drain();
   void Flush();
+  void RunDeferred(bool quiet);
 
   const absl::flat_hash_map<std::string, Server::Method>* methods_;
   const size_t max_message_;
@@ -204,6 +209,14 @@ class Loop {
   std::vector<std::shared_ptr<Connection>> graveyard_;
   std::vector<Connection*> dirty_;
   std::vector<char> read_buffer_ = std::vector<char>(256 << 10);
+  // The round's first unary call, held back until the round ends.
+  struct Deferred {
+    const Server::Method* method = nullptr;
+    std::string request;
+    Responder responder;
+  };
+  std::optional<Deferred> deferred_;
+  int round_calls_ = 0;
   bool going_away_ = false;
   bool stop_ = false;
 };
@@ -676,7 +689,7 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
     } else {
       s.dispatched = true;
       loop_->in_flight().fetch_add(1, std::memory_order_relaxed);
-      s.method->unary(message, Responder(shared_from_this(), id));
+      loop_->DispatchUnary(s.method, message, Responder(shared_from_this(), id));
     }
   }
   if (pos == in.size()) {
@@ -945,6 +958,23 @@ void Loop::Post(Outgoing o) {
   }
 }
 
+void Loop::DispatchUnary(const Server::Method* method, std::string_view request,
+                         Responder responder) {
+  if (++round_calls_ == 1) {
+    deferred_.emplace(Deferred{method, std::string(request), std::move(responder)});
+    return;
+  }
+  if (deferred_) RunDeferred(false);  // calls start in the order they came
+  method->unary(request, std::move(responder));
+}
+
+void Loop::RunDeferred(bool quiet) {
+  Deferred d = std::move(*deferred_);
+  deferred_.reset();
+  d.responder.quiet_ = quiet;
+  d.method->unary(d.request, std::move(d.responder));
+}
+
 void Loop::MarkDirty(Connection* c) {
   if (c->dirty) return;
   c->dirty = true;
@@ -1060,6 +1090,15 @@ void Loop::Run() {
         if ((ev & EPOLLOUT) && !c->closed()) c->OnWritable();
       }
     }
+    if (deferred_) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle = inbox_.empty();
+      }
+      RunDeferred(round_calls_ == 1 && idle);
+    }
+    round_calls_ = 0;
     Drain();
     Flush();
   }

@@ -39,13 +39,18 @@ class Responder {
   ~Responder();
   void Reply(const google::protobuf::MessageLite& response);
   void Fail(const absl::Status& status);
+  // This call is the only work its loop has: the handler may finish it on the loop's thread
+  // even if that waits (for a sync), which saves the hand-offs to another thread and back.
+  bool quiet() const { return quiet_; }
 
  private:
   friend class Connection;
+  friend class Loop;
   Responder(std::shared_ptr<Connection> conn, uint32_t stream)
       : conn_(std::move(conn)), stream_(stream) {}
   std::shared_ptr<Connection> conn_;
   uint32_t stream_ = 0;
+  bool quiet_ = false;
 };
 
 // The sending side of one streaming call, shared by the transport and the call's handler.
@@ -92,8 +97,8 @@ class StreamHandler {
   virtual void OnClose() {}
 };
 
-// Unary handlers run on a loop thread and must not block on I/O: answer now, or hand the
-// responder to whatever will answer.
+// Unary handlers run on a loop thread and must not block on I/O (unless the responder is
+// quiet()): answer now, or hand the responder to whatever will answer.
 using UnaryHandler = std::function<void(std::string_view request, Responder responder)>;
 using StreamFactory =
     std::function<std::unique_ptr<StreamHandler>(std::shared_ptr<ServerStream> stream)>;

@@ -13,9 +13,11 @@ absl::Status CheckSize(const google::protobuf::Message& req, size_t limit) {
 }
 
 // Single-request writes run as one-op txns; `take` moves the op's response into Resp. The
-// answer is made on the store's writer thread.
+// answer is made on the store's writer thread, or on the loop's when the call is its only work
+// and the store is idle.
 template <typename Resp, typename Take>
 void WriteAsTxn(const ServiceContext& ctx, TxnRequest txn, rpc::Responder responder, Take take) {
+  const bool quiet = responder.quiet();
   ctx.store->Txn(std::move(txn), [responder = std::move(responder),
                                   take](absl::StatusOr<TxnResponse> r) mutable {
     if (!r.ok()) {
@@ -26,7 +28,7 @@ void WriteAsTxn(const ServiceContext& ctx, TxnRequest txn, rpc::Responder respon
     take(*r, &resp);
     *resp.mutable_header() = std::move(*r->mutable_header());
     responder.Reply(resp);
-  });
+  }, /*commit_if_idle=*/quiet);
 }
 
 }  // namespace

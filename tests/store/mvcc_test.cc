@@ -45,6 +45,53 @@ TEST_F(MvccTest, RevisionsVersionsAndCreateRevisions) {
   EXPECT_EQ(r->kvs(0).create_revision(), 6);
 }
 
+// A write whose caller may wait is committed on the caller's thread when the writer thread is
+// idle (done runs before Txn returns); others go to the writer thread. Revisions stay in order.
+TEST_F(MvccTest, ALoneWriteMayBeCommittedOnTheCallersThread) {
+  auto put = [](const std::string& key) {
+    etcdserverpb::TxnRequest t;
+    auto* p = t.add_success()->mutable_request_put();
+    p->set_key(key);
+    p->set_value("v");
+    return t;
+  };
+  const auto me = std::this_thread::get_id();
+  int64_t last = 0;
+  bool inline_seen = false;
+  // The writer thread is idle once it waits for work: retry until it does.
+  for (int i = 0; i < 200 && !inline_seen; ++i) {
+    std::optional<std::thread::id> ran_on;
+    int64_t revision = 0;
+    store_->Txn(
+        put("inline" + std::to_string(i)),
+        [&](absl::StatusOr<etcdserverpb::TxnResponse> r) {
+          ASSERT_TRUE(r.ok());
+          revision = r->header().revision();
+          ran_on = std::this_thread::get_id();
+        },
+        /*commit_if_idle=*/true);
+    if (ran_on && *ran_on == me) {
+      inline_seen = true;
+      EXPECT_GT(revision, last);
+      last = revision;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ASSERT_TRUE(inline_seen);
+  // Without leave, the writer thread commits it.
+  std::promise<std::thread::id> on;
+  store_->Txn(put("queued"), [&](absl::StatusOr<etcdserverpb::TxnResponse> r) {
+    EXPECT_TRUE(r.ok());
+    EXPECT_GT(r->header().revision(), last);
+    on.set_value(std::this_thread::get_id());
+  });
+  EXPECT_NE(on.get_future().get(), me);
+  auto got = Range("queued", "", 0);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->kvs_size(), 1);
+}
+
 TEST_F(MvccTest, RangeAtPastRevisionsSeesHistory) {
   ASSERT_TRUE(Put("k", "v1").ok());   // 2
   ASSERT_TRUE(Put("k", "v2").ok());   // 3

@@ -159,6 +159,12 @@ class RpcServerTest : public ::testing::Test {
         r.Reply(resp);
       });
     });
+    // Compact tells whether the call was its loop's only work.
+    server_->AddUnary("/etcdserverpb.KV/Compact", [](std::string_view, Responder r) {
+      etcdserverpb::CompactionResponse resp;
+      resp.mutable_header()->set_revision(r.quiet() ? 1 : 0);
+      r.Reply(resp);
+    });
     server_->AddStream("/etcdserverpb.Watch/Watch", [this](std::shared_ptr<ServerStream> s) {
       return std::make_unique<FloodStream>(std::move(s), &closed_, &drained_);
     });
@@ -205,6 +211,16 @@ TEST_F(RpcServerTest, UnaryCallsAnswerFromTheLoopAndFromOtherThreads) {
   PutResponse put;
   ASSERT_TRUE(Put(10, &put).ok());
   EXPECT_EQ(put.header().revision(), 10);
+}
+
+TEST_F(RpcServerTest, ACallAloneInItsRoundIsQuiet) {
+  // One call at a time: each is the only work of its loop's round.
+  for (int i = 0; i < 20; ++i) {
+    grpc::ClientContext ctx;
+    etcdserverpb::CompactionResponse resp;
+    ASSERT_TRUE(kv_->Compact(&ctx, etcdserverpb::CompactionRequest(), &resp).ok());
+    EXPECT_EQ(resp.header().revision(), 1) << i;
+  }
 }
 
 TEST_F(RpcServerTest, MessagesLargerThanFramesAndWindowsArriveWhole) {
