@@ -1,0 +1,698 @@
+#include "store/rpc/connection.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+#include "store/rpc/loop.h"
+
+namespace mkube::store::rpc {
+namespace {
+
+// Frame types, flags and settings of RFC 9113.
+enum FrameType : uint8_t {
+  kData = 0,
+  kHeaders = 1,
+  kPriority = 2,
+  kRstStream = 3,
+  kSettings = 4,
+  kPushPromise = 5,
+  kPing = 6,
+  kGoaway = 7,
+  kWindowUpdate = 8,
+  kContinuation = 9,
+};
+constexpr uint8_t kEndStream = 0x1;
+constexpr uint8_t kAck = 0x1;
+constexpr uint8_t kEndHeaders = 0x4;
+constexpr uint8_t kPadded = 0x8;
+constexpr uint8_t kPriorityFlag = 0x20;
+enum SettingId : uint16_t {
+  kHeaderTableSize = 1,
+  kEnablePush = 2,
+  kMaxConcurrentStreams = 3,
+  kInitialWindowSize = 4,
+  kMaxFrameSize = 5,
+  kMaxHeaderListSize = 6,
+};
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kFrameHeader = 9;
+constexpr int64_t kStreamWindow = 4 << 20;   // what each stream may send us unacknowledged
+constexpr int64_t kConnWindow = 16 << 20;    // and the whole connection
+constexpr uint32_t kMaxStreams = 100000;
+constexpr size_t kMaxHeaderList = 64 << 10;
+constexpr int64_t kMaxWindow = 0x7fffffff;
+// Stream data stops moving into a connection's output above this many unsent bytes.
+constexpr size_t kOutputHighWater = 1 << 20;
+
+uint32_t Read32(const char* p) {
+  const auto* u = reinterpret_cast<const uint8_t*>(p);
+  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
+}
+
+void Append32(std::string* out, uint32_t v) {
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+  out->append(b, 4);
+}
+
+void AppendFrameHeader(std::string* out, size_t length, uint8_t type, uint8_t flags,
+                       uint32_t stream) {
+  const char b[5] = {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
+                     static_cast<char>(length), static_cast<char>(type),
+                     static_cast<char>(flags)};
+  out->append(b, 5);
+  Append32(out, stream & 0x7fffffff);
+}
+
+// gRPC percent-encodes grpc-message: bytes outside printable ASCII, and '%'.
+std::string PercentEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e || c == '%') {
+      out += fmt::format("%{:02X}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+const std::string& ResponseHeaders() {
+  static const auto* block = [] {
+    auto* b = new std::string("\x88");  // :status 200 (static index 8)
+    hpack::EncodeLiteral(31, "application/grpc", b);  // content-type (static index 31)
+    return b;
+  }();
+  return *block;
+}
+
+void AppendStatus(const absl::Status& st, std::string* block) {
+  if (st.ok()) {
+    hpack::EncodeLiteral("grpc-status", "0", block);
+    return;
+  }
+  hpack::EncodeLiteral("grpc-status", std::to_string(static_cast<int>(st.code())), block);
+  if (!st.message().empty()) {
+    hpack::EncodeLiteral("grpc-message", PercentEncode(std::string(st.message())), block);
+  }
+}
+
+}  // namespace
+
+std::string FrameMessage(const google::protobuf::MessageLite& message) {
+  const size_t size = message.ByteSizeLong();
+  std::string out(5 + size, '\0');
+  out[1] = static_cast<char>(size >> 24);
+  out[2] = static_cast<char>(size >> 16);
+  out[3] = static_cast<char>(size >> 8);
+  out[4] = static_cast<char>(size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + 5));
+  return out;
+}
+
+void Connection::Dirty() { loop_->MarkDirty(this); }
+
+void Connection::Open() {
+  // Our SETTINGS, then room for the connection to send kConnWindow unacknowledged.
+  std::string settings;
+  auto add = [&](uint16_t id, uint32_t value) {
+    settings.push_back(static_cast<char>(id >> 8));
+    settings.push_back(static_cast<char>(id));
+    Append32(&settings, value);
+  };
+  add(kMaxConcurrentStreams, kMaxStreams);
+  add(kInitialWindowSize, kStreamWindow);
+  add(kMaxHeaderListSize, kMaxHeaderList);
+  AppendFrameHeader(&out_, settings.size(), kSettings, 0, 0);
+  out_ += settings;
+  AppendFrameHeader(&out_, 4, kWindowUpdate, 0, 0);
+  Append32(&out_, kConnWindow - kDefaultWindow);
+  Dirty();
+}
+
+void Connection::OnReadable() {
+  for (int round = 0; round < 8 && !closed_; ++round) {
+    char* buf = loop_->read_buffer();
+    const ssize_t n = ::recv(fd_, buf, loop_->read_buffer_size(), 0);
+    if (n == 0) {
+      Close();
+      return;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) Close();
+      break;
+    }
+    std::string_view data(buf, n);
+    if (in_.empty()) {
+      const size_t used = Process(data);
+      if (closed_) return;
+      in_.assign(data.substr(used));
+    } else {
+      in_.append(data);
+      const size_t used = Process(in_);
+      if (closed_) return;
+      in_.erase(0, used);
+    }
+    if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
+  }
+  if (!closed_) SendWindowUpdates(0, nullptr);
+}
+
+size_t Connection::Process(std::string_view in) {
+  size_t pos = 0;
+  if (!preface_seen_) {
+    const size_t n = std::min(in.size(), kPreface.size());
+    if (in.substr(0, n) != kPreface.substr(0, n)) {
+      spdlog::debug("rpc: not an HTTP/2 client; closing");
+      Close();
+      return 0;
+    }
+    if (n < kPreface.size()) return 0;
+    preface_seen_ = true;
+    pos = kPreface.size();
+  }
+  while (!closed_ && in.size() - pos >= kFrameHeader) {
+    const auto* h = reinterpret_cast<const uint8_t*>(in.data() + pos);
+    const size_t length = (size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2];
+    if (length > kDefaultFrameSize) {
+      Fail(kFrameSizeError, "frame larger than SETTINGS_MAX_FRAME_SIZE");
+      return pos;
+    }
+    if (in.size() - pos < kFrameHeader + length) break;
+    const uint32_t id = Read32(in.data() + pos + 5) & 0x7fffffff;
+    if (!OnFrame(h[3], h[4], id, in.substr(pos + kFrameHeader, length))) return pos;
+    pos += kFrameHeader + length;
+  }
+  return pos;
+}
+
+bool Connection::Fail(ErrorCode code, std::string_view why) {
+  spdlog::debug("rpc: connection error {}: {}", static_cast<int>(code), why);
+  AppendFrameHeader(&out_, 8 + why.size(), kGoaway, 0, 0);
+  Append32(&out_, last_stream_);
+  Append32(&out_, code);
+  out_.append(why);
+  Flush();
+  Close();
+  return false;
+}
+
+// Strips padding (and a HEADERS frame's priority fields) from a payload.
+static bool Unpad(uint8_t flags, bool priority, std::string_view* payload) {
+  if (flags & kPadded) {
+    if (payload->empty()) return false;
+    const size_t pad = static_cast<uint8_t>((*payload)[0]);
+    payload->remove_prefix(1);
+    if (pad > payload->size()) return false;
+    payload->remove_suffix(pad);
+  }
+  if (priority) {
+    if (payload->size() < 5) return false;
+    payload->remove_prefix(5);
+  }
+  return true;
+}
+
+bool Connection::OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_view payload) {
+  if (continuing_ != 0 && (type != kContinuation || id != continuing_)) {
+    return Fail(kProtocolError, "expected CONTINUATION");
+  }
+  switch (type) {
+    case kData:
+      return OnDataFrame(id, flags, payload);
+    case kHeaders: {
+      if (id == 0 || !Unpad(flags, flags & kPriorityFlag, &payload)) {
+        return Fail(kProtocolError, "malformed HEADERS");
+      }
+      if (!(flags & kEndHeaders)) {
+        continuing_ = id;
+        continuing_end_stream_ = flags & kEndStream;
+        header_block_.assign(payload);
+        return true;
+      }
+      return OnHeaders(id, payload, flags & kEndStream);
+    }
+    case kContinuation: {
+      if (continuing_ == 0) return Fail(kProtocolError, "unexpected CONTINUATION");
+      header_block_.append(payload);
+      if (header_block_.size() > kMaxHeaderList * 2) {
+        return Fail(kProtocolError, "header block too large");
+      }
+      if (!(flags & kEndHeaders)) return true;
+      continuing_ = 0;
+      std::string block = std::move(header_block_);
+      header_block_.clear();
+      return OnHeaders(id, block, continuing_end_stream_);
+    }
+    case kPriority:
+      return true;
+    case kRstStream:
+      if (id == 0 || payload.size() != 4) return Fail(kProtocolError, "malformed RST_STREAM");
+      Forget(id);
+      return true;
+    case kSettings:
+      if (id != 0) return Fail(kProtocolError, "SETTINGS on a stream");
+      return OnSettings(flags, payload);
+    case kPushPromise:
+      return Fail(kProtocolError, "PUSH_PROMISE from a client");
+    case kPing:
+      if (id != 0 || payload.size() != 8) return Fail(kProtocolError, "malformed PING");
+      if (!(flags & kAck)) {
+        AppendFrameHeader(&out_, 8, kPing, kAck, 0);
+        out_.append(payload);
+        Dirty();
+      }
+      return true;
+    case kGoaway:
+      return true;  // the client closes when it is done
+    case kWindowUpdate: {
+      if (payload.size() != 4) return Fail(kFrameSizeError, "malformed WINDOW_UPDATE");
+      const uint32_t inc = Read32(payload.data()) & 0x7fffffff;
+      if (inc == 0) {
+        if (id == 0) return Fail(kProtocolError, "WINDOW_UPDATE of 0");
+        Reset(id, kProtocolError);
+        return true;
+      }
+      if (id == 0 && send_window_ + inc > kMaxWindow) {
+        return Fail(kFlowControlError, "window above 2^31-1");
+      }
+      OnWindowUpdate(id, inc);
+      return true;
+    }
+    default:
+      return true;  // unknown frame types are ignored
+  }
+}
+
+bool Connection::OnSettings(uint8_t flags, std::string_view payload) {
+  if (flags & kAck) return true;
+  if (payload.size() % 6 != 0) return Fail(kFrameSizeError, "malformed SETTINGS");
+  for (size_t i = 0; i < payload.size(); i += 6) {
+    const uint16_t key = (static_cast<uint8_t>(payload[i]) << 8) | static_cast<uint8_t>(payload[i + 1]);
+    const uint32_t value = Read32(payload.data() + i + 2);
+    switch (key) {
+      case kInitialWindowSize: {
+        if (value > kMaxWindow) return Fail(kFlowControlError, "initial window above 2^31-1");
+        const int64_t delta = static_cast<int64_t>(value) - peer_initial_window_;
+        peer_initial_window_ = value;
+        for (auto& [sid, s] : streams_) s.send_window += delta;
+        break;
+      }
+      case kMaxFrameSize:
+        if (value < kDefaultFrameSize || value > 16777215) {
+          return Fail(kProtocolError, "bad SETTINGS_MAX_FRAME_SIZE");
+        }
+        peer_max_frame_ = value;
+        break;
+      case kEnablePush:
+        if (value > 1) return Fail(kProtocolError, "bad SETTINGS_ENABLE_PUSH");
+        break;
+      default:
+        break;  // our encoder keeps no table; the rest do not bind a server
+    }
+  }
+  AppendFrameHeader(&out_, 0, kSettings, kAck, 0);
+  Dirty();
+  PumpBlocked();
+  return true;
+}
+
+void Connection::OnWindowUpdate(uint32_t id, uint32_t increment) {
+  if (id == 0) {
+    send_window_ += increment;
+    PumpBlocked();
+    return;
+  }
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  if (it->second.send_window + increment > kMaxWindow) {
+    Reset(id, kFlowControlError);
+    return;
+  }
+  it->second.send_window += increment;
+  if (it->second.blocked) PumpBlocked();
+}
+
+bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream) {
+  std::string path;
+  std::string content_type;
+  size_t list_size = 0;
+  absl::Status st = decoder_.Decode(block, [&](std::string_view name, std::string_view value) {
+    list_size += name.size() + value.size() + 32;
+    if (name == ":path") {
+      path.assign(value);
+    } else if (name == "content-type") {
+      content_type.assign(value);
+    }
+  });
+  if (!st.ok()) return Fail(kCompressionError, std::string(st.message()));
+
+  if (streams_.contains(id)) {
+    // Trailers from the client: gRPC clients send none, but they end its side.
+    if (!end_stream) return Fail(kProtocolError, "HEADERS in the middle of a stream");
+    std::string_view none;
+    return OnDataFrame(id, kEndStream, none);
+  }
+  if (id % 2 == 0 || id <= last_stream_) {
+    return Fail(kProtocolError, "HEADERS on a closed or server stream");
+  }
+  last_stream_ = id;
+  if (going_away_ || streams_.size() >= kMaxStreams) {
+    Reset(id, kRefusedStream);
+    return true;
+  }
+  if (list_size > kMaxHeaderList) {
+    Answer(id, absl::ResourceExhaustedError("header list too large"));
+    return true;
+  }
+  if (!content_type.starts_with("application/grpc")) {
+    std::string reply;
+    hpack::EncodeLiteral(8, "415", &reply);  // :status 415
+    AppendHeaderBlock(id, reply, true);
+    return true;
+  }
+  auto m = loop_->methods().find(path);
+  if (m == loop_->methods().end()) {
+    Answer(id, absl::UnimplementedError(fmt::format("unknown method {}", path)));
+    return true;
+  }
+  Stream& s = streams_[id];
+  s.method = &m->second;
+  s.send_window = peer_initial_window_;
+  if (s.method->stream) {
+    s.server = std::make_shared<ServerStream>(shared_from_this(), id);
+    s.handler = s.method->stream(s.server);
+  }
+  if (end_stream) {
+    std::string_view none;
+    return OnDataFrame(id, kEndStream, none);
+  }
+  return true;
+}
+
+bool Connection::OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload) {
+  if (id == 0) return Fail(kProtocolError, "DATA on stream 0");
+  recv_unacked_ += payload.size();
+  if (recv_unacked_ > kConnWindow) return Fail(kFlowControlError, "data beyond the window");
+  if (!Unpad(flags, false, &payload)) return Fail(kProtocolError, "malformed DATA");
+  auto it = streams_.find(id);
+  if (it == streams_.end()) {
+    if (id > last_stream_) return Fail(kProtocolError, "DATA on an idle stream");
+    return true;  // a stream we ended: its data is dropped
+  }
+  Stream& s = it->second;
+  if (s.remote_closed) {
+    Reset(id, kProtocolError);
+    return true;
+  }
+  s.recv_unacked += payload.size();
+  if (s.recv_unacked > kStreamWindow) {
+    Reset(id, kFlowControlError);
+    return true;
+  }
+  if (!payload.empty()) OnMessages(id, s, payload);
+  // The handlers may have ended the stream.
+  it = streams_.find(id);
+  if (it == streams_.end()) return true;
+  Stream& t = it->second;
+  if (flags & kEndStream) {
+    t.remote_closed = true;
+    if (!t.in.empty()) {
+      Answer(id, absl::InternalError("the request ends inside a message"));
+    } else if (t.handler) {
+      t.handler->OnHalfClose();
+    } else if (!t.dispatched) {
+      Answer(id, absl::InternalError("the request has no message"));
+    }
+  } else {
+    SendWindowUpdates(id, &t);
+  }
+  return true;
+}
+
+void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
+  std::string_view in = data;
+  if (!s.in.empty()) {
+    s.in.append(data);
+    in = s.in;
+  }
+  size_t pos = 0;
+  while (in.size() - pos >= 5) {
+    const uint8_t compressed = static_cast<uint8_t>(in[pos]);
+    const uint32_t len = Read32(in.data() + pos + 1);
+    if (len > loop_->max_message()) {
+      Answer(id, absl::ResourceExhaustedError(fmt::format(
+                     "grpc: received message larger than max ({} vs. {})", len,
+                     loop_->max_message())));
+      return;
+    }
+    if (compressed != 0) {
+      Answer(id, absl::UnimplementedError("compressed messages are not supported"));
+      return;
+    }
+    if (in.size() - pos - 5 < len) break;
+    const std::string_view message = in.substr(pos + 5, len);
+    pos += 5 + len;
+    if (s.handler) {
+      s.handler->OnMessage(message);
+      if (!streams_.contains(id)) return;
+    } else if (s.dispatched) {
+      Answer(id, absl::InternalError("a unary call with more than one request message"));
+      return;
+    } else {
+      s.dispatched = true;
+      loop_->in_flight().fetch_add(1, std::memory_order_relaxed);
+      loop_->DispatchUnary(s.method, message, Responder(shared_from_this(), id));
+    }
+  }
+  if (pos == in.size()) {
+    s.in.clear();
+  } else if (s.in.empty()) {
+    s.in.assign(in.substr(pos));
+  } else {
+    s.in.erase(0, pos);
+  }
+}
+
+void Connection::SendWindowUpdates(uint32_t id, Stream* s) {
+  if (recv_unacked_ >= kConnWindow / 2) {
+    AppendFrameHeader(&out_, 4, kWindowUpdate, 0, 0);
+    Append32(&out_, static_cast<uint32_t>(recv_unacked_));
+    recv_unacked_ = 0;
+    Dirty();
+  }
+  if (s && s->recv_unacked >= kStreamWindow / 2) {
+    AppendFrameHeader(&out_, 4, kWindowUpdate, 0, id);
+    Append32(&out_, static_cast<uint32_t>(s->recv_unacked));
+    s->recv_unacked = 0;
+    Dirty();
+  }
+}
+
+void Connection::Reset(uint32_t id, ErrorCode code) {
+  AppendFrameHeader(&out_, 4, kRstStream, 0, id);
+  Append32(&out_, code);
+  Dirty();
+  Forget(id);
+}
+
+void Connection::AppendHeaderBlock(uint32_t id, const std::string& block, bool end_stream) {
+  const uint8_t end = end_stream ? kEndStream : 0;
+  if (block.size() <= peer_max_frame_) {
+    AppendFrameHeader(&out_, block.size(), kHeaders, end | kEndHeaders, id);
+    out_ += block;
+  } else {
+    size_t pos = 0;
+    while (pos < block.size()) {
+      const size_t n = std::min<size_t>(peer_max_frame_, block.size() - pos);
+      const bool last = pos + n == block.size();
+      const uint8_t type = pos == 0 ? kHeaders : kContinuation;
+      const uint8_t flags = (pos == 0 ? end : 0) | (last ? kEndHeaders : 0);
+      AppendFrameHeader(&out_, n, type, flags, id);
+      out_.append(block, pos, n);
+      pos += n;
+    }
+  }
+  Dirty();
+}
+
+void Connection::Answer(uint32_t id, const absl::Status& status) {
+  auto it = streams_.find(id);
+  std::string block;
+  if (it == streams_.end() || !it->second.headers_sent) block = ResponseHeaders();
+  AppendStatus(status, &block);
+  AppendHeaderBlock(id, block, true);
+  Forget(id);
+}
+
+void Connection::Forget(uint32_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  Stream s = std::move(it->second);
+  streams_.erase(it);
+  if (s.dispatched) loop_->in_flight().fetch_sub(1, std::memory_order_relaxed);
+  if (s.handler) s.handler->OnClose();
+}
+
+void Connection::Pump(uint32_t id, Stream& s) {
+  const size_t framed_before = out_.size();
+  bool held = false;  // by a flow-control window or by the output's high water
+  while (!s.pending.empty()) {
+    if (out_.size() - out_pos_ > kOutputHighWater) {
+      held = true;
+      break;
+    }
+    const std::string& m = s.pending.front();
+    const int64_t left = static_cast<int64_t>(m.size() - s.pending_offset);
+    const int64_t n = std::min({left, s.send_window, send_window_,
+                                static_cast<int64_t>(peer_max_frame_)});
+    if (n <= 0) {
+      held = true;
+      break;
+    }
+    if (!s.headers_sent) {
+      AppendHeaderBlock(id, ResponseHeaders(), false);
+      s.headers_sent = true;
+    }
+    AppendFrameHeader(&out_, n, kData, 0, id);
+    out_.append(m, s.pending_offset, n);
+    s.send_window -= n;
+    send_window_ -= n;
+    s.pending_offset += n;
+    if (s.server) s.server->queued_.fetch_sub(n, std::memory_order_acq_rel);
+    if (s.pending_offset == m.size()) {
+      s.pending.pop_front();
+      s.pending_offset = 0;
+    }
+  }
+  // Whatever was framed goes out with this round's writes, held or not.
+  if (out_.size() != framed_before) Dirty();
+  if (s.server && s.server->armed_.load(std::memory_order_acquire) &&
+      s.server->queued_bytes() <= s.server->low_ &&
+      s.server->armed_.exchange(false, std::memory_order_acq_rel)) {
+    s.server->drained_();
+  }
+  if (held) {
+    if (!s.blocked) {
+      s.blocked = true;
+      blocked_.push_back(id);
+    }
+    return;
+  }
+  if (s.finish_pending) {
+    std::string block;
+    if (!s.headers_sent) block = ResponseHeaders();
+    AppendStatus(s.final_status, &block);
+    AppendHeaderBlock(id, block, true);
+    Forget(id);
+  }
+}
+
+void Connection::PumpBlocked() {
+  if (blocked_.empty()) return;
+  std::vector<uint32_t> ids;
+  ids.swap(blocked_);
+  for (uint32_t id : ids) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) continue;
+    it->second.blocked = false;
+    Pump(id, it->second);
+  }
+}
+
+void Connection::Deliver(Outgoing& o) {
+  auto it = streams_.find(o.stream);
+  if (it == streams_.end()) return;  // the client is gone or reset the call
+  Stream& s = it->second;
+  if (s.finish_pending) return;
+  switch (o.kind) {
+    case Outgoing::kReply:
+      s.pending.push_back(std::move(o.data));
+      s.finish_pending = true;
+      s.final_status = absl::OkStatus();
+      break;
+    case Outgoing::kMessage:
+      s.pending.push_back(std::move(o.data));
+      break;
+    case Outgoing::kFinish:
+      s.finish_pending = true;
+      s.final_status = std::move(o.status);
+      if (!s.final_status.ok()) {  // an error drops the messages not begun
+        size_t dropped = 0;
+        while (s.pending.size() > (s.pending_offset > 0 ? 1 : 0)) {
+          dropped += s.pending.back().size();
+          s.pending.pop_back();
+        }
+        if (s.server) s.server->queued_.fetch_sub(dropped, std::memory_order_acq_rel);
+      }
+      break;
+    default:
+      return;
+  }
+  if (!s.blocked) Pump(o.stream, s);
+}
+
+void Connection::GoAway() {
+  if (going_away_ || closed_) return;
+  going_away_ = true;
+  AppendFrameHeader(&out_, 8, kGoaway, 0, 0);
+  Append32(&out_, last_stream_);
+  Append32(&out_, kNoError);
+  Dirty();
+}
+
+void Connection::Flush() {
+  while (!closed_ && out_pos_ < out_.size()) {
+    const ssize_t n = ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close();
+      return;
+    }
+    out_pos_ += n;
+  }
+  if (closed_) return;
+  const bool rest = out_pos_ < out_.size();
+  if (!rest) {
+    out_.clear();
+    out_pos_ = 0;
+  } else if (out_pos_ > (256 << 10)) {
+    out_.erase(0, out_pos_);
+    out_pos_ = 0;
+  }
+  if (rest != want_write_) {
+    want_write_ = rest;
+    epoll_event ev{};
+    ev.events = rest ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+    ev.data.ptr = this;
+    epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_MOD, fd_, &ev);
+  }
+  // Room again below the high water: streams held back by it go on (what they frame marks
+  // the connection dirty again).
+  if (!blocked_.empty() && out_.size() - out_pos_ <= kOutputHighWater / 2) PumpBlocked();
+}
+
+void Connection::Close() {
+  if (closed_) return;
+  closed_ = true;
+  epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
+  ::close(fd_);
+  fd_ = -1;
+  std::vector<uint32_t> ids;
+  for (auto& [id, s] : streams_) ids.push_back(id);
+  for (uint32_t id : ids) Forget(id);
+  out_.clear();
+  in_.clear();
+  loop_->Retire(shared_from_this());
+}
+
+}  // namespace mkube::store::rpc

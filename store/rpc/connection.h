@@ -1,0 +1,131 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "store/rpc/hpack.h"
+#include "store/rpc/server.h"
+
+// The transport's inside: one connection's HTTP/2, and what crosses to its loop.
+namespace mkube::store::rpc {
+
+// What the Connection declaration needs of RFC 9113; the rest stays in connection.cc.
+enum ErrorCode : uint32_t {
+  kNoError = 0,
+  kProtocolError = 1,
+  kFlowControlError = 3,
+  kFrameSizeError = 6,
+  kRefusedStream = 7,
+  kCompressionError = 9,
+};
+inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
+inline constexpr int64_t kDefaultWindow = 65535;
+
+// Work for a loop from any thread.
+struct Outgoing {
+  enum Kind : uint8_t { kMessage, kFinish, kReply, kAdopt, kGoaway, kStop };
+  static Outgoing Control(Kind kind, int fd = -1) {
+    Outgoing o;
+    o.kind = kind;
+    o.fd = fd;
+    return o;
+  }
+  Kind kind = kMessage;
+  std::shared_ptr<Connection> conn;
+  uint32_t stream = 0;
+  std::string data;
+  absl::Status status;
+  int fd = -1;
+};
+
+// The HTTP/2 server side of one TCP connection. Only its loop's thread touches it, except
+// through Loop::Post.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Loop* loop, int fd) : loop_(loop), fd_(fd), decoder_(4096) {}
+  ~Connection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void Open();
+  void OnReadable();
+  void OnWritable() { Flush(); }
+  void Deliver(Outgoing& o);
+  void GoAway();
+  void Close();
+  // Sends what is queued; false once the connection is closed.
+  void Flush();
+  bool closed() const { return closed_; }
+  Loop* loop() const { return loop_; }
+  bool dirty = false;
+
+ private:
+  struct Stream {
+    const Server::Method* method = nullptr;
+    std::string in;  // the start of a request message not yet whole
+    int64_t send_window = kDefaultWindow;
+    int64_t recv_unacked = 0;
+    bool remote_closed = false;
+    bool dispatched = false;  // unary: the request went to its handler
+    bool headers_sent = false;
+    bool finish_pending = false;
+    bool blocked = false;
+    absl::Status final_status;
+    std::deque<std::string> pending;  // framed messages not yet (wholly) in DATA frames
+    size_t pending_offset = 0;
+    std::shared_ptr<ServerStream> server;
+    std::unique_ptr<StreamHandler> handler;
+  };
+
+  // Frames of the input; the number of bytes used, or an error (connection error code set).
+  size_t Process(std::string_view in);
+  bool OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_view payload);
+  bool OnHeaders(uint32_t id, std::string_view block, bool end_stream);
+  bool OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload);
+  void OnMessages(uint32_t id, Stream& s, std::string_view data);
+  bool OnSettings(uint8_t flags, std::string_view payload);
+  void OnWindowUpdate(uint32_t id, uint32_t increment);
+  bool Fail(ErrorCode code, std::string_view why);
+
+  // Ends the call now with status (no message), then forgets the stream.
+  void Answer(uint32_t id, const absl::Status& status);
+  void Pump(uint32_t id, Stream& s);
+  void PumpBlocked();
+  void AppendHeaderBlock(uint32_t id, const std::string& block, bool end_stream);
+  void Forget(uint32_t id);
+  void SendWindowUpdates(uint32_t id, Stream* s);
+  void Reset(uint32_t id, ErrorCode code);
+  void Dirty();
+
+  Loop* loop_;
+  int fd_;
+  hpack::Decoder decoder_;
+  std::string in_;  // input not yet a whole frame
+  std::string out_;
+  size_t out_pos_ = 0;
+  bool want_write_ = false;
+  bool preface_seen_ = false;
+  bool closed_ = false;
+  bool going_away_ = false;
+
+  absl::flat_hash_map<uint32_t, Stream> streams_;
+  std::vector<uint32_t> blocked_;
+  uint32_t last_stream_ = 0;
+  // A header block continued in CONTINUATION frames.
+  uint32_t continuing_ = 0;
+  bool continuing_end_stream_ = false;
+  std::string header_block_;
+
+  int64_t send_window_ = kDefaultWindow;
+  int64_t recv_unacked_ = 0;
+  int64_t peer_initial_window_ = kDefaultWindow;
+  uint32_t peer_max_frame_ = kDefaultFrameSize;
+};
+
+}  // namespace mkube::store::rpc
