@@ -63,24 +63,6 @@ struct KvStore::Pending {
   bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
 };
 
-// A committed (or failed) group's requests with their results, in request order.
-struct KvStore::Acks {
-  std::vector<Pending> ops;
-  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
-  std::vector<absl::Status> exclusive_results;
-
-  void Run() {
-    size_t ti = 0, ei = 0;
-    for (auto& p : ops) {
-      if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-        t->done(std::move(txn_results[ti++]));
-      } else {
-        std::get<Pending::Exclusive>(p.op).done(std::move(exclusive_results[ei++]));
-      }
-    }
-  }
-};
-
 KvStore::KvStore(const StoreOptions& options) : options_(options) {}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
@@ -452,9 +434,8 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
 void KvStore::CommitGroup(std::vector<Pending> ops) {
   const int64_t compacted_before = compacted_;
   WriteGroup group(db_.get(), families_, index_, next_base_revision_);
-  auto acks = std::make_unique<Acks>();
-  auto& txn_results = acks->txn_results;
-  auto& exclusive_results = acks->exclusive_results;
+  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
+  std::vector<absl::Status> exclusive_results;
   txn_results.reserve(ops.size());
   for (auto& p : ops) {
     if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
@@ -536,8 +517,15 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
   for (auto& st : exclusive_results) {
     if (st.ok() && !commit.ok()) st = commit;
   }
-  acks->ops = std::move(ops);
-  acks->Run();
+  // The callbacks, in request order.
+  size_t ti = 0, ei = 0;
+  for (auto& p : ops) {
+    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
+      t->done(std::move(txn_results[ti++]));
+    } else {
+      std::get<Pending::Exclusive>(p.op).done(std::move(exclusive_results[ei++]));
+    }
+  }
 }
 
 void KvStore::WriterLoop() {

@@ -57,7 +57,8 @@ struct ReadState {
 };
 using ReadStatePtr = std::shared_ptr<const ReadState>;
 
-// Told of each commit by the writer thread, before the writers' callbacks run, one commit at a time.
+// Told of each commit by the thread committing it (the writer thread, or a caller committing a
+// lone write), before the writers' callbacks run, one commit at a time.
 // Must be quick and must not wait for the store's write path.
 class CommitListener {
  public:
@@ -123,7 +124,6 @@ class KvStore {
 
  private:
   struct Pending;
-  struct Acks;
   KvStore(const StoreOptions& options);
   absl::Status Recover();
   // Rewrites a store of the first format (three key families) into the history family.

@@ -106,13 +106,17 @@ void AppendStatus(const absl::Status& st, std::string* block) {
 
 }  // namespace
 
-std::string FrameMessage(const google::protobuf::MessageLite& message) {
-  const size_t size = message.ByteSizeLong();
+std::string NewFrame(size_t size) {
   std::string out(5 + size, '\0');
   out[1] = static_cast<char>(size >> 24);
   out[2] = static_cast<char>(size >> 16);
   out[3] = static_cast<char>(size >> 8);
   out[4] = static_cast<char>(size);
+  return out;
+}
+
+std::string FrameMessage(const google::protobuf::MessageLite& message) {
+  std::string out = NewFrame(message.ByteSizeLong());
   message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + 5));
   return out;
 }

@@ -39,7 +39,6 @@ class Loop {
   const absl::flat_hash_map<std::string, Server::Method>& methods() const { return *methods_; }
   size_t max_message() const { return max_message_; }
   std::atomic<int>& in_flight() { return *in_flight_; }
-  bool going_away() const { return going_away_; }
   char* read_buffer() { return read_buffer_.data(); }
   size_t read_buffer_size() const { return read_buffer_.size(); }
 
@@ -47,7 +46,7 @@ class Loop {
   void Run();
   void Accept();
   void Adopt(int fd);
-  bool Drain();
+  void Drain();
   void Flush();
   void RunDeferred(bool quiet);
 

@@ -156,16 +156,14 @@ void Loop::Adopt(int fd) {
   conn->Open();
 }
 
-bool Loop::Drain() {
+void Loop::Drain() {
   std::vector<Outgoing> batch;
-  bool any = false;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (inbox_.empty()) return any;
+      if (inbox_.empty()) return;
       batch.swap(inbox_);
     }
-    any = true;
     for (auto& o : batch) {
       switch (o.kind) {
         case Outgoing::kAdopt:

@@ -28,6 +28,8 @@ class Loop;
 
 // Frames a serialized message as gRPC does: uncompressed flag, 32-bit length, bytes.
 std::string FrameMessage(const google::protobuf::MessageLite& message);
+// A framed message of `size` bytes whose body (from offset 5) the caller fills.
+std::string NewFrame(size_t size);
 
 // The answer to one unary call. Any thread may complete it, once; an answer to a call whose
 // client is gone is dropped. One destroyed without answering answers INTERNAL.

@@ -32,12 +32,7 @@ class StreamSink final : public watch::WatchSink {
     *head.mutable_header() = std::move(events.header);
     head.set_watch_id(events.watch_id);
     const size_t head_size = head.ByteSizeLong();
-    const size_t size = head_size + events.bytes;
-    std::string framed(5 + size, '\0');
-    framed[1] = static_cast<char>(size >> 24);
-    framed[2] = static_cast<char>(size >> 16);
-    framed[3] = static_cast<char>(size >> 8);
-    framed[4] = static_cast<char>(size);
+    std::string framed = rpc::NewFrame(head_size + events.bytes);
     char* p = framed.data() + 5;
     head.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p));
     p += head_size;
