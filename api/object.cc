@@ -5,6 +5,7 @@
 #include <random>
 
 #include "fmt/format.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace mkube::api {
 namespace {
@@ -25,10 +26,14 @@ ObjectMeta* MutableMetaOf(google::protobuf::Message* obj) {
       obj->GetReflection()->MutableMessage(obj, Field(*obj, "metadata")));
 }
 
-std::string SpecBytes(const google::protobuf::Message& obj) {
-  const auto* f = Field(obj, "spec");
-  if (!f) return "";
-  return obj.GetReflection()->GetMessage(obj, f).SerializeAsString();
+bool Equal(const google::protobuf::Message& a, const google::protobuf::Message& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+bool SameSpec(const google::protobuf::Message& a, const google::protobuf::Message& b) {
+  const auto* f = Field(a, "spec");
+  if (!f) return true;
+  return Equal(a.GetReflection()->GetMessage(a, f), b.GetReflection()->GetMessage(b, f));
 }
 
 void CopyPart(const google::protobuf::Message& from, google::protobuf::Message* to,

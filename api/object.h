@@ -11,8 +11,12 @@ namespace mkube::api {
 const ObjectMeta& MetaOf(const google::protobuf::Message& obj);
 ObjectMeta* MutableMetaOf(google::protobuf::Message* obj);
 
-// The serialized spec / status (empty when the kind has none), to compare or move them.
-std::string SpecBytes(const google::protobuf::Message& obj);
+// Field-wise equality, maps compared as maps. Never compare serializations instead: the
+// order of a map's entries in a serialization is unspecified, so equal messages may differ.
+bool Equal(const google::protobuf::Message& a, const google::protobuf::Message& b);
+// Whether two objects of one kind have equal specs (true for kinds without a spec): what
+// decides whether an update bumps metadata.generation.
+bool SameSpec(const google::protobuf::Message& a, const google::protobuf::Message& b);
 // Copies the named part ("spec", "status") from one object to another of the same kind.
 void CopyPart(const google::protobuf::Message& from, google::protobuf::Message* to,
               const char* part);

@@ -269,8 +269,7 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
     api::CopyPart(current, obj.message.get(), "status");
     api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
     api::Default(obj);
-    meta->set_generation(cur_meta.generation() +
-                         (api::SpecBytes(*obj.message) != api::SpecBytes(current) ? 1 : 0));
+    meta->set_generation(cur_meta.generation() + (api::SameSpec(*obj.message, current) ? 0 : 1));
   }
   if (auto st = api::Validate(obj); !st.ok()) return st;
   if (req.dry_run()) return obj.message->SerializeAsString();
@@ -477,7 +476,7 @@ absl::StatusOr<std::string> Registry::UpdateScale(const api::KindInfo& kind,
     static_cast<api::ReplicaSet*>(obj.get())->mutable_spec()->set_replicas(scale.spec().replicas());
   }
   auto* meta = api::MutableMetaOf(obj.get());
-  meta->set_generation(meta->generation() + (api::SpecBytes(*obj) != api::SpecBytes(*(*cur)->object) ? 1 : 0));
+  meta->set_generation(meta->generation() + (api::SameSpec(*obj, *(*cur)->object) ? 0 : 1));
   if (!req.dry_run()) {
     auto stored = Store(kind, key, name, (*cur)->revision, *obj);
     if (!stored.ok()) return stored.status();
