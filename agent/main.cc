@@ -139,10 +139,10 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   // The agent's server first: the Node must say where it is.
-  mkube::client::ApiClient client(copts);
+  mkube::client::GrpcClient client(copts);
   mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
-  mkube::client::Informer<mkube::api::Pod> pods(&client, "pods", "", "",
-                                                "spec.nodeName=" + node_name);
+  mkube::client::Informer<mkube::api::Pod> pods(
+      &client, "pods", {.field_selector = "spec.nodeName=" + node_name});
   mkube::agent::PodManagerOptions pm;
   pm.node_name = node_name;
   pm.node_ip = node_ip;

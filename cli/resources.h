@@ -22,7 +22,7 @@ std::string ErrorLine(const absl::Status& st, const std::string& server);
 // Typed reads and writes of any kind over the raw client.
 class Resources {
  public:
-  explicit Resources(client::ApiClient* client) : client_(client) {}
+  explicit Resources(client::GrpcClient* client) : client_(client) {}
 
   absl::StatusOr<MessagePtr> Get(const api::KindInfo& kind, const std::string& ns,
                                  const std::string& name);
@@ -42,10 +42,10 @@ class Resources {
   // An object the server sent: the kind's message, or a Scale for the scale subresource.
   absl::StatusOr<MessagePtr> Decode(const api::KindInfo& kind, const std::string& bytes,
                                     const std::string& subresource = "");
-  client::ApiClient* client() { return client_; }
+  client::GrpcClient* client() { return client_; }
 
  private:
-  client::ApiClient* client_;
+  client::GrpcClient* client_;
 };
 
 }  // namespace mkube::cli

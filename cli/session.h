@@ -69,7 +69,7 @@ class Session {
   Session() = default;
   KubeConfig cfg_;
   std::string ns_flag_;
-  std::unique_ptr<client::ApiClient> client_;
+  std::unique_ptr<client::GrpcClient> client_;
   std::unique_ptr<Resources> resources_;
 };
 

@@ -15,9 +15,19 @@ auto WithRetries(int attempts, Fn fn) -> decltype(fn()) {
   return r;
 }
 
+class GrpcWatchStream final : public WatchStream {
+ public:
+  bool ReadBatch(apiserver::WatchBatch* batch) override { return reader->Read(batch); }
+  absl::Status Finish() override { return FromGrpc(reader->Finish()); }
+  void Cancel() override { ctx.TryCancel(); }
+
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<apiserver::WatchBatch>> reader;
+};
+
 }  // namespace
 
-ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
+GrpcClient::GrpcClient(ClientOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -38,12 +48,12 @@ ApiClient::ApiClient(ClientOptions options) : options_(std::move(options)) {
   streams_ = apiserver::PodStreams::NewStub(channel);
 }
 
-void ApiClient::Prepare(grpc::ClientContext* ctx) const {
+void GrpcClient::Prepare(grpc::ClientContext* ctx) const {
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
 }
 
-absl::StatusOr<std::string> ApiClient::GetRaw(const apiserver::GetRequest& req) {
+absl::StatusOr<std::string> GrpcClient::GetRaw(const apiserver::GetRequest& req) {
   return WithRetries(options_.read_attempts, [&]() -> absl::StatusOr<std::string> {
     grpc::ClientContext ctx;
     Prepare(&ctx);
@@ -53,7 +63,7 @@ absl::StatusOr<std::string> ApiClient::GetRaw(const apiserver::GetRequest& req) 
   });
 }
 
-absl::StatusOr<apiserver::ListReply> ApiClient::List(const apiserver::ListRequest& req) {
+absl::StatusOr<apiserver::ListReply> GrpcClient::List(const apiserver::ListRequest& req) {
   return WithRetries(options_.read_attempts, [&]() -> absl::StatusOr<apiserver::ListReply> {
     grpc::ClientContext ctx;
     Prepare(&ctx);
@@ -63,7 +73,7 @@ absl::StatusOr<apiserver::ListReply> ApiClient::List(const apiserver::ListReques
   });
 }
 
-absl::StatusOr<std::string> ApiClient::CreateRaw(const apiserver::CreateRequest& req) {
+absl::StatusOr<std::string> GrpcClient::CreateRaw(const apiserver::CreateRequest& req) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   apiserver::ObjectReply reply;
@@ -71,7 +81,7 @@ absl::StatusOr<std::string> ApiClient::CreateRaw(const apiserver::CreateRequest&
   return std::move(*reply.mutable_object());
 }
 
-absl::StatusOr<std::string> ApiClient::UpdateRaw(const apiserver::UpdateRequest& req) {
+absl::StatusOr<std::string> GrpcClient::UpdateRaw(const apiserver::UpdateRequest& req) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   apiserver::ObjectReply reply;
@@ -79,7 +89,7 @@ absl::StatusOr<std::string> ApiClient::UpdateRaw(const apiserver::UpdateRequest&
   return std::move(*reply.mutable_object());
 }
 
-absl::StatusOr<std::string> ApiClient::PatchRaw(const apiserver::PatchRequest& req) {
+absl::StatusOr<std::string> GrpcClient::PatchRaw(const apiserver::PatchRequest& req) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   apiserver::ObjectReply reply;
@@ -87,7 +97,7 @@ absl::StatusOr<std::string> ApiClient::PatchRaw(const apiserver::PatchRequest& r
   return std::move(*reply.mutable_object());
 }
 
-absl::StatusOr<std::string> ApiClient::Delete(const apiserver::DeleteRequest& req) {
+absl::StatusOr<std::string> GrpcClient::Delete(const apiserver::DeleteRequest& req) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   apiserver::ObjectReply reply;
@@ -95,20 +105,20 @@ absl::StatusOr<std::string> ApiClient::Delete(const apiserver::DeleteRequest& re
   return std::move(*reply.mutable_object());
 }
 
-std::unique_ptr<ApiClient::WatchStream> ApiClient::Watch(const apiserver::WatchRequest& req) {
-  auto w = std::make_unique<WatchStream>();
-  if (!options_.token.empty()) w->ctx_.AddMetadata("authorization", "Bearer " + options_.token);
-  w->reader_ = stub_->Watch(&w->ctx_, req);
+WatchStreamPtr GrpcClient::Watch(const apiserver::WatchRequest& req) {
+  auto w = std::make_unique<GrpcWatchStream>();
+  if (!options_.token.empty()) w->ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  w->reader = stub_->Watch(&w->ctx, req);
   return w;
 }
 
-std::unique_ptr<grpc::ClientReader<agent::LogChunk>> ApiClient::Logs(grpc::ClientContext* ctx,
+std::unique_ptr<grpc::ClientReader<agent::LogChunk>> GrpcClient::Logs(grpc::ClientContext* ctx,
                                                                    const agent::LogRequest& req) {
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   return streams_->Logs(ctx, req);
 }
 
-std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> ApiClient::Exec(
+std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> GrpcClient::Exec(
     grpc::ClientContext* ctx) {
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   return streams_->Exec(ctx);

@@ -31,10 +31,38 @@ struct ClientOptions {
   bool own_connection = false;
 };
 
-// The typed client of the mkube API: objects are the kinds' protobuf messages.
+// A server stream of watch events; Read blocks, false at the end (then Finish()).
+class WatchStream {
+ public:
+  virtual ~WatchStream() = default;
+  // The next event, in order.
+  bool Read(apiserver::WatchEvent* ev) {
+    while (next_ == batch_.events_size()) {
+      if (!ReadBatch(&batch_)) return false;
+      next_ = 0;
+    }
+    ev->Swap(batch_.mutable_events(next_++));
+    return true;
+  }
+  // The next message: whatever events were waiting for this stream on the server.
+  virtual bool ReadBatch(apiserver::WatchBatch* batch) = 0;
+  // Why the stream ended, once Read or ReadBatch said it has.
+  virtual absl::Status Finish() = 0;
+  // Ends the stream from any thread; a blocked Read returns false.
+  virtual void Cancel() = 0;
+
+ private:
+  apiserver::WatchBatch batch_;
+  int next_ = 0;
+};
+using WatchStreamPtr = std::unique_ptr<WatchStream>;
+
+// The typed client of the mkube API, as client-go's clientset: objects are the kinds'
+// protobuf messages. GrpcClient talks to an apiserver; client/testing/fake_client.h keeps
+// objects in memory for unit tests. Every method may be called from any thread.
 class ApiClient {
  public:
-  explicit ApiClient(ClientOptions options);
+  virtual ~ApiClient() = default;
 
   template <typename T>
   absl::StatusOr<T> Get(const std::string& resource, const std::string& ns,
@@ -80,45 +108,14 @@ class ApiClient {
     return Parse<T>(PatchRaw(req));
   }
 
-  absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req);
-  absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req);
-  absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req);
-  absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req);
-  absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req);
-  absl::StatusOr<apiserver::ListReply> List(const apiserver::ListRequest& req);
-
-  // A server stream of watch events; Read blocks, false at the end (then Finish()).
-  class WatchStream {
-   public:
-    // The next event, in order.
-    bool Read(apiserver::WatchEvent* ev) {
-      while (next_ == batch_.events_size()) {
-        if (!ReadBatch(&batch_)) return false;
-        next_ = 0;
-      }
-      ev->Swap(batch_.mutable_events(next_++));
-      return true;
-    }
-    // The next message: whatever events were waiting for this stream on the server.
-    bool ReadBatch(apiserver::WatchBatch* batch) { return reader_->Read(batch); }
-    absl::Status Finish() { return FromGrpc(reader_->Finish()); }
-    void Cancel() { ctx_.TryCancel(); }
-
-   private:
-    friend class ApiClient;
-    grpc::ClientContext ctx_;
-    std::unique_ptr<grpc::ClientReader<apiserver::WatchBatch>> reader_;
-    apiserver::WatchBatch batch_;
-    int next_ = 0;
-  };
-  std::unique_ptr<WatchStream> Watch(const apiserver::WatchRequest& req);
-
-  // pods/log and pods/exec. `ctx` gets the token and no deadline: these last as long as the
-  // caller wants (cancel through ctx).
-  std::unique_ptr<grpc::ClientReader<agent::LogChunk>> Logs(grpc::ClientContext* ctx,
-                                                           const agent::LogRequest& req);
-  std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> Exec(
-      grpc::ClientContext* ctx);
+  virtual absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req) = 0;
+  virtual absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req) = 0;
+  virtual absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req) = 0;
+  virtual absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req) = 0;
+  virtual absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req) = 0;
+  virtual absl::StatusOr<apiserver::ListReply> List(const apiserver::ListRequest& req) = 0;
+  // A watch; a stream that cannot be opened ends at once, its reason in Finish().
+  virtual WatchStreamPtr Watch(const apiserver::WatchRequest& req) = 0;
 
  private:
   template <typename T>
@@ -128,6 +125,29 @@ class ApiClient {
     if (!obj.ParseFromString(*bytes)) return absl::DataLossError("cannot decode the reply");
     return obj;
   }
+};
+
+// The client over gRPC, to an apiserver.
+class GrpcClient final : public ApiClient {
+ public:
+  explicit GrpcClient(ClientOptions options);
+
+  absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req) override;
+  absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req) override;
+  absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req) override;
+  absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req) override;
+  absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req) override;
+  absl::StatusOr<apiserver::ListReply> List(const apiserver::ListRequest& req) override;
+  WatchStreamPtr Watch(const apiserver::WatchRequest& req) override;
+
+  // pods/log and pods/exec. `ctx` gets the token and no deadline: these last as long as the
+  // caller wants (cancel through ctx).
+  std::unique_ptr<grpc::ClientReader<agent::LogChunk>> Logs(grpc::ClientContext* ctx,
+                                                           const agent::LogRequest& req);
+  std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> Exec(
+      grpc::ClientContext* ctx);
+
+ private:
   void Prepare(grpc::ClientContext* ctx) const;
 
   ClientOptions options_;

@@ -21,8 +21,9 @@ std::string EventName(const std::string& object) {
 }  // namespace
 
 EventRecorder::EventRecorder(ApiClient* client, std::string component, std::string host,
-                             size_t max_queued)
+                             size_t max_queued, Clock* clock)
     : client_(client),
+      clock_(clock),
       component_(std::move(component)),
       host_(std::move(host)),
       max_queued_(max_queued),
@@ -30,10 +31,9 @@ EventRecorder::EventRecorder(ApiClient* client, std::string component, std::stri
 
 EventRecorder::~EventRecorder() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   thread_.join();
 }
 
@@ -57,28 +57,28 @@ void EventRecorder::Record(const google::protobuf::Message& obj, const std::stri
   ev.mutable_source()->set_host(host_);
   ev.set_reporting_component(component_);
   ev.set_reporting_instance(host_);
-  const std::string now = api::NowRfc3339();
+  const std::string now = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", clock_->Now(), absl::UTCTimeZone());
   ev.set_first_timestamp(now);
   ev.set_last_timestamp(now);
   ev.set_count(1);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= max_queued_) {
-      queue_.pop_front();
-      ++dropped_;
-    }
-    queue_.push_back(std::move(ev));
+  absl::MutexLock lock(&mu_);
+  if (queue_.size() >= max_queued_) {
+    queue_.pop_front();
+    ++dropped_;
   }
-  cv_.notify_all();
+  queue_.push_back(std::move(ev));
 }
 
 void EventRecorder::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return (queue_.empty() && in_flight_ == 0) || stopping_; });
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return (queue_.empty() && in_flight_ == 0) || stopping_;
+  };
+  mu_.Await(absl::Condition(&idle));
 }
 
 size_t EventRecorder::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return dropped_;
 }
 
@@ -86,19 +86,19 @@ void EventRecorder::Loop() {
   for (;;) {
     api::Event ev;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
       if (stopping_) return;  // what has not been posted is dropped, as client-go does
       ev = std::move(queue_.front());
       queue_.pop_front();
       ++in_flight_;
     }
     Post(std::move(ev));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --in_flight_;
-    }
-    cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
   }
 }
 
@@ -106,7 +106,7 @@ void EventRecorder::Post(api::Event ev) {
   const auto& ref = ev.involved_object();
   const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", ref.kind(), ref.namespace_(), ref.name(),
                                       ref.uid(), ev.type(), ev.reason()) + "\n" + ev.message();
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   auto it = posted_.find(key);
   if (it != posted_.end() && now - it->second.last < kAggregateWindow) {
     Posted& p = it->second;

@@ -1,15 +1,15 @@
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/clock.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::client {
@@ -24,7 +24,7 @@ namespace mkube::client {
 class EventRecorder {
  public:
   EventRecorder(ApiClient* client, std::string component, std::string host,
-                size_t max_queued = 1000);
+                size_t max_queued = 1000, Clock* clock = RealClock());
   ~EventRecorder();
 
   // type: "Normal" or "Warning".
@@ -45,10 +45,10 @@ class EventRecorder {
   void Post(api::Event ev);
 
   ApiClient* client_;
+  Clock* const clock_;
   const std::string component_, host_;
   const size_t max_queued_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable absl::Mutex mu_;
   std::deque<api::Event> queue_ ABSL_GUARDED_BY(mu_);
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   size_t dropped_ ABSL_GUARDED_BY(mu_) = 0;

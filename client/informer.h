@@ -2,19 +2,20 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "api/object.h"
 #include "client/client.h"
+#include "client/clock.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::client {
@@ -29,6 +30,14 @@ inline std::string KeyOf(const google::protobuf::Message& obj) {
 // list's resourceVersion; after a broken stream it resumes from the last version it saw and
 // relists only when told that version is too old. The cache holds immutable objects and is
 // updated before the handlers run (on the informer's thread).
+// What an informer lists and watches.
+struct InformerOptions {
+  std::string ns;  // empty: every namespace
+  std::string label_selector;
+  std::string field_selector;
+  Clock* clock = RealClock();  // times the back-off after failures
+};
+
 template <typename T>
 class Informer {
  public:
@@ -39,13 +48,8 @@ class Informer {
     std::function<void(const Ptr&)> on_delete;
   };
 
-  Informer(ApiClient* client, std::string resource, std::string ns = "",
-           std::string label_selector = "", std::string field_selector = "")
-      : client_(client),
-        resource_(std::move(resource)),
-        ns_(std::move(ns)),
-        labels_(std::move(label_selector)),
-        fields_(std::move(field_selector)) {}
+  Informer(ApiClient* client, std::string resource, InformerOptions options = {})
+      : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
   ~Informer() { Stop(); }
 
   // Before Start.
@@ -54,62 +58,71 @@ class Informer {
   void Start() {
     thread_ = std::thread([this] { Run(); });
   }
-  void Stop() {
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
       if (watch_) watch_->Cancel();
     }
-    cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
 
-  bool WaitForCacheSync(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return synced_ || stopping_; }) && synced_;
+  // Waits (real time) until the first list is in the cache.
+  bool WaitForCacheSync(std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return synced_ || stopping_; };
+    mu_.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(timeout));
+    return synced_;
+  }
+  bool HasSynced() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return synced_;
   }
 
-  Ptr Get(const std::string& key) const {
-    std::lock_guard<std::mutex> lock(mu_);
+  Ptr Get(const std::string& key) const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     auto it = items_.find(key);
     return it == items_.end() ? nullptr : it->second;
   }
-  std::vector<Ptr> List() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Ptr> List() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     std::vector<Ptr> out;
     out.reserve(items_.size());
     for (const auto& [k, v] : items_) out.push_back(v);
     return out;
   }
-  std::string LastSyncResourceVersion() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::string LastSyncResourceVersion() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return resource_version_;
   }
   // How often the informer had to list (1 after a clean start).
   int lists() const { return lists_.load(); }
 
  private:
-  bool Stopping() {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return stopping_;
   }
-  void Backoff(int failures) {
+  // Waits 100 ms doubling to 3.2 s, with jitter, on the informer's clock (or until stopped).
+  void Backoff(int failures) ABSL_LOCKS_EXCLUDED(mu_) {
     static thread_local std::mt19937 rng(std::random_device{}());
     const int base = std::min(100 << std::min(failures, 5), 3200);
     std::uniform_int_distribution<int> jitter(base / 2, base);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(jitter(rng)), [&] { return stopping_; });
+    absl::MutexLock lock(&mu_);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping),
+                                     absl::Milliseconds(jitter(rng)));
   }
 
-  absl::Status ListAll() {
+  absl::Status ListAll() ABSL_LOCKS_EXCLUDED(mu_) {
     std::map<std::string, Ptr> fresh;
     std::string cont, rv;
     do {
       apiserver::ListRequest req;
       req.set_resource(resource_);
-      req.set_namespace_(ns_);
-      req.set_label_selector(labels_);
-      req.set_field_selector(fields_);
+      req.set_namespace_(options_.ns);
+      req.set_label_selector(options_.label_selector);
+      req.set_field_selector(options_.field_selector);
       req.set_limit(500);
       req.set_continue_(cont);
       auto reply = client_->List(req);
@@ -124,7 +137,7 @@ class Informer {
     ++lists_;
     std::vector<std::function<void()>> calls;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (const auto& [key, obj] : fresh) {
         auto it = items_.find(key);
         if (it == items_.end()) {
@@ -145,14 +158,13 @@ class Informer {
       resource_version_ = rv;
       synced_ = true;
     }
-    cv_.notify_all();
-    for (auto& c : calls) c();
+    for (const auto& c : calls) c();
     return absl::OkStatus();
   }
 
-  void Apply(const apiserver::WatchEvent& ev) {
+  void Apply(const apiserver::WatchEvent& ev) ABSL_LOCKS_EXCLUDED(mu_) {
     if (ev.type() == "BOOKMARK") {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       resource_version_ = ev.resource_version();
       return;
     }
@@ -161,7 +173,7 @@ class Informer {
     const std::string key = KeyOf(*obj);
     Ptr old;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = items_.find(key);
       if (it != items_.end()) old = it->second;
       if (ev.type() == "DELETED") {
@@ -182,6 +194,26 @@ class Informer {
     }
   }
 
+  // Opens the next watch (no lock held: it is a call to the apiserver) and makes it the one
+  // Stop cancels; null when stopping.
+  WatchStream* OpenWatch() ABSL_LOCKS_EXCLUDED(mu_) {
+    apiserver::WatchRequest req;
+    req.set_resource(resource_);
+    req.set_namespace_(options_.ns);
+    req.set_label_selector(options_.label_selector);
+    req.set_field_selector(options_.field_selector);
+    req.set_resource_version(LastSyncResourceVersion());
+    req.set_allow_bookmarks(true);
+    WatchStreamPtr stream = client_->Watch(req);
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      stream->Cancel();
+      return nullptr;
+    }
+    watch_ = std::move(stream);
+    return watch_.get();
+  }
+
   void Run() {
     bool need_list = true;
     int failures = 0;
@@ -194,27 +226,18 @@ class Informer {
         }
         need_list = false;
       }
-      apiserver::WatchRequest req;
-      req.set_resource(resource_);
-      req.set_namespace_(ns_);
-      req.set_label_selector(labels_);
-      req.set_field_selector(fields_);
-      req.set_resource_version(LastSyncResourceVersion());
-      req.set_allow_bookmarks(true);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_) return;
-        watch_ = client_->Watch(req);
-      }
+      // Only this thread replaces or resets watch_; Stop only cancels it, under the lock.
+      WatchStream* watch = OpenWatch();
+      if (!watch) return;
       apiserver::WatchEvent ev;
       bool got_any = false;
-      while (watch_->Read(&ev)) {
+      while (watch->Read(&ev)) {
         got_any = true;
         Apply(ev);
       }
-      absl::Status st = watch_->Finish();
+      absl::Status st = watch->Finish();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         watch_.reset();
       }
       if (st.code() == absl::StatusCode::kOutOfRange) {
@@ -228,15 +251,15 @@ class Informer {
   }
 
   ApiClient* client_;
-  const std::string resource_, ns_, labels_, fields_;
-  std::vector<Handlers> handlers_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  const std::string resource_;
+  const InformerOptions options_;
+  std::vector<Handlers> handlers_;  // set before Start, then only read
+  mutable absl::Mutex mu_;
   std::map<std::string, Ptr> items_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<ApiClient::WatchStream> watch_ ABSL_GUARDED_BY(mu_);
+  WatchStreamPtr watch_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> lists_{0};
   std::thread thread_;
 };

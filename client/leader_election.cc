@@ -6,14 +6,19 @@
 namespace mkube::client {
 namespace {
 
-int32_t Seconds(std::chrono::milliseconds d) {
-  return static_cast<int32_t>(std::max<int64_t>(1, d.count() / 1000));
+int32_t Seconds(absl::Duration d) {
+  return static_cast<int32_t>(std::max<int64_t>(1, absl::ToInt64Seconds(d)));
+}
+
+// Kubernetes' MicroTime, as leases carry it.
+std::string MicroTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
 }
 
 }  // namespace
 
-LeaderElector::LeaderElector(ApiClient* client, Config config)
-    : client_(client), config_(std::move(config)) {}
+LeaderElector::LeaderElector(ApiClient* client, Config config, Clock* clock)
+    : client_(client), config_(std::move(config)), clock_(clock) {}
 
 LeaderElector::~LeaderElector() { Stop(); }
 
@@ -23,16 +28,15 @@ void LeaderElector::Start() {
 
 void LeaderElector::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 bool LeaderElector::TryAcquireOrRenew() {
-  const std::string now = api::NowRfc3339();
+  const std::string now = MicroTime(clock_->Now());
   auto current = client_->Get<api::Lease>("leases", config_.lease_namespace, config_.lease_name);
   if (!current.ok()) {
     if (current.status().code() != absl::StatusCode::kNotFound) return false;
@@ -48,7 +52,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     return client_->Create("leases", config_.lease_namespace, lease).ok();
   }
   const auto& spec = current->spec();
-  const Clock::time_point seen = Clock::now();
+  const absl::Time seen = clock_->Now();
   if (spec.holder_identity() != observed_holder_ || spec.renew_time() != observed_renew_) {
     observed_holder_ = spec.holder_identity();
     observed_renew_ = spec.renew_time();
@@ -72,7 +76,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   if (!updated.ok()) return false;
   observed_holder_ = updated->spec().holder_identity();
   observed_renew_ = updated->spec().renew_time();
-  observed_at_ = Clock::now();
+  observed_at_ = clock_->Now();
   return true;
 }
 
@@ -88,7 +92,7 @@ void LeaderElector::Release() {
 void LeaderElector::Run() {
   for (;;) {
     const bool holds = TryAcquireOrRenew();
-    const auto now = Clock::now();
+    const absl::Time now = clock_->Now();
     if (holds) last_renewed_ = now;
     if (holds && !leading_) {
       leading_ = true;
@@ -101,8 +105,9 @@ void LeaderElector::Run() {
                    config_.lease_name);
       if (config_.on_stopped_leading) config_.on_stopped_leading();
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_for(lock, config_.retry_period, [&] { return stopping_; })) break;
+    absl::MutexLock lock(&mu_);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (clock_->AwaitWithTimeout(&mu_, absl::Condition(&stopping), config_.retry_period)) break;
   }
   if (leading_) {
     Release();

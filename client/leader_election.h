@@ -1,15 +1,15 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "client/client.h"
+#include "client/clock.h"
 #include "proto/api/apps.pb.h"
 
 namespace mkube::client {
@@ -23,39 +23,39 @@ class LeaderElector {
     std::string lease_namespace = "kube-system";
     std::string lease_name;
     std::string identity;
-    std::chrono::milliseconds lease_duration{std::chrono::seconds(15)};
-    std::chrono::milliseconds renew_deadline{std::chrono::seconds(10)};
-    std::chrono::milliseconds retry_period{std::chrono::seconds(2)};
+    absl::Duration lease_duration = absl::Seconds(15);
+    absl::Duration renew_deadline = absl::Seconds(10);
+    absl::Duration retry_period = absl::Seconds(2);
     std::function<void()> on_started_leading;
     std::function<void()> on_stopped_leading;
   };
 
-  LeaderElector(ApiClient* client, Config config);
+  LeaderElector(ApiClient* client, Config config, Clock* clock = RealClock());
   ~LeaderElector();
 
   void Start();
   // Stops trying; a leader gives the lease up so another can take it at once.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   bool IsLeader() const { return leading_.load(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
   void Run();
   // One attempt to acquire or renew; true when this candidate holds the lease afterwards.
   bool TryAcquireOrRenew();
   void Release();
 
   ApiClient* client_;
-  Config config_;
+  const Config config_;
+  Clock* const clock_;
   std::atomic<bool> leading_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // What this candidate last saw of the lease, and when it saw it change.
+  // Only the election's thread uses these: what this candidate last saw of the lease, and
+  // when (by its own clock) it saw it change.
   std::string observed_holder_;
   std::string observed_renew_;
-  Clock::time_point observed_at_;
-  Clock::time_point last_renewed_;
+  absl::Time observed_at_ = absl::InfinitePast();
+  absl::Time last_renewed_ = absl::InfinitePast();
   std::thread thread_;
 };
 

@@ -1,65 +1,92 @@
 #include "client/workqueue.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace mkube::client {
 
-WorkQueue::WorkQueue(Options options) : options_(options) {
-  delay_thread_ = std::thread([this] { DelayLoop(); });
-}
+WorkQueue::WorkQueue(Options options, Clock* clock) : options_(options), clock_(clock) {}
 
-WorkQueue::~WorkQueue() {
-  ShutDown();
-  if (delay_thread_.joinable()) delay_thread_.join();
-}
+WorkQueue::~WorkQueue() { ShutDown(); }
 
-void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_ || dirty_.contains(key)) return;
   dirty_.insert(key);
   if (processing_.contains(key)) return;  // queued again by Done
   queue_.push_back(key);
-  cv_.notify_all();
 }
 
-void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay) {
-  if (delay.count() <= 0) {
-    Add(key);
-    return;
+void WorkQueue::Add(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  AddLocked(key);
+}
+
+void WorkQueue::AddAfter(const std::string& key, absl::Duration delay) {
+  absl::MutexLock lock(&mu_);
+  if (delay <= absl::ZeroDuration()) {
+    AddLocked(key);
+  } else if (!shutting_down_) {
+    delayed_.emplace(clock_->Now() + delay, key);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_) return;
-  delayed_.emplace(Clock::now() + delay, key);
-  cv_.notify_all();
+}
+
+absl::Duration WorkQueue::DelayFor(int failures) const {
+  absl::Duration d = options_.base_delay;
+  for (int i = 0; i < failures && d < options_.max_delay; ++i) d *= 2;
+  return std::min(d, options_.max_delay);
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
-  std::chrono::milliseconds delay;
+  absl::Duration delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int n = failures_[key]++;
-    const double d = static_cast<double>(options_.base_delay.count()) * std::pow(2.0, std::min(n, 40));
-    delay = std::chrono::milliseconds(static_cast<int64_t>(
-        std::min(d, static_cast<double>(options_.max_delay.count()))));
+    absl::MutexLock lock(&mu_);
+    delay = DelayFor(failures_[key]++);
   }
   AddAfter(key, delay);
 }
 
+absl::Duration WorkQueue::NextDelay(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = failures_.find(key);
+  return DelayFor(it == failures_.end() ? 0 : it->second);
+}
+
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::Requeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
 
+void WorkQueue::PromoteDue() const {
+  const absl::Time now = clock_->Now();
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    std::string key = std::move(delayed_.begin()->second);
+    delayed_.erase(delayed_.begin());
+    if (shutting_down_ || dirty_.contains(key)) continue;
+    dirty_.insert(key);
+    if (!processing_.contains(key)) queue_.push_back(std::move(key));
+  }
+}
+
 std::optional<std::string> WorkQueue::Get() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !queue_.empty() || shutting_down_; });
+  absl::MutexLock lock(&mu_);
+  absl::Time until = absl::InfiniteFuture();
+  // Something to hand out, or a delayed key due sooner than the wait was planned for.
+  auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || shutting_down_ ||
+           (!delayed_.empty() && delayed_.begin()->first < until);
+  };
+  for (;;) {
+    PromoteDue();
+    if (!queue_.empty() || shutting_down_) break;
+    until = delayed_.empty() ? absl::InfiniteFuture() : delayed_.begin()->first;
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&wake), until);
+  }
+  // Once shut down, what is queued is still handed out (drained), then nothing.
   if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
   queue_.pop_front();
@@ -69,45 +96,26 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   processing_.erase(key);
-  if (dirty_.contains(key)) {
-    queue_.push_back(key);
-    cv_.notify_all();
-  }
+  if (dirty_.contains(key)) queue_.push_back(key);
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutting_down_ = true;
-  cv_.notify_all();
 }
 
 size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  PromoteDue();
   return queue_.size();
 }
 
-void WorkQueue::DelayLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!shutting_down_) {
-    if (delayed_.empty()) {
-      cv_.wait(lock);
-      continue;
-    }
-    auto first = delayed_.begin();
-    if (first->first > Clock::now()) {
-      cv_.wait_until(lock, first->first);
-      continue;
-    }
-    std::string key = first->second;
-    delayed_.erase(first);
-    if (!dirty_.contains(key)) {
-      dirty_.insert(key);
-      if (!processing_.contains(key)) queue_.push_back(key);
-      cv_.notify_all();
-    }
-  }
+size_t WorkQueue::Delayed() const {
+  absl::MutexLock lock(&mu_);
+  PromoteDue();
+  return delayed_.size();
 }
 
 }  // namespace mkube::client

@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     o.token = token;
     o.timeout = std::chrono::seconds(60);
     o.own_connection = true;
-    clients.push_back(std::make_unique<mkube::client::ApiClient>(o));
+    clients.push_back(std::make_unique<mkube::client::GrpcClient>(o));
   }
   auto list = clients[0]->List([] {
     mkube::apiserver::ListRequest r;

@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
+
+#include "client/testing/fake_clock.h"
 
 namespace mkube::client {
 namespace {
@@ -65,24 +68,80 @@ TEST(WorkQueue, ManyWorkersNeverOverlapOnAKey) {
   EXPECT_GT(processed.load(), 0);
 }
 
-TEST(WorkQueue, RateLimitedRequeuesBackOffExponentially) {
-  {
-    // With an hour's base delay the key cannot be back yet, however slow this machine is.
-    WorkQueue slow(WorkQueue::Options{std::chrono::hours(1), std::chrono::hours(10)});
-    for (int i = 0; i < 3; ++i) slow.AddRateLimited("a");
-    EXPECT_EQ(slow.Requeues("a"), 3);
-    EXPECT_EQ(slow.Len(), 0u);
-    slow.Forget("a");
-    EXPECT_EQ(slow.Requeues("a"), 0);
+TEST(WorkQueue, RateLimitedRequeuesBackOffExponentiallyOnItsClock) {
+  testing::FakeClock clock;
+  WorkQueue q(WorkQueue::Options{absl::Milliseconds(5), absl::Seconds(1)}, &clock);
+  // 5 ms, 10 ms, 20 ms, ... capped at a second.
+  const absl::Duration want[] = {absl::Milliseconds(5),   absl::Milliseconds(10),
+                                 absl::Milliseconds(20),  absl::Milliseconds(40),
+                                 absl::Milliseconds(80),  absl::Milliseconds(160),
+                                 absl::Milliseconds(320), absl::Milliseconds(640),
+                                 absl::Seconds(1),        absl::Seconds(1)};
+  for (absl::Duration d : want) {
+    EXPECT_EQ(q.NextDelay("a"), d);
+    q.AddRateLimited("a");
+    EXPECT_EQ(q.Len(), 0u) << "not before its delay";
+    clock.Advance(d - absl::Nanoseconds(1));
+    EXPECT_EQ(q.Len(), 0u) << "not a nanosecond early";
+    clock.Advance(absl::Nanoseconds(1));
+    ASSERT_EQ(q.Len(), 1u) << "due after " << d;
+    EXPECT_EQ(*q.Get(), "a");
+    q.Done("a");
   }
-  // With a short one it does come back, once.
-  WorkQueue fast(WorkQueue::Options{std::chrono::milliseconds(1), std::chrono::milliseconds(10)});
-  fast.AddRateLimited("a");
-  fast.AddRateLimited("a");
-  auto key = fast.Get();
-  ASSERT_TRUE(key.has_value());
-  EXPECT_EQ(*key, "a");
-  fast.Done("a");
+  EXPECT_EQ(q.Requeues("a"), 10);
+  q.Forget("a");
+  EXPECT_EQ(q.Requeues("a"), 0);
+  EXPECT_EQ(q.NextDelay("a"), absl::Milliseconds(5));
+}
+
+TEST(WorkQueue, EachKeyBacksOffOnItsOwn) {
+  testing::FakeClock clock;
+  WorkQueue q(&clock);
+  for (int i = 0; i < 4; ++i) q.AddRateLimited("flaky");  // 5+10+20+40 ms queued
+  q.AddRateLimited("fresh");
+  clock.Advance(absl::Milliseconds(5));
+  // Both have a 5 ms entry due; "flaky" is queued once however many it has.
+  EXPECT_EQ(q.Len(), 2u);
+  EXPECT_EQ(q.Delayed(), 3u);
+  EXPECT_EQ(q.NextDelay("flaky"), absl::Milliseconds(80));
+  EXPECT_EQ(q.NextDelay("fresh"), absl::Milliseconds(10));
+}
+
+TEST(WorkQueue, AWaitingWorkerWakesWhenADelayedKeyIsDue) {
+  testing::FakeClock clock;
+  WorkQueue q(&clock);
+  q.AddAfter("later", absl::Minutes(1));
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.Get(); });
+  ASSERT_TRUE(clock.WaitForWaiters(1));
+  // A key due sooner than the one the worker waits for is not missed.
+  q.AddAfter("sooner", absl::Seconds(1));
+  clock.Advance(absl::Seconds(1));
+  worker.join();
+  EXPECT_EQ(got, "sooner");
+  EXPECT_EQ(q.Len(), 0u);
+  clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(q.Len(), 1u);
+}
+
+TEST(WorkQueue, AKeyDueWhileBeingProcessedComesBackAfterDone) {
+  testing::FakeClock clock;
+  WorkQueue q(&clock);
+  q.Add("a");
+  ASSERT_EQ(*q.Get(), "a");
+  q.AddAfter("a", absl::Seconds(1));
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(q.Len(), 0u) << "held back while a worker has it";
+  q.Done("a");
+  EXPECT_EQ(q.Len(), 1u);
+}
+
+TEST(WorkQueue, ShutDownDrainsWhatIsQueued) {
+  WorkQueue q;
+  q.Add("a");
+  q.ShutDown();
+  EXPECT_EQ(q.Get(), "a");
+  EXPECT_FALSE(q.Get().has_value());
 }
 
 TEST(WorkQueue, ShutDownReleasesWorkers) {

@@ -40,7 +40,7 @@ class AgentTest : public ::testing::Test {
     agent_ = new AgentProcess(AgentOptions("node01", "127.1.0.0/24"));
     auto st = agent_->Start();
     ASSERT_TRUE(st.ok()) << st;
-    client_ = new client::ApiClient(ClientFor("admin-token"));
+    client_ = new client::GrpcClient(ClientFor("admin-token"));
     std::ofstream(dir_->Sub("config"))
         << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
         << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
@@ -268,7 +268,7 @@ sys.stdout.write(out.decode(errors="replace"))
 
   // With one, the command gets a terminal of its size, and input reaches it.
   grpc::ClientContext ctx;
-  client::ApiClient admin(ClientFor("admin-token"));
+  client::GrpcClient admin(ClientFor("admin-token"));
   auto stream = admin.Exec(&ctx);
   agent::ExecInput first;
   auto* start = first.mutable_start();
@@ -602,7 +602,7 @@ TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
   }
   // A node may not read pods' logs through the apiserver either.
-  client::ApiClient node(ClientFor("node01-token"));
+  client::GrpcClient node(ClientFor("node01-token"));
   grpc::ClientContext ctx;
   agent::LogRequest req;
   req.set_namespace_("default");

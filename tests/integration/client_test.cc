@@ -42,7 +42,7 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
   ASSERT_TRUE(store.Start().ok());
   auto api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
   ASSERT_TRUE(api->Start().ok());
-  client::ApiClient admin(AdminOptions(api->address()));
+  client::GrpcClient admin(AdminOptions(api->address()));
   ASSERT_TRUE(admin.Create("pods", "default", NewPod("before")).ok());
 
   std::mutex mu;
@@ -78,8 +78,8 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
   api->Kill9();
   api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
   ASSERT_TRUE(api->Start().ok());
-  client::ApiClient admin2(AdminOptions(api->address()));
-  client::Informer<api::Pod> again(&admin2, "pods", "default");
+  client::GrpcClient admin2(AdminOptions(api->address()));
+  client::Informer<api::Pod> again(&admin2, "pods", {.ns = "default"});
   again.Start();
   ASSERT_TRUE(again.WaitForCacheSync(std::chrono::seconds(10)));
   ASSERT_TRUE(admin2.Create("pods", "default", NewPod("after")).ok());
@@ -96,7 +96,7 @@ TEST(EventRecorder, PostsEventsAndCountsRepeatsOfOne) {
   ASSERT_TRUE(store.Start().ok());
   ApiServerProcess api(dir.path(), store.address());
   ASSERT_TRUE(api.Start().ok());
-  client::ApiClient admin(AdminOptions(api.address()));
+  client::GrpcClient admin(AdminOptions(api.address()));
   auto pod = admin.Create("pods", "default", NewPod("p"));
   ASSERT_TRUE(pod.ok());
   {
@@ -136,15 +136,15 @@ TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
   ASSERT_TRUE(store.Start().ok());
   ApiServerProcess api(dir.path(), store.address());
   ASSERT_TRUE(api.Start().ok());
-  client::ApiClient ca(AdminOptions(api.address())), cb(AdminOptions(api.address()));
+  client::GrpcClient ca(AdminOptions(api.address())), cb(AdminOptions(api.address()));
   auto config = [](const std::string& id) {
     client::LeaderElector::Config c;
     c.lease_name = "mkube-scheduler";
     c.identity = id;
     // Long enough that a starved renewer on a loaded machine does not lose its lease.
-    c.lease_duration = std::chrono::milliseconds(4000);
-    c.renew_deadline = std::chrono::milliseconds(3000);
-    c.retry_period = std::chrono::milliseconds(100);
+    c.lease_duration = absl::Milliseconds(4000);
+    c.renew_deadline = absl::Milliseconds(3000);
+    c.retry_period = absl::Milliseconds(100);
     return c;
   };
   auto a = std::make_unique<client::LeaderElector>(&ca, config("a"));
@@ -199,11 +199,11 @@ TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {
     o.timeout = std::chrono::seconds(3);
     return o;
   };
-  client::ApiClient trusted(options(dir.Sub("pki/ca.crt")));
+  client::GrpcClient trusted(options(dir.Sub("pki/ca.crt")));
   EXPECT_TRUE(trusted.Get<api::Namespace>("namespaces", "", "default").ok());
-  client::ApiClient wrong_ca(options(dir.Sub("other-pki/ca.crt")));
+  client::GrpcClient wrong_ca(options(dir.Sub("other-pki/ca.crt")));
   EXPECT_FALSE(wrong_ca.Get<api::Namespace>("namespaces", "", "default").ok());
-  client::ApiClient plaintext(options(""));
+  client::GrpcClient plaintext(options(""));
   EXPECT_FALSE(plaintext.Get<api::Namespace>("namespaces", "", "default").ok());
 }
 

@@ -410,7 +410,7 @@ TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
   client::ClientOptions o;
   o.address = api_->address();
   o.token = "admin-token";
-  client::ApiClient admin(o);
+  client::GrpcClient admin(o);
   auto d = admin.Get<api::Deployment>("deployments", "default", "myapp1");
   ASSERT_TRUE(d.ok());
   const std::string status = fmt::format(
