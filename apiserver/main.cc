@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
   app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
       ->capture_default_str();
+  app.add_option("--max-waiting-requests", service_options.max_waiting_requests,
+                 "Requests that may wait for a worker; more are refused at once with "
+                 "RESOURCE_EXHAUSTED (HTTP 429), as by Kubernetes' --max-requests-inflight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--watch-queue-events", service_options.watch_queue,
                  "Events one watch may have waiting before it is closed as too slow")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "apiserver/cache/watch_cache.h"
 
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
@@ -75,14 +76,16 @@ absl::Status WatchCache::Start() {
 }
 
 void WatchCache::Stop() {
+  const absl::Status why = absl::UnavailableError("apiserver shutting down");
+  std::vector<WatcherPtr> ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
-    stopping_ = true;
+    stopping_ = true;  // wakes WaitFor and the bookmark thread
     if (watch_ctx_) watch_ctx_->TryCancel();
-    DropAll(absl::UnavailableError("apiserver shutting down"));
+    ended = EndAll(why);
   }
-  cv_.notify_all();
+  Close(ended, why);
   if (feed_.joinable()) feed_.join();
   if (bookmarks_.joinable()) bookmarks_.join();
 }
@@ -100,14 +103,24 @@ absl::Status WatchCache::Relist() {
     }
     objects[kv.key()] = *e;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  objects_ = std::move(objects);
-  window_.clear();
-  window_bytes_ = 0;
-  revision_ = list->header().revision();
-  window_start_ = revision_;
-  cv_.notify_all();
-  spdlog::info("cache: listed {} objects at revision {}", objects_.size(), revision_);
+  // A watch started since the store watch failed saw the old objects and window: the events
+  // between those and this list will never reach it.
+  const absl::Status why = absl::OutOfRangeError("too old resource version: the cache relists");
+  const size_t count = objects.size();
+  const int64_t revision = list->header().revision();
+  std::vector<WatcherPtr> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    ended = EndAll(why);
+    objects_ = std::move(objects);
+    window_.clear();
+    window_bytes_ = 0;
+    revision_ = revision;
+    dispatched_ = revision;
+    window_start_ = revision;
+  }
+  Close(ended, why);
+  spdlog::info("cache: listed {} objects at revision {}", count, revision);
   return absl::OkStatus();
 }
 
@@ -184,7 +197,7 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
     }
     if (compacted) continue;
     if (!complete) return absl::UnavailableError("store history ended early");
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (revision_ != list_revision) return absl::OkStatus();  // relisted meanwhile
     window_ = std::move(events);
     window_start_ = from - 1;
@@ -198,10 +211,13 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
 }
 
 void WatchCache::Feed() {
+  // Reused from one store response to the next.
+  std::vector<Event> events;
+  std::vector<WatcherPtr> ready;
   bool relist = false;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
     if (relist) {
@@ -216,7 +232,7 @@ void WatchCache::Feed() {
     grpc::ClientContext* raw = ctx.get();
     int64_t from;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
       watch_ctx_ = std::move(ctx);
       from = revision_ + 1;
@@ -235,21 +251,40 @@ void WatchCache::Feed() {
         spdlog::warn("cache: store watch canceled (compact revision {}): relisting",
                      resp.compact_revision());
         relist = resp.compact_revision() > 0;
-        std::lock_guard<std::mutex> lock(mu_);
-        DropAll(absl::OutOfRangeError("too old resource version: the cache relists"));
+        const absl::Status why =
+            absl::OutOfRangeError("too old resource version: the cache relists");
+        std::vector<WatcherPtr> ended;
+        {
+          absl::MutexLock lock(&mu_);
+          ended = EndAll(why);
+        }
+        Close(ended, why);
         break;
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& ev : resp.events()) Apply(ev, ev.kv().mod_revision());
-      if (resp.events().empty() && resp.header().revision() > revision_) {
-        // A progress notification: everything up to it has been delivered.
-        revision_ = resp.header().revision();
+      int64_t revision;
+      {
+        absl::MutexLock lock(&mu_);
+        for (const auto& ev : resp.events()) Apply(ev, ev.kv().mod_revision(), &events);
+        if (resp.events().empty() && resp.header().revision() > revision_) {
+          // A progress notification: everything up to it has been delivered.
+          revision_ = resp.header().revision();
+        }
+        // Handed over in the same hold of the lock as applied: a watch registered before
+        // gets every event of this response, one registered after has them in its backlog.
+        if (!events.empty()) HandOver(events, &ready);
+        events.clear();
+        revision = revision_;
+        if (ready.empty()) dispatched_ = revision_;
       }
-      cv_.notify_all();
+      if (ready.empty()) continue;
+      for (const WatcherPtr& w : ready) Deliver(*w);
+      ready.clear();
+      absl::MutexLock lock(&mu_);
+      dispatched_ = std::max(dispatched_, revision);
     }
     stream->Finish();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       watch_ctx_.reset();
       if (stopping_) return;
     }
@@ -261,7 +296,7 @@ bool WatchCache::IsMarker(const std::string& key) const {
   return key.compare(options_.prefix.size(), sizeof(kMarkerPrefix) - 1, kMarkerPrefix) == 0;
 }
 
-void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
+void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision, std::vector<Event>* out_events) {
   const std::string& key = ev.kv().key();
   // Whatever the key, the cache has now seen this revision.
   revision_ = std::max(revision_, revision);
@@ -296,7 +331,7 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision) {
   window_.push_back(out);
   window_bytes_ += out.entry->bytes.size();
   TrimWindow();
-  Dispatch(out);
+  out_events->push_back(std::move(out));
 }
 
 void WatchCache::TrimWindow() {
@@ -310,70 +345,17 @@ void WatchCache::TrimWindow() {
   }
 }
 
-std::optional<Event> WatchCache::ForWatcher(const Filter& filter, const Event& e) {
-  const bool now = filter.Matches(*e.entry);
-  Event send = e;
-  if (e.type == EventType::kModified && e.prev) {
-    const bool was = filter.Matches(*e.prev);
-    if (!now && !was) return std::nullopt;
-    if (now && !was) send.type = EventType::kAdded;
-    if (!now && was) send.type = EventType::kDeleted;
-  } else if (!now) {
-    return std::nullopt;
-  }
-  return send;
-}
-
-void WatchCache::Dispatch(const Event& e) {
-  for (auto it = watchers_.begin(); it != watchers_.end();) {
-    Watcher& w = it->second;
-    std::optional<Event> send = ForWatcher(w.filter, e);
-    if (!send) {
-      ++it;
-      continue;
-    }
-    if (!w.sink->Push(*send, false)) {
-      w.sink->Close(absl::ResourceExhaustedError(
-          "watch closed: the client did not keep up; resume from its last resourceVersion"));
-      it = watchers_.erase(it);
-      continue;
-    }
-    ++it;
-  }
-}
-
-void WatchCache::DropAll(const absl::Status& why) {
-  for (auto& [id, w] : watchers_) w.sink->Close(why);
-  watchers_.clear();
-}
-
-void WatchCache::Bookmarks() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    cv_.wait_for(lock, options_.bookmark_interval);
-    if (stopping_) return;
-    Event bookmark{EventType::kBookmark, nullptr, revision_, nullptr};
-    for (auto it = watchers_.begin(); it != watchers_.end();) {
-      if (it->second.bookmarks && !it->second.sink->Push(bookmark, false)) {
-        it->second.sink->Close(absl::ResourceExhaustedError(
-            "watch closed: the client did not keep up; resume from its last resourceVersion"));
-        it = watchers_.erase(it);
-        continue;
-      }
-      ++it;
-    }
-  }
-}
-
 int64_t WatchCache::revision() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return revision_;
 }
 
 absl::Status WatchCache::WaitFor(int64_t rv, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (revision_ >= rv) return absl::OkStatus();
-  if (!cv_.wait_for(lock, timeout, [&] { return stopping_ || revision_ >= rv; })) {
+  absl::MutexLock lock(&mu_);
+  const auto reached = [this, rv]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || dispatched_ >= rv;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&reached), absl::FromChrono(timeout))) {
     return absl::DeadlineExceededError(fmt::format(
         "Timeout: too large resource version: {}, current: {}", rv, revision_));
   }
@@ -383,7 +365,7 @@ absl::Status WatchCache::WaitFor(int64_t rv, std::chrono::milliseconds timeout) 
 WatchCache::ListResult WatchCache::List(const Filter& filter, int64_t limit,
                                         const std::string& continue_after) const {
   ListResult out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   out.revision = revision_;
   // Keys sort by resource, then namespace, then name: start at the narrowest prefix.
   std::string prefix = options_.prefix;
@@ -408,42 +390,9 @@ WatchCache::ListResult WatchCache::List(const Filter& filter, int64_t limit,
 }
 
 EntryPtr WatchCache::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = objects_.find(key);
   return it == objects_.end() ? nullptr : it->second;
-}
-
-absl::StatusOr<uint64_t> WatchCache::Watch(Filter filter, int64_t from_rv, bool bookmarks,
-                                           WatchSinkPtr sink) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return absl::UnavailableError("apiserver shutting down");
-  if (from_rv == 0) {
-    for (const auto& [key, e] : objects_) {
-      if (filter.Matches(*e)) sink->Push(Event{EventType::kAdded, e, e->revision, nullptr}, true);
-    }
-  } else {
-    if (from_rv < window_start_) {
-      return absl::OutOfRangeError(
-          fmt::format("too old resource version: {} ({})", from_rv, window_start_ + 1));
-    }
-    for (const auto& e : window_) {
-      if (e.revision <= from_rv) continue;
-      if (std::optional<Event> send = ForWatcher(filter, e)) sink->Push(*send, true);
-    }
-  }
-  const uint64_t id = next_id_++;
-  watchers_[id] = Watcher{std::move(filter), bookmarks, std::move(sink)};
-  return id;
-}
-
-void WatchCache::Unwatch(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  watchers_.erase(id);
-}
-
-size_t WatchCache::watcher_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return watchers_.size();
 }
 
 }  // namespace mkube::apiserver::cache

@@ -12,6 +12,9 @@
 namespace mkube::apiserver::server {
 namespace {
 
+// Kubernetes' answer when its max-in-flight filter refuses a request.
+constexpr char kTooManyRequests[] = "Too many requests, please try again later.";
+
 template <typename ReplyT>
 absl::Status Fill(absl::StatusOr<std::string> r, ReplyT* resp) {
   if (r.ok()) resp->set_object(std::move(*r));
@@ -40,7 +43,7 @@ ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthentica
     : registry_(registry),
       authn_(authn),
       options_(options),
-      executor_(options.workers),
+      executor_(options.workers, options.max_waiting_requests),
       watches_(options.watch_coalesce, options.watch_queue,
                {.request = [this](grpc::ServerContext* ctx, grpc::ByteBuffer* req,
                                   grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
@@ -76,7 +79,7 @@ absl::Status ApiService::Check(grpc::ServerContextBase* ctx, auth::Attributes a)
 grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
                                               std::function<absl::Status()> work) {
   auto* reactor = ctx->DefaultReactor();
-  executor_.Run([ctx, reactor, work = std::move(work)] {
+  const bool accepted = executor_.Run([ctx, reactor, work = std::move(work)] {
     // A caller that gave up while the request waited for a worker gets nothing done: a
     // write it no longer waits for would land after it was told it failed.
     if (ctx->IsCancelled() || std::chrono::system_clock::now() >= ctx->deadline()) {
@@ -86,6 +89,9 @@ grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
     }
     reactor->Finish(ToGrpc(work()));
   });
+  if (!accepted) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, kTooManyRequests));
+  }
   return reactor;
 }
 

@@ -15,6 +15,9 @@ struct ServiceOptions {
   // per round with all its waiting events.
   std::chrono::milliseconds watch_coalesce{10};
   size_t workers = 16;       // threads for request work
+  // Requests that may wait for a worker; past it a request is refused at once with
+  // RESOURCE_EXHAUSTED (Kubernetes' 429), "Too many requests, please try again later."
+  size_t max_waiting_requests = Executor::kDefaultMaxWaiting;
   size_t watch_threads = 1;  // threads that serve watches, each with its own calls
 };
 
@@ -58,7 +61,8 @@ class ApiService final : public ApiServiceBase {
   absl::StatusOr<uint64_t> StartWatch(grpc::ServerContext* ctx, grpc::ByteBuffer* raw,
                                       cache::WatchSinkPtr sink);
 
-  // Runs `work` off the gRPC thread and finishes the call with its status.
+  // Runs `work` off the gRPC thread and finishes the call with its status; refuses it at
+  // once when too many requests wait for a worker.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* ctx,
                                     std::function<absl::Status()> work);
 

@@ -1,40 +1,45 @@
 #include "apiserver/server/executor.h"
 
+#include <algorithm>
+
 namespace mkube::apiserver::server {
 
-Executor::Executor(size_t threads) {
-  for (size_t i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] {
-      for (;;) {
-        std::function<void()> task;
-        {
-          std::unique_lock<std::mutex> lock(mu_);
-          cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-          if (tasks_.empty()) return;
-          task = std::move(tasks_.front());
-          tasks_.pop_front();
-        }
-        task();
-      }
-    });
-  }
+Executor::Executor(size_t threads, size_t max_waiting)
+    : max_waiting_(std::max<size_t>(max_waiting, 1)) {
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
 Executor::~Executor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : threads_) t.join();
 }
 
-void Executor::Run(std::function<void()> task) {
+void Executor::Work() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
+      if (tasks_.empty()) return;  // stopping, with every accepted task run
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+bool Executor::Run(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || tasks_.size() >= max_waiting_) return false;
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.Signal();
+  return true;
 }
 
 }  // namespace mkube::apiserver::server

@@ -1,9 +1,10 @@
 #include "apiserver/server/pod_streams.h"
 
-#include <condition_variable>
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "apiserver/server/metadata.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
@@ -68,7 +69,7 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   const std::string endpoint = fmt::format("{}:{}", ip, port);
   std::shared_ptr<grpc::Channel> channel;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto& c = channels_[endpoint];
     if (!c) c = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
     channel = c;
@@ -124,18 +125,16 @@ grpc::Status PodStreamsService::Exec(
   if (!stream->Write(out)) return {grpc::StatusCode::CANCELLED, "the caller went away"};
 
   // Input to the agent on a thread of its own; output back on this one.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool input_done = false;
+  absl::Mutex mu;
+  bool input_done = false;  // guarded by mu (a local cannot carry the annotation)
   std::thread input([&] {
     agent::ExecInput in;
     while (stream->Read(&in)) {
       if (!agent->Write(in)) break;
     }
     agent->WritesDone();
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     input_done = true;
-    cv.notify_all();
   });
   while (agent->Read(&out)) {
     if (!stream->Write(out)) {
@@ -143,11 +142,13 @@ grpc::Status PodStreamsService::Exec(
       break;
     }
   }
+  bool caller_done;
   {
     // The caller half-closes once it has the exit code; one that does not is cut off.
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(2), [&] { return input_done; })) ctx->TryCancel();
+    absl::MutexLock lock(&mu);
+    caller_done = mu.AwaitWithTimeout(absl::Condition(&input_done), absl::Seconds(2));
   }
+  if (!caller_done) ctx->TryCancel();
   input.join();
   return agent->Finish();
 }

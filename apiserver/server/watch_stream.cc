@@ -32,13 +32,18 @@ grpc::Slice EncodeEvent(const cache::Event& e) {
   return grpc::Slice(slice, grpc::Slice::STEAL_REF);
 }
 
-// The entry's encoding for this event type, made once for all watchers (the cache's lock,
-// held while sinks are pushed to, guards the memo).
+struct EncodedEvent final : cache::EncodingMemo::Encoding {
+  explicit EncodedEvent(grpc::Slice s) : slice(std::move(s)) {}
+  const grpc::Slice slice;
+};
+
+// The entry's encoding for this event type, made once for all watchers (the memo is safe
+// for sinks pushed to from several threads at once).
 grpc::Slice Encoded(const cache::Event& e) {
   if (!e.entry || e.type == cache::EventType::kBookmark) return EncodeEvent(e);
-  std::shared_ptr<const void>& slot = e.entry->encoded.slot(e.type);
-  if (!slot) slot = std::make_shared<const grpc::Slice>(EncodeEvent(e));
-  return *static_cast<const grpc::Slice*>(slot.get());
+  const auto& encoded = e.entry->encoded.GetOrMake(
+      e.type, [&] { return std::make_unique<EncodedEvent>(EncodeEvent(e)); });
+  return static_cast<const EncodedEvent&>(encoded).slice;
 }
 
 }  // namespace
@@ -49,7 +54,7 @@ StreamSink::StreamSink(Writer* writer, size_t limit, SinkScheduler* scheduler)
 bool StreamSink::Push(const cache::Event& e, bool backlog) {
   grpc::Slice slice = Encoded(e);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closed_) return true;
     if (!backlog && queue_.size() >= limit_) return false;
     queue_.push_back(std::move(slice));
@@ -63,7 +68,7 @@ bool StreamSink::Push(const cache::Event& e, bool backlog) {
 void StreamSink::Close(const absl::Status& why) {
   grpc::Status status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     status_ = ToGrpc(why);
@@ -77,7 +82,7 @@ void StreamSink::Close(const absl::Status& why) {
 
 void StreamSink::Flush() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     scheduled_ = false;
     if (writing_ || closed_ || queue_.empty()) return;
     writing_ = true;
@@ -90,7 +95,7 @@ void StreamSink::WriteDone(bool ok) {
   bool schedule = false, finish = false;
   grpc::Status status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     writing_ = false;
     if (!ok) closed_ = true;
     if (!closed_ && !queue_.empty() && !scheduled_) {
@@ -124,16 +129,16 @@ class WatchServer::Lane final : public SinkScheduler {
  public:
   Lane(WatchServer* server, std::unique_ptr<grpc::ServerCompletionQueue> cq)
       : server_(server), cq_(std::move(cq)), wake_([this](bool) {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           alarm_set_ = false;
         }) {}
 
   void Start();
   // With every call ended: ends the queue and, once the thread has drained it, the thread.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   // Keeps one call requested on this lane (unless the server is stopping).
   void Accept();
-  void Schedule(std::shared_ptr<StreamSink> sink) override;
+  void Schedule(std::shared_ptr<StreamSink> sink) override ABSL_LOCKS_EXCLUDED(mu_);
 
   WatchServer* server() { return server_; }
   grpc::ServerCompletionQueue* cq() { return cq_.get(); }
@@ -141,7 +146,7 @@ class WatchServer::Lane final : public SinkScheduler {
  private:
   enum class Next { kHandled, kTimeout, kShutdown };
 
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until `deadline` for one event and handles it.
   Next HandleNext(std::chrono::system_clock::time_point deadline);
   // Handles every event already queued; false once the queue has shut down.
@@ -151,7 +156,7 @@ class WatchServer::Lane final : public SinkScheduler {
   const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   Tag wake_;  // the alarm's tag
   std::thread thread_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   grpc::Alarm alarm_ ABSL_GUARDED_BY(mu_);  // wakes the thread when work arrives
   bool alarm_set_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<StreamSink>> due_ ABSL_GUARDED_BY(mu_);
@@ -178,8 +183,8 @@ class WatchServer::Call final : public StreamSink::Writer {
   }
 
   ~Call() override {
-    std::lock_guard<std::mutex> lock(server_->mu_);
-    if (--server_->calls_ == 0) server_->calls_done_.notify_all();
+    absl::MutexLock lock(&server_->mu_);
+    --server_->calls_;  // the server's destructor awaits 0
   }
 
   void StartWrite(const grpc::ByteBuffer& message) override { writer_.Write(message, &wrote_); }
@@ -230,7 +235,7 @@ void WatchServer::Lane::Start() {
 
 void WatchServer::Lane::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (alarm_set_) alarm_.Cancel();
   }
@@ -240,7 +245,7 @@ void WatchServer::Lane::Stop() {
 
 void WatchServer::Lane::Accept() {
   {
-    std::lock_guard<std::mutex> lock(server_->mu_);
+    absl::MutexLock lock(&server_->mu_);
     if (server_->stopping_) return;
     ++server_->calls_;
   }
@@ -248,7 +253,7 @@ void WatchServer::Lane::Accept() {
 }
 
 void WatchServer::Lane::Schedule(std::shared_ptr<StreamSink> sink) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopping_) return;
   due_.push_back(std::move(sink));
   // The thread may be waiting for events with nothing due: wake it.
@@ -289,7 +294,7 @@ void WatchServer::Lane::Loop() {
   for (;;) {
     bool due;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       due = !due_.empty();
     }
     const Clock::time_point next_round = last_round + interval;
@@ -299,7 +304,7 @@ void WatchServer::Lane::Loop() {
       if (!Drain()) return;
       last_round = now;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         round.swap(due_);
       }
       for (auto& s : round) s->Flush();
@@ -315,11 +320,12 @@ WatchServer::WatchServer(std::chrono::milliseconds interval, size_t queue_limit,
 
 WatchServer::~WatchServer() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     // The gRPC server's shutdown has cancelled every call: wait until each has seen its end
     // (no operation may start on a queue that is shutting down).
-    calls_done_.wait(lock, [&] { return calls_ == 0; });
+    const auto ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_ == 0; };
+    mu_.Await(absl::Condition(&ended));
   }
   for (auto& lane : lanes_) lane->Stop();
 }

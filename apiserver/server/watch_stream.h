@@ -1,17 +1,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "apiserver/cache/watch_cache.h"
 #include "grpcpp/grpcpp.h"
 
@@ -27,7 +26,8 @@ class SinkScheduler {
 };
 
 // The write side of one watch stream. Events queue as encoded slices shared by every watcher
-// (bounded: a watch that falls too far behind is cut off); one write is in flight at a time
+// (bounded: past `limit` live events waiting, Push refuses and the cache cuts the watch off;
+// a backlog is let in whole, its size bounded by the cache); one write is in flight at a time
 // and carries everything queued when it starts. Writes are started by the watch server's
 // thread, never under the cache's lock.
 class StreamSink final : public cache::WatchSink, public std::enable_shared_from_this<StreamSink> {
@@ -45,13 +45,13 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
 
   StreamSink(Writer* writer, size_t limit, SinkScheduler* scheduler);
 
-  bool Push(const cache::Event& e, bool backlog) override;
-  void Close(const absl::Status& why) override;
+  bool Push(const cache::Event& e, bool backlog) override ABSL_LOCKS_EXCLUDED(mu_);
+  void Close(const absl::Status& why) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // On the watch server's thread: starts a write of everything queued, unless one is in
   // flight, and learns how the last one went.
-  void Flush();
-  void WriteDone(bool ok);
+  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
+  void WriteDone(bool ok) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void TakeBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -59,10 +59,12 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
   Writer* const writer_;  // outlives every use: the call ends only after Finish completes
   const size_t limit_;
   SinkScheduler* const scheduler_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::deque<grpc::Slice> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<grpc::Slice> batch_ ABSL_GUARDED_BY(mu_);
-  grpc::ByteBuffer buffer_;  // the write in flight
+  // The write in flight: filled under mu_ by the thread that set writing_, which then starts
+  // the write with it outside the lock; nobody touches it again until WriteDone.
+  grpc::ByteBuffer buffer_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // waiting in the server's next round
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -109,10 +111,9 @@ class WatchServer {
   const size_t queue_limit_;
   const Handlers handlers_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;  // alive, requested ones included
-  std::condition_variable calls_done_;
 };
 
 }  // namespace mkube::apiserver::server

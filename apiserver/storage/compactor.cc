@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::apiserver::storage {
@@ -12,21 +13,21 @@ void Compactor::Start() {
 
 void Compactor::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // wakes Loop
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void Compactor::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [&] { return stopping_; })) {
-    lock.unlock();
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(interval_))) return;
+    }
     if (auto st = Step(); !st.ok()) {
       spdlog::warn("compaction of the store failed: {}", st.ToString());
     }
-    lock.lock();
   }
 }
 

@@ -1,12 +1,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "apiserver/storage/store_client.h"
 
 namespace mkube::apiserver::storage {
@@ -27,20 +27,20 @@ class Compactor {
   Compactor& operator=(const Compactor&) = delete;
 
   void Start();
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // One step; errors leave the state for the next step to retry.
   absl::Status Step();
 
   StoreClient* const store_;
   const std::chrono::milliseconds interval_;
+  // Only the compactor's thread (Step) touches these.
   int64_t seen_version_ = 0;   // kCompactRevisionKey's version after the last step
   int64_t last_revision_ = 0;  // the store's revision at the last step
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -123,6 +123,48 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
   EXPECT_EQ(GetPod("late"), grpc::StatusCode::NOT_FOUND);
 }
 
+TEST_F(ApiServiceTest, ARequestIsRefusedAtOnceWhenTooManyWaitForAWorker) {
+  ServiceOptions options;
+  options.workers = 1;
+  options.max_waiting_requests = 1;
+  Serve(options);
+  ASSERT_TRUE(CreatePod("p", std::chrono::seconds(10)).ok());
+  // The only worker waits (up to 5 s) for a resourceVersion the cache has not seen. (This
+  // request, too, may find the one place taken, by a read below on its way to the worker.)
+  std::thread busy([&] {
+    grpc::StatusCode code;
+    do {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata("authorization", "Bearer t");
+      ListRequest req;
+      req.set_resource("pods");
+      req.set_resource_version("999999");
+      ListReply reply;
+      code = stub_->List(&ctx, req, &reply).error_code();
+    } while (code == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED);
+  });
+  // Once the worker is taken, a quick read waits in the only place there is (its caller
+  // gives up; it stays queued until the worker is free) and the next one is refused.
+  grpc::Status refused;
+  for (int i = 0; i < 100 && refused.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED; ++i) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+    GetRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name("p");
+    ObjectReply reply;
+    refused = stub_->Get(&ctx, req, &reply);
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.error_message(), "Too many requests, please try again later.");
+  busy.join();
+  EXPECT_TRUE(mkube::testing::Eventually([&] { return GetPod("p") == grpc::StatusCode::OK; }))
+      << "drained, the service serves again";
+}
+
 // The life of a watch call on the service's own completion queues: a refused one is never
 // registered, a cancelled one is unregistered, and one still open when the server shuts
 // down ends with the server (the service is then destroyed without waiting forever).

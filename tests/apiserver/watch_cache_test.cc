@@ -1,13 +1,17 @@
 // The watch cache against an in-process mkube-store: consistent, paged lists; watches that
 // see objects enter and leave their selection the same way live and replayed; the window's
-// "too old" edge; initial events; slow watchers cut off; bookmarks.
+// "too old" edge; initial events; slow watchers cut off; bookmarks; a sink that blocks holds
+// up nobody else.
 #include "apiserver/cache/watch_cache.h"
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <limits>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "api/object.h"
 #include "proto/api/core.pb.h"
 #include "tests/apiserver/in_process_store.h"
@@ -27,7 +31,7 @@ class RecordingSink : public WatchSink {
       : capacity_(capacity) {}
 
   bool Push(const Event& e, bool backlog) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!backlog && live_ >= capacity_) return false;
     if (!backlog) ++live_;
     std::string s = EventTypeName(e.type);
@@ -36,11 +40,11 @@ class RecordingSink : public WatchSink {
     return true;
   }
   void Close(const absl::Status& why) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     closed_ = why;
   }
   std::vector<std::string> events() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return events_;
   }
   // The events without their revisions, bookmarks left out.
@@ -53,16 +57,52 @@ class RecordingSink : public WatchSink {
     return out;
   }
   std::optional<absl::Status> closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return closed_;
   }
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  size_t live_ = 0;
-  std::vector<std::string> events_;
-  std::optional<absl::Status> closed_;
+  mutable absl::Mutex mu_;
+  size_t live_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> closed_ ABSL_GUARDED_BY(mu_);
+};
+
+// A RecordingSink whose pushes block until `release` is notified, as a sink that does more
+// than queue would; `entered` is notified when the first push begins.
+class BlockingSink : public RecordingSink {
+ public:
+  bool Push(const Event& e, bool backlog) override {
+    if (!entered.HasBeenNotified()) entered.Notify();  // pushes to one sink never overlap
+    release.WaitForNotification();
+    return RecordingSink::Push(e, backlog);
+  }
+  absl::Notification entered, release;
+};
+
+// Runs calls on threads of their own and tells whether each returned within its deadline,
+// so a call stuck behind a blocked sink fails the test instead of hanging it. The threads
+// are joined by Join (or the destructor), once whatever blocks them has been released.
+class Bounded {
+ public:
+  ~Bounded() { Join(); }
+  template <typename F>
+  bool Within(absl::Duration deadline, F f) {
+    auto done = std::make_shared<absl::Notification>();
+    threads_.emplace_back([f = std::move(f), done] {
+      f();
+      done->Notify();
+    });
+    return done->WaitForNotificationWithTimeout(deadline);
+  }
+  void Join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  std::vector<std::thread> threads_;
 };
 
 class WatchCacheTest : public ::testing::Test {
@@ -312,6 +352,72 @@ TEST_F(WatchCacheTest, AWatcherThatCannotKeepUpIsCutOffAndTheOthersGoOn) {
   ASSERT_TRUE(stalled->closed().has_value());
   EXPECT_EQ(stalled->closed()->code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(cache_->watcher_count(), 1u);
+}
+
+// The backlog of a watch is pushed on the thread that called Watch, outside the cache's
+// lock: while that push is stuck, lists, gets, other watches and their live events go on,
+// and the stuck watcher then gets everything after its backlog, in order.
+TEST_F(WatchCacheTest, ASinkThatBlocksHoldsUpNoListGetOrOtherWatcher) {
+  StartCache();
+  const int64_t seed = PutPod("default", "seed");
+  Sync(seed);
+  auto blocked = std::make_shared<BlockingSink>();
+  std::thread watching([&] { EXPECT_TRUE(cache_->Watch(PodFilter(), 0, false, blocked).ok()); });
+  // (No ASSERT until the sink is released: the threads must end before the test does.)
+  EXPECT_TRUE(blocked->entered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  const absl::Duration deadline = absl::Seconds(10);
+  Bounded calls;
+  auto reader = std::make_shared<RecordingSink>();
+  absl::Status watched = absl::UnknownError("not returned");
+  EXPECT_TRUE(calls.Within(deadline, [&] {
+    watched = cache_->Watch(PodFilter(), seed, false, reader).status();
+  })) << "another watch starts";
+  const int64_t rv = PutPod("default", "p1");
+  absl::Status synced = absl::UnknownError("not returned");
+  EXPECT_TRUE(calls.Within(deadline, [&] {
+    synced = cache_->WaitFor(rv, std::chrono::seconds(10));
+  })) << "the cache takes in the store's events";
+  EntryPtr got;
+  EXPECT_TRUE(calls.Within(deadline, [&] { got = cache_->Get("/registry/pods/default/p1"); }))
+      << "gets are served";
+  WatchCache::ListResult listed;
+  EXPECT_TRUE(calls.Within(deadline, [&] { listed = cache_->List(PodFilter(), 0, ""); }))
+      << "lists are served";
+  const std::vector<std::string> live = reader->Kinds();
+
+  blocked->release.Notify();
+  watching.join();
+  calls.Join();
+  EXPECT_TRUE(watched.ok()) << watched;
+  EXPECT_TRUE(synced.ok()) << synced;
+  EXPECT_EQ(live, (std::vector<std::string>{"ADDED p1"})) << "delivered while the other was stuck";
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(Names(listed), (std::vector<std::string>{"default/p1", "default/seed"}));
+  EXPECT_EQ(blocked->Kinds(), (std::vector<std::string>{"ADDED seed", "ADDED p1"}));
+  EXPECT_FALSE(blocked->closed().has_value());
+}
+
+TEST_F(WatchCacheTest, AWatcherStuckInItsBacklogIsCutOffOnceTooMuchWaitsForIt) {
+  CacheOptions o;
+  o.pending_events = 2;
+  StartCache(o);
+  const int64_t seed = PutPod("default", "seed");
+  Sync(seed);
+  auto blocked = std::make_shared<BlockingSink>();
+  std::thread watching([&] { EXPECT_TRUE(cache_->Watch(PodFilter(), 0, false, blocked).ok()); });
+  // (No ASSERT until the sink is released: the threads must end before the test does.)
+  EXPECT_TRUE(blocked->entered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  int64_t rv = 0;
+  for (int i = 0; i < 3; ++i) rv = PutPod("default", "p" + std::to_string(i));
+  Bounded calls;
+  EXPECT_TRUE(calls.Within(absl::Seconds(10), [&] { Sync(rv); }));
+  EXPECT_EQ(cache_->watcher_count(), 0u);
+  blocked->release.Notify();
+  watching.join();
+  EXPECT_EQ(blocked->Kinds(), (std::vector<std::string>{"ADDED seed"}));
+  ASSERT_TRUE(blocked->closed().has_value());
+  EXPECT_EQ(blocked->closed()->code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(WatchCacheTest, BookmarksGoOnlyToWatchersThatAskAndCarryTheLatestRevision) {
