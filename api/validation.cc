@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
 #include "api/quantity.h"
@@ -340,7 +341,7 @@ void FieldErrors::Forbidden(const std::string& path, std::string_view why) {
 absl::Status FieldErrors::ToStatus(std::string_view kind, std::string_view name) const {
   if (errors_.empty()) return absl::OkStatus();
   const std::string list =
-      errors_.size() == 1 ? errors_[0] : "[" + absl::StrJoin(errors_, ", ") + "]";
+      errors_.size() == 1 ? errors_[0] : absl::StrCat("[", absl::StrJoin(errors_, ", "), "]");
   return absl::InvalidArgumentError(fmt::format("{} {} is invalid: {}", kind, Quote(name), list));
 }
 

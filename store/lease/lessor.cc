@@ -24,51 +24,59 @@ Lessor::Lessor(mvcc::KvStore* store, const Clock* clock) : store_(store), clock_
 Lessor::~Lessor() { Stop(); }
 
 absl::Status Lessor::Recover() {
+  // Read from the database into a map of our own; only installing it takes the lock.
   const auto now = clock_->Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int64_t, Lease> leases;
   auto st = store_->ScanMeta(std::string(1, kMetaLease), [&](std::string_view k, std::string_view v) {
     if (k.size() != 9 || v.size() != 8) return;
-    Lease& l = leases_[static_cast<int64_t>(mvcc::ReadBigEndian64(k.substr(1)))];
+    Lease& l = leases[static_cast<int64_t>(mvcc::ReadBigEndian64(k.substr(1)))];
     l.ttl = static_cast<int64_t>(mvcc::ReadBigEndian64(v));
     l.deadline = now + std::chrono::seconds(l.ttl);
   });
-  if (!st.ok()) return st;
-  return store_->ScanMeta(std::string(1, mvcc::kMetaLeaseAttachment),
+  if (st.ok()) {
+    st = store_->ScanMeta(std::string(1, mvcc::kMetaLeaseAttachment),
                           [&](std::string_view k, std::string_view) {
                             if (k.size() < 9) return;
                             auto id = static_cast<int64_t>(mvcc::ReadBigEndian64(k.substr(1)));
-                            auto it = leases_.find(id);
-                            if (it != leases_.end()) it->second.keys.emplace(k.substr(9));
+                            auto it = leases.find(id);
+                            if (it != leases.end()) it->second.keys.emplace(k.substr(9));
                           });
+  }
+  // What was read before a failure stays, as it always did. (The map is empty: Recover runs
+  // once, first.)
+  absl::MutexLock lock(&mu_);
+  leases_.merge(leases);
+  return st;
 }
 
 void Lessor::Start(std::chrono::milliseconds tick) {
   expiry_ = std::thread([this, tick] {
-    std::unique_lock<std::mutex> lock(stop_mu_);
-    while (!stop_cv_.wait_for(lock, tick, [&] { return stopping_; })) {
-      lock.unlock();
+    const absl::Duration every = absl::FromChrono(tick);
+    for (;;) {
+      {
+        absl::MutexLock lock(&stop_mu_);
+        if (stop_mu_.AwaitWithTimeout(absl::Condition(&stopping_), every)) return;
+      }
       ExpireDue();
-      lock.lock();
     }
   });
 }
 
 void Lessor::Stop() {
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    absl::MutexLock lock(&stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
   if (expiry_.joinable()) expiry_.join();
 }
 
 bool Lessor::LeaseExists(int64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leases_.contains(id);
 }
 
 void Lessor::OnCommit(int64_t, const mvcc::EventList& events) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& ev : events) {
     const int64_t old_lease = ev.has_prev_kv() ? ev.prev_kv().lease() : 0;
     const int64_t new_lease = ev.type() == mvccpb::Event::PUT ? ev.kv().lease() : 0;
@@ -87,14 +95,18 @@ void Lessor::Grant(int64_t id, int64_t ttl, GrantDone done) {
   auto chosen = std::make_shared<int64_t>(id);
   store_->Exclusive(
       [this, chosen, ttl](mvcc::WriteGroup& group) -> absl::Status {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (*chosen == 0) {
-          static thread_local std::mt19937_64 rng(std::random_device{}());
-          do {
-            *chosen = static_cast<int64_t>(rng() >> 1);
-          } while (*chosen == 0 || leases_.contains(*chosen));
-        } else if (leases_.contains(*chosen)) {
-          return absl::FailedPreconditionError(mvcc::kErrLeaseExists);
+        {
+          // Leases are added only by the writer (below, after this group), so the id stays
+          // free once the lock is released.
+          absl::MutexLock lock(&mu_);
+          if (*chosen == 0) {
+            static thread_local std::mt19937_64 rng(std::random_device{}());
+            do {
+              *chosen = static_cast<int64_t>(rng() >> 1);
+            } while (*chosen == 0 || leases_.contains(*chosen));
+          } else if (leases_.contains(*chosen)) {
+            return absl::FailedPreconditionError(mvcc::kErrLeaseExists);
+          }
         }
         std::string v;
         mvcc::AppendBigEndian64(&v, static_cast<uint64_t>(ttl));
@@ -106,11 +118,12 @@ void Lessor::Grant(int64_t id, int64_t ttl, GrantDone done) {
           done(st);
           return;
         }
+        const auto deadline = clock_->Now() + std::chrono::seconds(ttl);
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           Lease& l = leases_[*chosen];
           l.ttl = ttl;
-          l.deadline = clock_->Now() + std::chrono::seconds(ttl);
+          l.deadline = deadline;
         }
         done(LeaseInfo{*chosen, ttl, ttl, {}});
       });
@@ -121,7 +134,7 @@ void Lessor::Revoke(int64_t id, RevokeDone done) {
       [this, id](mvcc::WriteGroup& group) -> absl::Status {
         std::set<std::string> keys;
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           auto it = leases_.find(id);
           if (it == leases_.end()) return absl::NotFoundError(mvcc::kErrLeaseNotFound);
           keys = it->second.keys;
@@ -140,7 +153,7 @@ void Lessor::Revoke(int64_t id, RevokeDone done) {
       },
       [this, id, done = std::move(done)](absl::Status st) mutable {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (st.ok()) {
             leases_.erase(id);
           } else if (auto it = leases_.find(id); it != leases_.end()) {
@@ -151,29 +164,32 @@ void Lessor::Revoke(int64_t id, RevokeDone done) {
       });
 }
 
+// The clock is read before the lock is taken: it is someone else's code.
 int64_t Lessor::KeepAlive(int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = clock_->Now();
+  absl::MutexLock lock(&mu_);
   auto it = leases_.find(id);
   if (it == leases_.end() || it->second.revoking) return 0;
-  it->second.deadline = clock_->Now() + std::chrono::seconds(it->second.ttl);
+  it->second.deadline = now + std::chrono::seconds(it->second.ttl);
   return it->second.ttl;
 }
 
 std::optional<LeaseInfo> Lessor::TimeToLive(int64_t id, bool with_keys) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = clock_->Now();
+  absl::MutexLock lock(&mu_);
   auto it = leases_.find(id);
   if (it == leases_.end()) return std::nullopt;
   LeaseInfo info;
   info.id = id;
   info.granted_ttl = it->second.ttl;
-  auto left = std::chrono::duration_cast<std::chrono::seconds>(it->second.deadline - clock_->Now());
+  auto left = std::chrono::duration_cast<std::chrono::seconds>(it->second.deadline - now);
   info.remaining_ttl = std::max<int64_t>(0, left.count());
   if (with_keys) info.keys.assign(it->second.keys.begin(), it->second.keys.end());
   return info;
 }
 
 std::vector<int64_t> Lessor::Leases() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<int64_t> ids;
   for (const auto& [id, l] : leases_) ids.push_back(id);
   return ids;
@@ -183,7 +199,7 @@ void Lessor::ExpireDue() {
   std::vector<int64_t> due;
   {
     const auto now = clock_->Now();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [id, l] : leases_) {
       if (!l.revoking && l.deadline <= now) {
         l.revoking = true;

@@ -1,10 +1,8 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "store/lease/clock.h"
 #include "store/mvcc/kv_store.h"
 
@@ -43,22 +42,23 @@ class Lessor : public mvcc::LeaseView, public mvcc::CommitListener {
   ~Lessor() override;
 
   // Loads leases and their keys from the store. Call once, before any write.
-  absl::Status Recover();
+  absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the expiry thread, checking every `tick`.
   void Start(std::chrono::milliseconds tick = std::chrono::milliseconds(100));
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_);
 
-  void Grant(int64_t id, int64_t ttl, GrantDone done);
-  void Revoke(int64_t id, RevokeDone done);
+  void Grant(int64_t id, int64_t ttl, GrantDone done) ABSL_LOCKS_EXCLUDED(mu_);
+  void Revoke(int64_t id, RevokeDone done) ABSL_LOCKS_EXCLUDED(mu_);
   // Renews the lease; returns its TTL, or 0 when there is no such lease.
-  int64_t KeepAlive(int64_t id);
-  std::optional<LeaseInfo> TimeToLive(int64_t id, bool with_keys) const;
-  std::vector<int64_t> Leases() const;
+  int64_t KeepAlive(int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<LeaseInfo> TimeToLive(int64_t id, bool with_keys) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<int64_t> Leases() const ABSL_LOCKS_EXCLUDED(mu_);
   // Revokes every lease past its deadline; the expiry thread calls it.
-  void ExpireDue();
+  void ExpireDue() ABSL_LOCKS_EXCLUDED(mu_);
 
-  bool LeaseExists(int64_t id) const override;
-  void OnCommit(int64_t revision, const mvcc::EventList& events) override;
+  bool LeaseExists(int64_t id) const override ABSL_LOCKS_EXCLUDED(mu_);
+  void OnCommit(int64_t revision, const mvcc::EventList& events) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Lease {
@@ -70,11 +70,10 @@ class Lessor : public mvcc::LeaseView, public mvcc::CommitListener {
 
   mvcc::KvStore* store_;
   const Clock* clock_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<int64_t, Lease> leases_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
+  absl::Mutex stop_mu_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread expiry_;
 };

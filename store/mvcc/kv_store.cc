@@ -60,7 +60,17 @@ struct KvStore::Pending {
     StatusDone done;
   };
   std::variant<TxnOp, Exclusive> op;
+  // What it counts against StoreOptions::max_queued_bytes: a txn's request.
+  size_t bytes = 0;
   bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
+  // Answers without committing.
+  void Refuse(const absl::Status& status) {
+    if (auto* t = std::get_if<TxnOp>(&op)) {
+      t->done(status);
+    } else {
+      std::get<Exclusive>(op).done(status);
+    }
+  }
 };
 
 KvStore::KvStore(const StoreOptions& options) : options_(options) {}
@@ -185,22 +195,28 @@ absl::Status KvStore::Recover() {
   applied_index_value_ = static_cast<uint64_t>(*applied);
   applied_index_ = applied_index_value_;
   {
-    std::lock_guard<std::mutex> lock(compact_mu_);
+    absl::MutexLock lock(&compact_mu_);
     compact_target_ = *compacted;
     compact_done_ = *compact_done;
   }
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    absl::MutexLock lock(&cache_mu_);
     cache_floor_ = *revision + 1;
   }
   Publish(*revision, *compacted);
+  size_t keys = 0;
+  {
+    absl::ReaderMutexLock lock(&index_.mu);
+    keys = index_.index.key_count();
+  }
   spdlog::info("store recovered in {}: revision {}, compacted {}, {} keys", options_.data_dir,
-               *revision, *compacted, index_.index.key_count());
+               *revision, *compacted, keys);
   return absl::OkStatus();
 }
 
 absl::Status KvStore::BuildIndex() {
-  absl::WriterMutexLock lock(&index_.mu);
+  // Built from the database without the lock, then installed under it.
+  KeyIndex index;
   std::unique_ptr<rocksdb::Iterator> it(
       db_->NewIterator(rocksdb::ReadOptions(), families_.history));
   mvccpb::KeyValue kv;
@@ -210,9 +226,12 @@ absl::Status KvStore::BuildIndex() {
     if (!rev || !DecodeHistory(*rev, it->value().ToStringView(), &kv, &deleted)) {
       return absl::DataLossError("mkube-store: corrupt history entry");
     }
-    index_.index.Add(kv.key(), IndexEntry(*rev, deleted ? nullptr : &kv));
+    index.Add(kv.key(), IndexEntry(*rev, deleted ? nullptr : &kv));
   }
-  return FromRocks(it->status(), "read history");
+  if (auto st = FromRocks(it->status(), "read history"); !st.ok()) return st;
+  absl::WriterMutexLock lock(&index_.mu);
+  index_.index = std::move(index);
+  return absl::OkStatus();
 }
 
 absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, bool convert) {
@@ -289,21 +308,23 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
 KvStore::~KvStore() {
   {
     // New writes are refused; the writer commits and answers what was queued, then ends.
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
   }
-  writer_cv_.notify_all();
+  writer_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();
   {
-    std::lock_guard<std::mutex> lock(compact_mu_);
+    absl::MutexLock lock(&compact_mu_);
     compact_stopping_ = true;
   }
-  compact_cv_.notify_all();
+  compact_cv_.SignalAll();
   if (compactor_.joinable()) compactor_.join();
+  ReadStatePtr last;
   {
-    std::lock_guard<std::mutex> lock(read_mu_);
-    read_state_.reset();
+    absl::MutexLock lock(&read_mu_);
+    last = std::move(read_state_);
   }
+  last.reset();  // releases its snapshot, outside the lock
   if (db_) {
     // Synced writes are on disk already; without sync, a clean stop still syncs the tail.
     if (!options_.sync && !write_failed_) db_->FlushWAL(true).PermitUncheckedError();
@@ -315,14 +336,18 @@ KvStore::~KvStore() {
 void KvStore::AddCommitListener(CommitListener* listener) { listeners_.push_back(listener); }
 
 ReadStatePtr KvStore::Read() const {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  absl::MutexLock lock(&read_mu_);
   return read_state_;
 }
 
 void KvStore::Publish(int64_t revision, int64_t compacted) {
-  auto state = std::make_shared<const ReadState>(db_.get(), revision, compacted);
-  std::lock_guard<std::mutex> lock(read_mu_);
-  read_state_ = std::move(state);
+  ReadStatePtr state = std::make_shared<const ReadState>(db_.get(), revision, compacted);
+  {
+    absl::MutexLock lock(&read_mu_);
+    read_state_.swap(state);
+  }
+  // The previous state, if no reader holds it any more, releases its RocksDB snapshot here:
+  // outside the lock every read takes.
 }
 
 uint64_t KvStore::applied_index() const { return applied_index_.load(); }
@@ -365,7 +390,8 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
 }
 
 void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle) {
-  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}}, commit_if_idle);
+  const size_t bytes = req.ByteSizeLong();
+  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}, bytes}, commit_if_idle);
 }
 
 void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
@@ -373,34 +399,41 @@ void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
 }
 
 void KvStore::Submit(Pending pending, bool commit_if_idle) {
-  bool refused = false;
+  enum { kCommitHere, kGone, kFull } outcome;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    absl::MutexLock lock(&queue_mu_);
     if (stopping_) {
-      refused = true;
+      outcome = kGone;
     } else if (commit_if_idle && writer_idle_ && queue_.empty() && !caller_committing_) {
       caller_committing_ = true;
+      outcome = kCommitHere;
+    } else if (!queue_.empty() && (queue_.size() >= options_.max_queued_requests ||
+                                   queued_bytes_ + pending.bytes > options_.max_queued_bytes)) {
+      outcome = kFull;
     } else {
+      queued_bytes_ += pending.bytes;
       queue_.push_back(std::move(pending));
-      if (writer_idle_) writer_cv_.notify_one();
+      if (writer_idle_) writer_cv_.Signal();
       return;
     }
   }
-  if (!refused) {
-    // The writer is waiting and stays so until this group is done (and answered).
-    std::vector<Pending> ops;
-    ops.push_back(std::move(pending));
-    CommitGroup(std::move(ops));
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    caller_committing_ = false;
-    if (!queue_.empty() || stopping_) writer_cv_.notify_one();
-    return;
-  }
-  const absl::Status gone = absl::UnavailableError("mkube-store: shutting down");
-  if (auto* t = std::get_if<Pending::TxnOp>(&pending.op)) {
-    t->done(gone);
-  } else {
-    std::get<Pending::Exclusive>(pending.op).done(gone);
+  switch (outcome) {
+    case kCommitHere: {
+      // The writer is waiting and stays so until this group is done (and answered).
+      std::vector<Pending> ops;
+      ops.push_back(std::move(pending));
+      CommitGroup(std::move(ops));
+      absl::MutexLock lock(&queue_mu_);
+      caller_committing_ = false;
+      if (!queue_.empty() || stopping_) writer_cv_.Signal();
+      return;
+    }
+    case kGone:
+      pending.Refuse(absl::UnavailableError("mkube-store: shutting down"));
+      return;
+    case kFull:
+      pending.Refuse(absl::ResourceExhaustedError(kErrTooManyRequests));
+      return;
   }
 }
 
@@ -419,21 +452,23 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
           return;
         }
         {
-          std::lock_guard<std::mutex> lock(compact_mu_);
+          absl::MutexLock lock(&compact_mu_);
           compact_target_ = std::max(compact_target_, revision);
           if (physical && compact_done_ < revision) {
             physical_waiters_.emplace_back(revision, std::move(done));
             done = nullptr;
           }
         }
-        compact_cv_.notify_all();
+        compact_cv_.SignalAll();
         if (done) done(absl::OkStatus());
       });
 }
 
 void KvStore::CommitGroup(std::vector<Pending> ops) {
   const int64_t compacted_before = compacted_;
-  WriteGroup group(db_.get(), families_, index_, next_base_revision_);
+  // The state the last commit published: every committed version is in its snapshot.
+  const ReadStatePtr view = Read();
+  WriteGroup group(db_.get(), families_, index_, next_base_revision_, view->snapshot);
   std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
   std::vector<absl::Status> exclusive_results;
   txn_results.reserve(ops.size());
@@ -493,8 +528,10 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
     if (!group.empty()) {
       {
         absl::WriterMutexLock lock(&index_.mu);
+        // Taken here, under the lock the visit runs in (the analysis does not see into it).
+        KeyIndex* index = &index_.index;
         group.VisitVersions(
-            [&](const std::string& key, const IndexedVersion& v) { index_.index.Add(key, v); });
+            [index](const std::string& key, const IndexedVersion& v) { index->Add(key, v); });
       }
       Publish(final_revision, compacted_);
       if (!group.events().empty()) {
@@ -529,32 +566,34 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
 }
 
 void KvStore::WriterLoop() {
-  std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
-    writer_idle_ = true;
-    writer_cv_.wait(lock, [&] { return !caller_committing_ && (stopping_ || !queue_.empty()); });
-    writer_idle_ = false;
-    if (queue_.empty()) return;  // stopping, and everything is committed
-    // Exclusive requests commit alone; txns are taken up to the next exclusive one.
     std::vector<Pending> ops;
-    if (queue_.front().exclusive()) {
-      ops.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    } else {
-      while (!queue_.empty() && !queue_.front().exclusive() &&
-             ops.size() < options_.max_group_ops) {
+    {
+      absl::MutexLock lock(&queue_mu_);
+      writer_idle_ = true;
+      while (caller_committing_ || (!stopping_ && queue_.empty())) writer_cv_.Wait(&queue_mu_);
+      writer_idle_ = false;
+      if (queue_.empty()) return;  // stopping, and everything is committed
+      // Exclusive requests commit alone; txns are taken up to the next exclusive one.
+      if (queue_.front().exclusive()) {
+        queued_bytes_ -= queue_.front().bytes;
         ops.push_back(std::move(queue_.front()));
         queue_.pop_front();
+      } else {
+        while (!queue_.empty() && !queue_.front().exclusive() &&
+               ops.size() < options_.max_group_ops) {
+          queued_bytes_ -= queue_.front().bytes;
+          ops.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
       }
     }
-    lock.unlock();
     CommitGroup(std::move(ops));
-    lock.lock();
   }
 }
 
 void KvStore::CacheEvents(EventList&& events) {
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  absl::MutexLock lock(&cache_mu_);
   for (auto& ev : events) {
     cache_bytes_ += EventBytes(ev);
     cache_.push_back(std::move(ev));
@@ -574,7 +613,7 @@ absl::StatusOr<int64_t> KvStore::ReadEvents(int64_t from, int64_t to, size_t max
                                             std::vector<mvccpb::Event>* out) const {
   int64_t last = from - 1;
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    absl::MutexLock lock(&cache_mu_);
     if (from >= cache_floor_) {
       // Binary search the first event at or after `from` (the cache is in revision order).
       auto it = std::lower_bound(cache_.begin(), cache_.end(), from,
@@ -667,21 +706,24 @@ void KvStore::CompactorLoop() {
   for (;;) {
     int64_t target = 0;
     {
-      std::unique_lock<std::mutex> lock(compact_mu_);
-      compact_cv_.wait(lock, [&] { return compact_stopping_ || compact_target_ > compact_done_; });
+      absl::MutexLock lock(&compact_mu_);
+      while (!compact_stopping_ && compact_target_ <= compact_done_) compact_cv_.Wait(&compact_mu_);
       if (compact_stopping_) return;
       target = compact_target_;
     }
     absl::Status st = CompactHistory(target);
     if (!st.ok()) {
       spdlog::error("compaction to revision {} failed: {}", target, st.ToString());
-      std::unique_lock<std::mutex> lock(compact_mu_);
-      compact_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return compact_stopping_; });
+      // A second before retrying, unless the store stops.
+      absl::MutexLock lock(&compact_mu_);
+      const absl::Time deadline = absl::Now() + absl::Seconds(1);
+      while (!compact_stopping_ && !compact_cv_.WaitWithDeadline(&compact_mu_, deadline)) {
+      }
       continue;
     }
     std::vector<StatusDone> done;
     {
-      std::lock_guard<std::mutex> lock(compact_mu_);
+      absl::MutexLock lock(&compact_mu_);
       compact_done_ = std::max(compact_done_, target);
       for (auto it = physical_waiters_.begin(); it != physical_waiters_.end();) {
         if (it->first <= compact_done_) {

@@ -1,12 +1,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/etcd/rpc.pb.h"
 #include "rocksdb/db.h"
 #include "store/mvcc/families.h"
@@ -32,6 +31,12 @@ struct StoreOptions {
   bool sync = true;
   // The most requests one group commit takes.
   size_t max_group_ops = 8192;
+  // The writer's queue holds at most this many requests, and this many bytes of txn requests
+  // (a request is taken into an empty queue whatever its size). A request beyond either is
+  // refused at once with RESOURCE_EXHAUSTED "etcdserver: too many requests", as etcd refuses
+  // proposals while its apply lags: the caller pushes back on its client.
+  size_t max_queued_requests = 4 * 8192;
+  size_t max_queued_bytes = 256 << 20;
   // Recent events kept in memory for watchers; older ones are read back from the database.
   size_t event_cache_bytes = 32 << 20;
   // Memory for RocksDB's memtables, over all column families.
@@ -72,9 +77,9 @@ class CommitListener {
 // The MVCC key-value store on RocksDB. Reads run on the caller's thread against the latest
 // committed snapshot. Writes are queued and never wait: the store's writer thread applies them
 // in order and commits them in groups, each group with one WAL sync, then runs the group's
-// callbacks. The requests queued during one sync form the next group. One committer at a
-// time: a caller allowed to (Txn's commit_if_idle) commits a lone write itself while the writer
-// is idle.
+// callbacks. The requests queued during one sync form the next group; the queue is bounded
+// (StoreOptions::max_queued_*) and refuses beyond it. One committer at a time: a caller allowed
+// to (Txn's commit_if_idle) commits a lone write itself while the writer is idle.
 class KvStore {
  public:
   using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
@@ -91,7 +96,7 @@ class KvStore {
   void SetLeaseView(const LeaseView* leases) { leases_ = leases; }
   void AddCommitListener(CommitListener* listener);
 
-  ReadStatePtr Read() const;
+  ReadStatePtr Read() const ABSL_LOCKS_EXCLUDED(read_mu_);
   int64_t Revision() const { return Read()->revision; }
   int64_t CompactedRevision() const { return Read()->compacted; }
 
@@ -100,18 +105,21 @@ class KvStore {
   // Queues a (validated) txn. Put and DeleteRange are single-op txns. With commit_if_idle, a
   // caller that may wait for a sync has the txn committed on its own thread (done runs there
   // before Txn returns) when the writer thread is idle and nothing is queued: a lone write
-  // then costs no thread hand-off.
-  void Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle = false);
+  // then costs no thread hand-off. A full queue (or a store shutting down) refuses: done runs
+  // on the caller's thread before Txn returns.
+  void Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle = false)
+      ABSL_LOCKS_EXCLUDED(queue_mu_);
   // Marks history before `revision` as gone. With physical, done runs once it is deleted.
-  void Compact(int64_t revision, bool physical, StatusDone done);
-  // Queues a write that must not share its group: leases, store bookkeeping.
-  void Exclusive(ExclusiveOp op, StatusDone done);
+  void Compact(int64_t revision, bool physical, StatusDone done) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // Queues a write that must not share its group: leases, store bookkeeping. Refused as Txn is.
+  void Exclusive(ExclusiveOp op, StatusDone done) ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   // Appends the events with revisions in [from, to] to out, whole revisions only, stopping
   // after the revision where out passes max_events. Returns the last revision read (from-1
   // when none). from must not be below the compacted revision.
   absl::StatusOr<int64_t> ReadEvents(int64_t from, int64_t to, size_t max_events,
-                                     std::vector<mvccpb::Event>* out) const;
+                                     std::vector<mvccpb::Event>* out) const
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
 
   // Meta-family reads for components that keep their state in the store (leases).
   absl::Status ScanMeta(std::string_view prefix,
@@ -129,14 +137,16 @@ class KvStore {
   // Rewrites a store of the first format (three key families) into the history family.
   absl::Status MigrateFormat1(const std::vector<std::string>& legacy, bool convert);
   absl::Status BuildIndex();
-  void Publish(int64_t revision, int64_t compacted);
-  void Submit(Pending pending, bool commit_if_idle = false);
+  void Publish(int64_t revision, int64_t compacted) ABSL_LOCKS_EXCLUDED(read_mu_);
+  void Submit(Pending pending, bool commit_if_idle = false) ABSL_LOCKS_EXCLUDED(queue_mu_);
   // The writer thread: commits a group whenever something is queued.
-  void WriterLoop();
-  void CommitGroup(std::vector<Pending> ops);
-  void CompactorLoop();
+  void WriterLoop() ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // On the writer thread, or on a caller's while the writer waits for it (caller_committing_).
+  void CommitGroup(std::vector<Pending> ops)
+      ABSL_LOCKS_EXCLUDED(queue_mu_, read_mu_, cache_mu_, compact_mu_);
+  void CompactorLoop() ABSL_LOCKS_EXCLUDED(compact_mu_);
   absl::Status CompactHistory(int64_t revision);
-  void CacheEvents(EventList&& events);
+  void CacheEvents(EventList&& events) ABSL_LOCKS_EXCLUDED(cache_mu_);
   absl::Status ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
                                 size_t max_events, std::vector<mvccpb::Event>* out,
                                 int64_t* last) const;
@@ -150,35 +160,46 @@ class KvStore {
   uint64_t cluster_id_ = 0;
   uint64_t member_id_ = 0;
 
-  mutable std::mutex read_mu_;
+  mutable absl::Mutex read_mu_;
   ReadStatePtr read_state_ ABSL_GUARDED_BY(read_mu_);
 
-  std::mutex queue_mu_;
+  absl::Mutex queue_mu_;
+  // Toward the writer thread. Bounded by options_.max_queued_requests and max_queued_bytes;
+  // Submit refuses a request beyond them (RESOURCE_EXHAUSTED, done called at once).
   std::deque<Pending> queue_ ABSL_GUARDED_BY(queue_mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(queue_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  std::condition_variable writer_cv_;
+  absl::CondVar writer_cv_;
   bool writer_idle_ ABSL_GUARDED_BY(queue_mu_) = false;
   // A caller is committing a group on its own thread: the writer waits for it.
   bool caller_committing_ ABSL_GUARDED_BY(queue_mu_) = false;
 
-  // Writer-thread state.
+  // Committer state: touched only by whoever commits (the writer thread, or a caller while
+  // caller_committing_ keeps the writer waiting; queue_mu_ orders the hand-overs), and by
+  // Recover before either starts.
   int64_t next_base_revision_ = 0;
   int64_t compacted_ = 0;
   uint64_t applied_index_value_ = 0;
   bool write_failed_ = false;
-  std::atomic<uint64_t> applied_index_{0};
+  std::atomic<uint64_t> applied_index_{0};  // written by the committer, read by anyone
+  // Set up before the first write, then only read by the committer.
   std::vector<CommitListener*> listeners_;
 
-  mutable std::mutex cache_mu_;
+  mutable absl::Mutex cache_mu_;
+  // A cache, not a queue: bounded by options_.event_cache_bytes, whole revisions trimmed from
+  // the front (readers of older revisions go to the database).
   std::deque<mvccpb::Event> cache_ ABSL_GUARDED_BY(cache_mu_);
   size_t cache_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
   // Every event of a revision at or above the floor is in the cache.
   int64_t cache_floor_ ABSL_GUARDED_BY(cache_mu_) = 0;
 
-  std::mutex compact_mu_;
-  std::condition_variable compact_cv_;
+  absl::Mutex compact_mu_;
+  absl::CondVar compact_cv_;
+  // The compactor's work is one target (requests coalesce into the highest), not a queue.
   int64_t compact_target_ ABSL_GUARDED_BY(compact_mu_) = 0;
   int64_t compact_done_ ABSL_GUARDED_BY(compact_mu_) = 0;
+  // Compact(physical) calls waiting for the deletion: one per such call admitted by the
+  // writer's queue and not yet answered.
   std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
   bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
   // Versions the index has forgotten whose deletion is not written yet (compactor thread).

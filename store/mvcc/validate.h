@@ -21,6 +21,7 @@ inline constexpr char kErrLeaseNotFound[] = "etcdserver: requested lease not fou
 inline constexpr char kErrLeaseExists[] = "etcdserver: lease already exists";
 inline constexpr char kErrLeaseTTLTooLarge[] = "etcdserver: too large lease TTL";
 inline constexpr char kErrRequestTooLarge[] = "etcdserver: request is too large";
+inline constexpr char kErrTooManyRequests[] = "etcdserver: too many requests";
 
 absl::Status ValidateRange(const etcdserverpb::RangeRequest& req);
 absl::Status ValidatePut(const etcdserverpb::PutRequest& req);

@@ -14,12 +14,14 @@ std::string LeaseAttachmentKey(int64_t lease, std::string_view key) {
 }
 
 WriteGroup::WriteGroup(rocksdb::DB* db, const Families& families, const SharedIndex& index,
-                       int64_t base_revision)
+                       int64_t base_revision, const rocksdb::Snapshot* view)
     : db_(db),
       families_(families),
       index_(index),
       base_revision_(base_revision),
-      revision_(base_revision) {}
+      revision_(base_revision) {
+  read_options_.snapshot = view;
+}
 
 void WriteGroup::BeginTxn() {
   txn_sub_ = 0;
@@ -48,9 +50,9 @@ void WriteGroup::AbortTxn() {
 }
 
 absl::Status WriteGroup::Load(const std::vector<Found*>& found) {
-  // Under the index lock, compaction cannot remove a version between the lookup and the read.
-  absl::ReaderMutexLock lock(&index_.mu);
-  return LoadValues(db_, families_.history, rocksdb::ReadOptions(), found,
+  // The view holds what the index named when `found` was collected, whatever compaction has
+  // deleted since.
+  return LoadValues(db_, families_.history, read_options_, found,
                     absl::OutOfRangeError(kErrCompacted));
 }
 
@@ -60,11 +62,14 @@ absl::StatusOr<std::optional<mvccpb::KeyValue>> WriteGroup::GetCurrent(std::stri
     if (!kv) return std::nullopt;
     return *kv;
   }
-  absl::ReaderMutexLock lock(&index_.mu);
-  auto v = index_.index.Get(key, 0);
+  std::optional<IndexedVersion> v;
+  {
+    absl::ReaderMutexLock lock(&index_.mu);
+    v = index_.index.Get(key, 0);
+  }
   if (!v) return std::nullopt;
   Found f = FoundInIndex(std::string(key), *v);
-  if (auto st = LoadValues(db_, families_.history, rocksdb::ReadOptions(), {&f},
+  if (auto st = LoadValues(db_, families_.history, read_options_, {&f},
                            absl::DataLossError(fmt::format(
                                "mkube-store: the current version of key {} is missing", key)));
       !st.ok()) {

@@ -29,10 +29,15 @@ using EventList = std::deque<mvccpb::Event>;
 //
 // The overlay keeps, per key the group wrote, the versions it wrote (pointing into the
 // events); reads look there first and merge it with the index.
+//
+// The database is read through `view`, a snapshot taken after the group's base revision was
+// committed (the store's latest read state): it holds every version the index can name, since
+// every committed version is in it and compaction deletes a version only after the index has
+// forgotten it. So the index lock is held for lookups only, never across a database read.
 class WriteGroup {
  public:
   WriteGroup(rocksdb::DB* db, const Families& families, const SharedIndex& index,
-             int64_t base_revision);
+             int64_t base_revision, const rocksdb::Snapshot* view);
 
   // The store's revision with the group's writes so far.
   int64_t revision() const { return revision_; }
@@ -81,6 +86,7 @@ class WriteGroup {
   rocksdb::DB* db_;
   Families families_;
   const SharedIndex& index_;
+  rocksdb::ReadOptions read_options_;  // at the view
   rocksdb::WriteBatch batch_;
   const int64_t base_revision_;
   int64_t revision_;

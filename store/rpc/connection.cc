@@ -50,6 +50,9 @@ constexpr size_t kMaxHeaderList = 64 << 10;
 constexpr int64_t kMaxWindow = 0x7fffffff;
 // Stream data stops moving into a connection's output above this many unsent bytes.
 constexpr size_t kOutputHighWater = 1 << 20;
+// What a message waiting in a stream's queue costs beyond its bytes (its string, its slot),
+// so that the backlog limit bounds memory with small messages too.
+constexpr size_t kQueuedMessageCost = 64;
 
 uint32_t Read32(const char* p) {
   const auto* u = reinterpret_cast<const uint8_t*>(p);
@@ -165,6 +168,9 @@ void Connection::OnReadable() {
       if (closed_) return;
       in_.erase(0, used);
     }
+    // What the input asked for without reading it: ping and settings acks, refusals. (Only
+    // the frames: an answer larger than the limit, sent while its client reads, is allowed.)
+    if (OverLimit(out_.size() - out_pos_)) return;
     if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
   }
   if (!closed_) SendWindowUpdates(0, nullptr);
@@ -542,6 +548,8 @@ void Connection::Forget(uint32_t id) {
   if (it == streams_.end()) return;
   Stream s = std::move(it->second);
   streams_.erase(it);
+  for (const std::string& m : s.pending) pending_bytes_ -= m.size() + kQueuedMessageCost;
+  pending_bytes_ += s.pending_offset;  // already framed
   if (s.dispatched) loop_->in_flight().fetch_sub(1, std::memory_order_relaxed);
   if (s.handler) s.handler->OnClose();
 }
@@ -571,10 +579,12 @@ void Connection::Pump(uint32_t id, Stream& s) {
     s.send_window -= n;
     send_window_ -= n;
     s.pending_offset += n;
+    pending_bytes_ -= n;
     if (s.server) s.server->queued_.fetch_sub(n, std::memory_order_acq_rel);
     if (s.pending_offset == m.size()) {
       s.pending.pop_front();
       s.pending_offset = 0;
+      pending_bytes_ -= kQueuedMessageCost;
     }
   }
   // Whatever was framed goes out with this round's writes, held or not.
@@ -612,11 +622,37 @@ void Connection::PumpBlocked() {
   }
 }
 
+bool Connection::OverLimit(size_t backlog) {
+  if (backlog <= loop_->max_connection_backlog()) return false;
+  Fail(kEnhanceYourCalm, "the client leaves too much output unread");
+  return true;
+}
+
+void Connection::Overflow(uint32_t id, Stream& s) {
+  spdlog::debug("rpc: stream {} has {} messages waiting; ending it", id, s.pending.size());
+  if (s.pending_offset == 0) {
+    // Trailers may follow whole messages; the waiting ones are dropped with the stream.
+    Answer(id, absl::ResourceExhaustedError("grpc: the stream's send queue is full"));
+  } else {
+    Reset(id, kEnhanceYourCalm);  // a message is half sent: nothing more can follow it
+  }
+}
+
 void Connection::Deliver(Outgoing& o) {
   auto it = streams_.find(o.stream);
   if (it == streams_.end()) return;  // the client is gone or reset the call
   Stream& s = it->second;
   if (s.finish_pending) return;
+  if (o.kind == Outgoing::kReply || o.kind == Outgoing::kMessage) {
+    // The queues' limits (ServerOptions); both are checked before the message is added, so
+    // one large message still goes to a queue below them.
+    if (OverLimit(Backlog())) return;
+    if (s.pending.size() >= loop_->max_stream_messages()) {
+      Overflow(o.stream, s);
+      return;
+    }
+    pending_bytes_ += o.data.size() + kQueuedMessageCost;
+  }
   switch (o.kind) {
     case Outgoing::kReply:
       s.pending.push_back(std::move(o.data));
@@ -633,6 +669,7 @@ void Connection::Deliver(Outgoing& o) {
         size_t dropped = 0;
         while (s.pending.size() > (s.pending_offset > 0 ? 1 : 0)) {
           dropped += s.pending.back().size();
+          pending_bytes_ -= s.pending.back().size() + kQueuedMessageCost;
           s.pending.pop_back();
         }
         if (s.server) s.server->queued_.fetch_sub(dropped, std::memory_order_acq_rel);

@@ -23,6 +23,7 @@ enum ErrorCode : uint32_t {
   kFrameSizeError = 6,
   kRefusedStream = 7,
   kCompressionError = 9,
+  kEnhanceYourCalm = 11,  // gRPC clients report RESOURCE_EXHAUSTED
 };
 inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
 inline constexpr int64_t kDefaultWindow = 65535;
@@ -77,7 +78,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool finish_pending = false;
     bool blocked = false;
     absl::Status final_status;
-    std::deque<std::string> pending;  // framed messages not yet (wholly) in DATA frames
+    // Framed messages not yet (wholly) in DATA frames: at most one answer for a unary call,
+    // at most max_stream_messages() for a stream (Deliver ends it beyond); in bytes, counted
+    // in pending_bytes_ against the connection's limit.
+    std::deque<std::string> pending;
     size_t pending_offset = 0;
     std::shared_ptr<ServerStream> server;
     std::unique_ptr<StreamHandler> handler;
@@ -101,14 +105,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Forget(uint32_t id);
   void SendWindowUpdates(uint32_t id, Stream* s);
   void Reset(uint32_t id, ErrorCode code);
+  // Ends a stream whose queue is full.
+  void Overflow(uint32_t id, Stream& s);
+  // Output not yet handed to the kernel: frames not yet written, messages not yet framed.
+  size_t Backlog() const { return out_.size() - out_pos_ + pending_bytes_; }
+  // Closes the connection if `backlog` is over the limit; returns whether it did.
+  bool OverLimit(size_t backlog);
   void Dirty();
 
   Loop* loop_;
   int fd_;
   hpack::Decoder decoder_;
   std::string in_;  // input not yet a whole frame
+  // Frames not yet written; bounded with pending_bytes_ (Backlog()).
   std::string out_;
   size_t out_pos_ = 0;
+  // The streams' pending messages, less what is framed, plus an allowance for each message.
+  size_t pending_bytes_ = 0;
   bool want_write_ = false;
   bool preface_seen_ = false;
   bool closed_ = false;

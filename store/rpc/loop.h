@@ -2,30 +2,37 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "store/rpc/connection.h"
 #include "store/rpc/server.h"
 
 namespace mkube::store::rpc {
 
-// One event loop: its connections, and an inbox other threads post to.
+// One event loop: its connections, and an inbox other threads post to. Everything but the
+// inbox (and the atomics) belongs to the loop's thread.
 class Loop {
  public:
-  Loop(const absl::flat_hash_map<std::string, Server::Method>* methods, size_t max_message,
-       std::atomic<int>* in_flight)
-      : methods_(methods), max_message_(max_message), in_flight_(in_flight) {}
+  Loop(const absl::flat_hash_map<std::string, Server::Method>* methods,
+       const ServerOptions& options, std::atomic<int>* in_flight)
+      : methods_(methods),
+        max_message_(options.max_message_bytes),
+        max_connection_backlog_(options.max_connection_backlog_bytes),
+        max_stream_messages_(options.max_stream_queued_messages),
+        in_flight_(in_flight) {}
   ~Loop();
 
   absl::Status Init();
   void Start(int listen_fd, std::vector<std::unique_ptr<Loop>>* all);
-  void Post(Outgoing o);
+  // Any thread.
+  void Post(Outgoing o) ABSL_LOCKS_EXCLUDED(mu_);
   void Join() {
     if (thread_.joinable()) thread_.join();
   }
@@ -38,20 +45,24 @@ class Loop {
   int epoll_fd() const { return epfd_; }
   const absl::flat_hash_map<std::string, Server::Method>& methods() const { return *methods_; }
   size_t max_message() const { return max_message_; }
+  size_t max_connection_backlog() const { return max_connection_backlog_; }
+  size_t max_stream_messages() const { return max_stream_messages_; }
   std::atomic<int>& in_flight() { return *in_flight_; }
   char* read_buffer() { return read_buffer_.data(); }
   size_t read_buffer_size() const { return read_buffer_.size(); }
 
  private:
-  void Run();
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
   void Accept();
   void Adopt(int fd);
-  void Drain();
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
   void Flush();
   void RunDeferred(bool quiet);
 
   const absl::flat_hash_map<std::string, Server::Method>* methods_;
   const size_t max_message_;
+  const size_t max_connection_backlog_;
+  const size_t max_stream_messages_;
   std::atomic<int>* in_flight_;
   int epfd_ = -1;
   int efd_ = -1;
@@ -61,8 +72,18 @@ class Loop {
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
 
-  std::mutex mu_;
-  std::vector<Outgoing> inbox_;
+  absl::Mutex mu_;
+  // Work posted from other threads (and the loop's own handlers), taken whole after every
+  // round of events: the loop thread waits for nothing but epoll (and a quiet() call), so this
+  // holds what arrives during one round. Not capped here, since nothing in it may be dropped
+  // (answers, a call's end), but bounded by its producers: an answer per call in flight (the
+  // calls bounded by the connections' streams, writes also by the store's queue); stream
+  // messages from other threads by the watch sink's high water, which counts them from
+  // Write on (queued_bytes()), and from this loop's handlers by the round's input; one
+  // adoption per accepted socket. Past Drain, Connection's limits apply: what is posted for a
+  // connection closed over its backlog limit is dropped there.
+  std::vector<Outgoing> inbox_ ABSL_GUARDED_BY(mu_);
+  // Set by the poster that wrote the eventfd, cleared by the loop thread when it reads it.
   std::atomic<bool> notified_{false};
 
   absl::flat_hash_map<Connection*, std::shared_ptr<Connection>> conns_;

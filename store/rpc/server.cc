@@ -79,7 +79,7 @@ void Loop::Start(int listen_fd, std::vector<std::unique_ptr<Loop>>* all) {
 
 void Loop::Post(Outgoing o) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     inbox_.push_back(std::move(o));
   }
   // The loop drains its inbox after every round of events: its own posts need no wake-up.
@@ -160,7 +160,7 @@ void Loop::Drain() {
   std::vector<Outgoing> batch;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (inbox_.empty()) return;
       batch.swap(inbox_);
     }
@@ -223,7 +223,7 @@ void Loop::Run() {
     if (deferred_) {
       bool idle;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         idle = inbox_.empty();
       }
       RunDeferred(round_calls_ == 1 && idle);
@@ -237,8 +237,13 @@ void Loop::Run() {
   for (auto& [p, c] : conns_) all.push_back(c);
   for (auto& c : all) c->Close();
   graveyard_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
-  inbox_.clear();
+  // Destroyed outside the lock: the last reference to a connection closes its socket and
+  // destroys its handlers.
+  std::vector<Outgoing> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(inbox_);
+  }
 }
 
 // Server
@@ -309,7 +314,7 @@ absl::Status Server::Start() {
   listen_fd_ = *fd;
   const int n = std::max(1, options_.loops);
   for (int i = 0; i < n; ++i) {
-    auto loop = std::make_unique<Loop>(&methods_, options_.max_message_bytes, &in_flight_);
+    auto loop = std::make_unique<Loop>(&methods_, options_, &in_flight_);
     if (auto st = loop->Init(); !st.ok()) return st;
     loops_.push_back(std::move(loop));
   }

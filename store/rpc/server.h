@@ -62,7 +62,9 @@ class ServerStream {
   ServerStream(std::shared_ptr<Connection> conn, uint32_t stream)
       : conn_(std::move(conn)), stream_(stream) {}
 
-  // Queues a message framed by FrameMessage.
+  // Queues a message framed by FrameMessage. A handler that writes faster than its client
+  // reads should watch queued_bytes() (and OnDrained): a stream with
+  // ServerOptions::max_stream_queued_messages waiting is ended with RESOURCE_EXHAUSTED.
   void Write(std::string framed);
   void Write(const google::protobuf::MessageLite& message) { Write(FrameMessage(message)); }
   // Ends the call with status; later writes are dropped.
@@ -82,6 +84,7 @@ class ServerStream {
   const uint32_t stream_;
   std::atomic<size_t> queued_{0};
   std::atomic<bool> armed_{false};
+  // Set by OnDrained when the handler is made, before any write; then read by the loop only.
   size_t low_ = 0;
   std::function<void()> drained_;
 };
@@ -110,6 +113,14 @@ struct ServerOptions {
   int loops = 1;
   // Larger request messages are refused with RESOURCE_EXHAUSTED.
   size_t max_message_bytes = 4 << 20;
+  // What a client that asks and does not read may leave waiting on the server.
+  // A connection whose unsent output (answers and stream messages not yet framed, frames not
+  // yet written) is above this when more is queued is closed with GOAWAY ENHANCE_YOUR_CALM.
+  // One message larger than the limit still goes to a connection below it.
+  size_t max_connection_backlog_bytes = 256 << 20;
+  // A streaming call with this many messages waiting to be framed (held by flow control or
+  // the connection's output) is ended with RESOURCE_EXHAUSTED; its connection goes on.
+  size_t max_stream_queued_messages = 1 << 18;
 };
 
 class Server {

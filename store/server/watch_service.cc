@@ -3,6 +3,7 @@
 #include <memory>
 #include <set>
 
+#include "store/mvcc/validate.h"
 #include "store/server/services.h"
 
 namespace mkube::store::server {
@@ -81,8 +82,11 @@ class WatchStream final : public rpc::StreamHandler {
     switch (req.request_union_case()) {
       case WatchRequest::kCreateRequest: Create(req.create_request()); break;
       case WatchRequest::kCancelRequest:
-        ids_.erase(req.cancel_request().watch_id());
-        ctx_.hub->Cancel(sink_, req.cancel_request().watch_id());
+        // The hub only hears of watches it was given (it ignores others anyway): so cancels
+        // waiting for it are bounded by the additions.
+        if (ids_.erase(req.cancel_request().watch_id()) > 0) {
+          ctx_.hub->Cancel(sink_, req.cancel_request().watch_id());
+        }
         break;
       case WatchRequest::kProgressRequest: ctx_.hub->RequestProgress(sink_); break;
       default: break;
@@ -142,7 +146,17 @@ class WatchStream final : public rpc::StreamHandler {
       if (f == etcdserverpb::WatchCreateRequest::NODELETE) spec.no_delete = true;
     }
     const int64_t next = c.start_revision() > 0 ? c.start_revision() : current + 1;
-    ctx_.hub->Add(sink_, id, std::move(spec), next);
+    if (!ctx_.hub->Add(sink_, id, std::move(spec), next)) {
+      // The hub is too far behind on additions: the watch ends at once, as etcd's watches
+      // canceled by the server do; the client may retry.
+      WatchResponse refused;
+      ctx_.FillHeader(refused.mutable_header());
+      refused.set_watch_id(id);
+      refused.set_canceled(true);
+      refused.set_cancel_reason(mvcc::kErrTooManyRequests);
+      sink_->Send(std::move(refused), true);
+      ids_.erase(id);
+    }
   }
 
   const ServiceContext& ctx_;

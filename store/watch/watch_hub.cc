@@ -9,7 +9,7 @@ namespace mkube::store::watch {
 WatchHub::WatchHub(mvcc::KvStore* store, HubOptions options)
     : store_(store), options_(options) {
   hub_rev_ = store_->Revision();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   committed_ = hub_rev_;
 }
 
@@ -22,52 +22,58 @@ void WatchHub::Start() {
 
 void WatchHub::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
-void WatchHub::Add(const WatchSinkPtr& sink, int64_t watch_id, WatchSpec spec, int64_t next_rev) {
-  std::lock_guard<std::mutex> lock(mu_);
+bool WatchHub::Add(const WatchSinkPtr& sink, int64_t watch_id, WatchSpec spec, int64_t next_rev) {
+  absl::MutexLock lock(&mu_);
+  if (inbox_adds_ >= options_.max_pending_adds) return false;
   inbox_.push_back(Command{Command::kAdd, sink, sink.get(), watch_id, std::move(spec), next_rev});
+  ++inbox_adds_;
   ++count_;
-  cv_.notify_one();
+  cv_.Signal();
+  return true;
 }
 
 void WatchHub::Cancel(const WatchSinkPtr& sink, int64_t watch_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   inbox_.push_back(Command{Command::kCancel, sink, sink.get(), watch_id, {}, 0});
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WatchHub::RemoveSink(const WatchSink* sink) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   inbox_.push_back(Command{Command::kRemoveSink, nullptr, sink, 0, {}, 0});
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WatchHub::RequestProgress(const WatchSinkPtr& sink) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  // One already waiting in the inbox answers this one too: it is applied, and answered, no
+  // earlier than this one would be.
+  if (!progress_asked_.insert(sink.get()).second) return;
   inbox_.push_back(Command{Command::kProgress, sink, sink.get(), -1, {}, 0});
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WatchHub::Wake() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   wake_ = true;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WatchHub::OnPublished(int64_t revision) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   committed_ = revision;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 size_t WatchHub::watcher_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return count_;
 }
 
@@ -93,12 +99,19 @@ void WatchHub::Loop() {
   for (;;) {
     int64_t target = 0;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto ready = [&] { return stopping_ || committed_ > hub_rev_ || !inbox_.empty() || wake_; };
-      if (!busy) cv_.wait_for(lock, std::chrono::milliseconds(100), ready);
+      absl::MutexLock lock(&mu_);
+      // A CondVar, not Await: the condition reads hub_rev_, which only this thread may read.
+      if (!busy) {
+        const absl::Time deadline = absl::Now() + absl::Milliseconds(100);
+        while (!stopping_ && committed_ <= hub_rev_ && inbox_.empty() && !wake_ &&
+               !cv_.WaitWithDeadline(&mu_, deadline)) {
+        }
+      }
       if (stopping_) return;
       wake_ = false;
       commands.swap(inbox_);
+      inbox_adds_ = 0;
+      progress_asked_.clear();
       target = committed_;
     }
     for (auto& cmd : commands) Apply(cmd);
@@ -134,7 +147,7 @@ void WatchHub::Apply(Command& cmd) {
       resp.set_canceled(true);
       cmd.sink->Send(std::move(resp), /*force=*/true);
       watchers_.erase(it);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --count_;
       break;
     }
@@ -145,13 +158,14 @@ void WatchHub::Apply(Command& cmd) {
         it = watchers_.erase(it);
         ++removed;
       }
-      std::erase_if(progress_waiting_, [&](const WatchSinkPtr& s) { return s.get() == cmd.raw; });
-      std::lock_guard<std::mutex> lock(mu_);
+      progress_waiting_.erase(cmd.raw);
+      absl::MutexLock lock(&mu_);
       count_ -= removed;
       break;
     }
     case Command::kProgress:
-      progress_waiting_.push_back(cmd.sink);
+      // A request already waiting for this sink answers this one too.
+      progress_waiting_.emplace(cmd.raw, cmd.sink);
       break;
   }
 }
@@ -296,7 +310,7 @@ void WatchHub::CatchUp() {
       resp.set_compact_revision(store_->CompactedRevision());
       w.sink->Send(std::move(resp), true);
       it = watchers_.erase(it);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       --count_;
       continue;
     }
@@ -317,9 +331,9 @@ void WatchHub::SendProgress() {
     }
     return true;
   };
-  std::erase_if(progress_waiting_, [&](const WatchSinkPtr& sink) {
-    if (!all_synced(sink.get())) return false;
-    sink->Send(NewResponse(-1, hub_rev_), true);
+  std::erase_if(progress_waiting_, [&](const auto& entry) {
+    if (!all_synced(entry.first)) return false;
+    entry.second->Send(NewResponse(-1, hub_rev_), true);
     return true;
   });
   const auto now = std::chrono::steady_clock::now();

@@ -1,16 +1,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/etcd/rpc.pb.h"
 #include "store/mvcc/key_range.h"
 #include "store/mvcc/kv_store.h"
@@ -58,6 +58,8 @@ struct HubOptions {
   size_t catchup_batch = 1000;
   // Events one response holds at most (a revision is never split).
   size_t max_events_per_response = 1000;
+  // Watcher additions waiting for the hub thread at most; Add refuses beyond.
+  size_t max_pending_adds = 1 << 16;
 };
 
 // Fans committed events out to every watcher from one thread. A watcher is synced when it
@@ -73,20 +75,25 @@ class WatchHub : public mvcc::CommitListener {
   void Stop();
 
   // Adds a watcher whose first wanted revision is next_rev. The created response must
-  // already be queued on the sink: every later response for it comes from the hub.
-  void Add(const WatchSinkPtr& sink, int64_t watch_id, WatchSpec spec, int64_t next_rev);
-  // Removes a watcher; the hub queues its canceled response.
-  void Cancel(const WatchSinkPtr& sink, int64_t watch_id);
+  // already be queued on the sink: every later response for it comes from the hub. Returns
+  // false, adding nothing, when max_pending_adds additions already wait for the hub thread:
+  // the caller cancels the watch ("too many requests").
+  bool Add(const WatchSinkPtr& sink, int64_t watch_id, WatchSpec spec, int64_t next_rev)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes a watcher; the hub queues its canceled response. Call it only for a watcher that
+  // was added (so cancels waiting are bounded by the additions).
+  void Cancel(const WatchSinkPtr& sink, int64_t watch_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets every watcher of a closed stream.
-  void RemoveSink(const WatchSink* sink);
-  // Queues {watch_id:-1, header.revision} once every watcher of the sink is synced.
-  void RequestProgress(const WatchSinkPtr& sink);
+  void RemoveSink(const WatchSink* sink) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues {watch_id:-1, header.revision} once every watcher of the sink is synced. Requests
+  // of one sink not yet answered are answered together, by one response (as etcd does).
+  void RequestProgress(const WatchSinkPtr& sink) ABSL_LOCKS_EXCLUDED(mu_);
   // A sink that refused a response has room again.
-  void Wake();
+  void Wake() ABSL_LOCKS_EXCLUDED(mu_);
 
-  void OnPublished(int64_t revision) override;
+  void OnPublished(int64_t revision) override ABSL_LOCKS_EXCLUDED(mu_);
 
-  size_t watcher_count() const;
+  size_t watcher_count() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Watcher {
@@ -107,10 +114,10 @@ class WatchHub : public mvcc::CommitListener {
   };
   using Key = std::pair<const WatchSink*, int64_t>;
 
-  void Loop();
-  void Apply(Command& cmd);
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Apply(Command& cmd) ABSL_LOCKS_EXCLUDED(mu_);
   void FanOut(int64_t target);
-  void CatchUp();
+  void CatchUp() ABSL_LOCKS_EXCLUDED(mu_);
   void SendProgress();
   class EventWire;
   // Sends w the events of `events` it wants; false when its sink refused.
@@ -122,18 +129,26 @@ class WatchHub : public mvcc::CommitListener {
   mvcc::KvStore* store_;
   HubOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  // Commands toward the hub thread, taken whole each round. Bounded: additions by
+  // options_.max_pending_adds (Add refuses beyond), cancels by the additions, sink removals by
+  // the open streams, progress requests to one per sink (progress_asked_).
   std::vector<Command> inbox_ ABSL_GUARDED_BY(mu_);
+  size_t inbox_adds_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sinks with a progress request in inbox_: a second one joins the first.
+  std::unordered_set<const WatchSink*> progress_asked_ ABSL_GUARDED_BY(mu_);
   int64_t committed_ ABSL_GUARDED_BY(mu_) = 0;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   size_t count_ ABSL_GUARDED_BY(mu_) = 0;
 
-  // Hub-thread state.
+  // Hub-thread state: only the hub thread touches these (the constructor and Start before it
+  // runs), so they carry no lock.
   int64_t hub_rev_ = 0;
   std::map<Key, Watcher> watchers_;
-  std::vector<WatchSinkPtr> progress_waiting_;
+  // Sinks whose progress request waits for all their watchers to be synced: one entry each.
+  std::map<const WatchSink*, WatchSinkPtr> progress_waiting_;
   std::chrono::steady_clock::time_point next_progress_;
   std::thread thread_;
 };

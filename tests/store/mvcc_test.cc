@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -388,6 +389,72 @@ TEST_F(MvccTest, StateSurvivesReopen) {
   EXPECT_EQ(ValueAt("a", 2), "1");
   EXPECT_EQ(store_->member_id(), member);
   EXPECT_EQ(*Put("c", "3"), 4);
+}
+
+// The writer's queue is bounded in requests and in bytes: beyond either, a request is refused
+// at once (etcd's "too many requests") and the ones queued before it still commit.
+TEST_F(MvccTest, AFullWriteQueueRefusesAtOnce) {
+  struct Case {
+    const char* name;
+    size_t max_requests;
+    size_t max_bytes;
+    std::vector<size_t> value_sizes;  // queued in order while the writer is held
+    std::vector<bool> accepted;
+  };
+  const std::vector<Case> cases = {
+      {"the third request is one too many", 2, SIZE_MAX, {1, 1, 1}, {true, true, false}},
+      {"a request that would pass the bytes is refused, a smaller one after it is not",
+       SIZE_MAX, 1000, {500, 600, 10}, {true, false, true}},
+      {"an empty queue takes a request larger than the bytes, and then nothing more",
+       SIZE_MAX, 1000, {1500, 10}, {true, false}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    StoreOptions options;
+    options.max_queued_requests = c.max_requests;
+    options.max_queued_bytes = c.max_bytes;
+    Open(options);
+    // The writer is held inside an exclusive op, so everything after it stays queued.
+    std::promise<void> started, release;
+    std::promise<absl::Status> held_done;
+    store_->Exclusive(
+        [&, f = release.get_future().share()](WriteGroup&) {
+          started.set_value();
+          f.wait();
+          return absl::OkStatus();
+        },
+        [&](absl::Status st) { held_done.set_value(st); });
+    started.get_future().wait();
+    std::vector<std::future<absl::StatusOr<etcdserverpb::TxnResponse>>> results;
+    std::vector<std::unique_ptr<std::promise<absl::StatusOr<etcdserverpb::TxnResponse>>>> ps;
+    for (size_t i = 0; i < c.value_sizes.size(); ++i) {
+      TxnRequest t;
+      auto* put = t.add_success()->mutable_request_put();
+      put->set_key("k" + std::to_string(i));
+      put->set_value(std::string(c.value_sizes[i], 'v'));
+      ps.push_back(std::make_unique<std::promise<absl::StatusOr<etcdserverpb::TxnResponse>>>());
+      results.push_back(ps.back()->get_future());
+      auto* p = ps.back().get();
+      store_->Txn(t, [p](absl::StatusOr<etcdserverpb::TxnResponse> r) { p->set_value(r); });
+      // A refusal is answered before Txn returns; the others wait for the writer.
+      const bool answered =
+          results.back().wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      EXPECT_EQ(answered, !c.accepted[i]) << i;
+    }
+    release.set_value();
+    EXPECT_TRUE(held_done.get_future().get().ok());
+    for (size_t i = 0; i < results.size(); ++i) {
+      auto r = results[i].get();
+      if (c.accepted[i]) {
+        EXPECT_TRUE(r.ok()) << i << ": " << r.status();
+      } else {
+        EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << i;
+        EXPECT_EQ(r.status().message(), kErrTooManyRequests) << i;
+      }
+    }
+    // The queue takes requests again once it has drained.
+    EXPECT_TRUE(Put("after", "x").ok());
+  }
 }
 
 // Writers, readers and compactions at once: every read at a revision the store still has gives

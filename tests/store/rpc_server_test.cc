@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/etcd/rpc.grpc.pb.h"
+#include "store/rpc/hpack.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::store::rpc {
@@ -118,15 +120,123 @@ bool AskFlood(Stream& stream, const std::string& spec) {
   return stream->Write(req);
 }
 
+// A hand-made HTTP/2 client on a plain socket, for what gRPC clients never do (such as not
+// reading what they asked for).
+class RawClient {
+ public:
+  struct Frame {
+    uint8_t type;
+    uint8_t flags;
+    uint32_t stream;
+    std::string payload;
+  };
+  static constexpr uint8_t kData = 0, kHeaders = 1, kSettings = 4, kPing = 6, kGoaway = 7;
+  static constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
+
+  explicit RawClient(const std::string& address) {
+    const auto colon = address.rfind(':');
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(std::stoi(address.substr(colon + 1)));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawClient() { close(fd_); }
+  bool connected() const { return connected_; }
+
+  static std::string EncodeFrame(uint8_t type, uint8_t flags, uint32_t stream,
+                                 std::string_view payload) {
+    const size_t n = payload.size();
+    std::string f = {static_cast<char>(n >> 16),      static_cast<char>(n >> 8),
+                     static_cast<char>(n),            static_cast<char>(type),
+                     static_cast<char>(flags),        static_cast<char>(stream >> 24),
+                     static_cast<char>(stream >> 16), static_cast<char>(stream >> 8),
+                     static_cast<char>(stream)};
+    f.append(payload);
+    return f;
+  }
+  // The preface and SETTINGS granting no stream window: the server may send no DATA at all,
+  // as to a client that never reads.
+  static std::string StartWithoutWindow() {
+    const std::string no_window("\x00\x04\x00\x00\x00\x00", 6);  // INITIAL_WINDOW_SIZE 0
+    return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+           EncodeFrame(kSettings, 0, 0, no_window);
+  }
+  static std::string Call(uint32_t stream, std::string_view path,
+                          const google::protobuf::MessageLite& request, bool end_stream) {
+    std::string block;
+    hpack::EncodeLiteral(":method", "POST", &block);
+    hpack::EncodeLiteral(":scheme", "http", &block);
+    hpack::EncodeLiteral(":path", path, &block);
+    hpack::EncodeLiteral(":authority", "test", &block);
+    hpack::EncodeLiteral("content-type", "application/grpc", &block);
+    hpack::EncodeLiteral("te", "trailers", &block);
+    return EncodeFrame(kHeaders, kEndHeaders, stream, block) +
+           EncodeFrame(kData, end_stream ? kEndStream : 0, stream, FrameMessage(request));
+  }
+
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+
+  // Reads frames until `done` holds for one of them or the server closes the connection;
+  // false if neither happens within `limit`.
+  template <typename Done>
+  bool ReadUntil(Done done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      while (in_.size() >= 9) {
+        const auto* h = reinterpret_cast<const uint8_t*>(in_.data());
+        const size_t n = (size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2];
+        if (in_.size() < 9 + n) break;
+        Frame f{h[3], h[4],
+                ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+                    0x7fffffff,
+                in_.substr(9, n)};
+        in_.erase(0, 9 + n);
+        frames_.push_back(f);
+        if (done(frames_.back())) return true;
+      }
+      if (closed_) return true;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[16384];
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        closed_ = true;  // the end, or a reset
+      } else {
+        in_.append(buf, n);
+      }
+    }
+  }
+  bool closed() const { return closed_; }
+  const std::vector<Frame>& frames() const { return frames_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool closed_ = false;
+  std::string in_;
+  std::vector<Frame> frames_;
+};
+
 class RpcServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(2); }
 
-  void Start(int loops) {
+  // (Re)starts the server; `tweak` may change its options.
+  void Start(int loops, const std::function<void(ServerOptions&)>& tweak = nullptr) {
     ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.loops = loops;
     o.max_message_bytes = 2 << 20;
+    if (tweak) tweak(o);
+    server_.reset();
     server_ = std::make_unique<Server>(o);
     // Range answers at once on the loop: a value of `limit` bytes under the asked key.
     server_->AddUnary("/etcdserverpb.KV/Range", [](std::string_view bytes, Responder r) {
@@ -372,6 +482,72 @@ TEST_F(RpcServerTest, GarbageClosesOnlyItsOwnConnection) {
   try_input(preface + std::string("\x00\x00\x01\x00\x00\x00\x00\x00\x07x", 10));
   RangeResponse range;
   EXPECT_TRUE(Range("fine", 1, &range).ok());
+}
+
+// A client that asks and never reads: once the answers waiting for it pass the connection's
+// limit, the server closes the connection (GOAWAY ENHANCE_YOUR_CALM) instead of holding more.
+TEST_F(RpcServerTest, AConnectionThatLeavesItsAnswersUnreadIsClosed) {
+  Start(1, [](ServerOptions& o) { o.max_connection_backlog_bytes = 256 << 10; });
+  RawClient client(server_->address());
+  ASSERT_TRUE(client.connected());
+  std::string out = RawClient::StartWithoutWindow();
+  // Sixteen answers of 64 KiB: 1 MiB, four times the limit, none of it sendable.
+  for (uint32_t i = 0; i < 16; ++i) {
+    RangeRequest req;
+    req.set_key("k");
+    req.set_limit(64 << 10);
+    out += RawClient::Call(2 * i + 1, "/etcdserverpb.KV/Range", req, true);
+  }
+  ASSERT_TRUE(client.Send(out));
+  ASSERT_TRUE(client.ReadUntil([](const RawClient::Frame&) { return false; }))
+      << "the connection stayed open";
+  EXPECT_TRUE(client.closed());
+  bool calm = false;
+  for (const auto& f : client.frames()) {
+    if (f.type == RawClient::kGoaway && f.payload.size() >= 8) {
+      calm = static_cast<uint8_t>(f.payload[7]) == 11;  // ENHANCE_YOUR_CALM
+    }
+  }
+  EXPECT_TRUE(calm);
+  // Other connections are served as before.
+  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  kv_ = etcdserverpb::KV::NewStub(channel_);
+  RangeResponse range;
+  EXPECT_TRUE(Range("fine", 1, &range).ok());
+}
+
+// A stream whose handler queues more messages than max_stream_queued_messages while its
+// client reads none is ended with RESOURCE_EXHAUSTED; its handler is closed, the connection
+// goes on.
+TEST_F(RpcServerTest, AStreamWhoseQueueIsFullIsEnded) {
+  Start(1, [](ServerOptions& o) { o.max_stream_queued_messages = 16; });
+  RawClient client(server_->address());
+  ASSERT_TRUE(client.connected());
+  WatchRequest flood;
+  flood.mutable_create_request()->set_key("100:10");
+  ASSERT_TRUE(client.Send(RawClient::StartWithoutWindow() +
+                          RawClient::Call(1, "/etcdserverpb.Watch/Watch", flood, false)));
+  ASSERT_TRUE(client.ReadUntil([](const RawClient::Frame& f) {
+    return f.type == RawClient::kHeaders && f.stream == 1 && (f.flags & RawClient::kEndStream);
+  })) << "the stream was not ended";
+  ASSERT_FALSE(client.closed());
+  std::string status;
+  hpack::Decoder decoder;
+  ASSERT_TRUE(decoder
+                  .Decode(client.frames().back().payload,
+                          [&](std::string_view name, std::string_view value) {
+                            if (name == "grpc-status") status.assign(value);
+                          })
+                  .ok());
+  EXPECT_EQ(status, "8");  // RESOURCE_EXHAUSTED
+  EXPECT_TRUE(Eventually([&] { return closed_.load() == 1; }));
+  for (const auto& f : client.frames()) EXPECT_NE(f.type, RawClient::kData);
+  // The connection still answers.
+  ASSERT_TRUE(client.Send(RawClient::EncodeFrame(RawClient::kPing, 0, 0, "12345678")));
+  EXPECT_TRUE(client.ReadUntil([](const RawClient::Frame& f) {
+    return f.type == RawClient::kPing && (f.flags & 0x1) && f.payload == "12345678";
+  }));
+  EXPECT_FALSE(client.closed());
 }
 
 TEST_F(RpcServerTest, ShutdownLetsAnswersInFlightOut) {

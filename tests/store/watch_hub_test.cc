@@ -177,5 +177,38 @@ TEST_F(WatchHubTest, ProgressRequestAndCancel) {
   ASSERT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
 }
 
+// What waits for the hub thread is bounded: additions beyond max_pending_adds are refused,
+// and progress requests of one sink not yet answered share one response.
+TEST_F(WatchHubTest, PendingAdditionsAreBoundedAndProgressRequestsJoin) {
+  HubOptions options;
+  options.max_pending_adds = 2;
+  // Not started yet: nothing is taken from the inbox.
+  hub_ = std::make_unique<WatchHub>(store_.get(), options);
+  store_->AddCommitListener(hub_.get());
+  auto sink = std::make_shared<FakeSink>();
+  const int64_t next = store_->Revision() + 1;
+  EXPECT_TRUE(hub_->Add(sink, 1, WatchSpec{"a", ""}, next));
+  EXPECT_TRUE(hub_->Add(sink, 2, WatchSpec{"b", ""}, next));
+  EXPECT_FALSE(hub_->Add(sink, 3, WatchSpec{"c", ""}, next));
+  EXPECT_EQ(hub_->watcher_count(), 2u);
+  hub_->RequestProgress(sink);
+  hub_->RequestProgress(sink);
+  hub_->RequestProgress(sink);
+  hub_->Start();
+  // Once the hub has taken the inbox, additions are taken again.
+  ASSERT_TRUE(Eventually([&] { return hub_->Add(sink, 4, WatchSpec{"d", ""}, next); }));
+  // A cancel queued after the requests is answered after their response.
+  hub_->Cancel(sink, 1);
+  std::vector<etcdserverpb::WatchResponse> got;
+  ASSERT_TRUE(Eventually([&] {
+    for (auto& r : sink->Drain()) got.push_back(r);
+    return !got.empty() && got.back().canceled();
+  }));
+  int progress = 0;
+  for (const auto& r : got) progress += r.watch_id() == -1 ? 1 : 0;
+  EXPECT_EQ(progress, 1);
+  EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 2; }));
+}
+
 }  // namespace
 }  // namespace mkube::store::watch
