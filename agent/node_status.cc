@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent/pod_run.h"
+#include "api/object.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -34,9 +35,9 @@ std::string OsImage() {
 }
 
 // The status without its heartbeat times: what changing it means.
-std::string Unstamped(api::NodeStatus status) {
+api::NodeStatus Unstamped(api::NodeStatus status) {
   for (auto& c : *status.mutable_conditions()) c.clear_last_heartbeat_time();
-  return status.SerializeAsString();
+  return status;
 }
 
 // Kubernetes' MicroTime, as leases carry it.
@@ -117,15 +118,17 @@ api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
 }
 
 NodeStatusManager::NodeStatusManager(client::ApiClient* client, ImageStore* images,
-                                     client::EventRecorder* events, NodeOptions options)
+                                     client::EventRecorder* events, NodeOptions options,
+                                     client::Clock* clock)
     : client_(client),
       images_(images),
       events_(events),
       options_(std::move(options)),
+      clock_(clock),
       machine_(MachineStatus(options_)) {}
 
 absl::Status NodeStatusManager::Register() {
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   ready_since_ = Rfc3339(now);
   api::Node node;
   node.set_api_version("v1");
@@ -212,33 +215,38 @@ void NodeStatusManager::Start() {
 
 void NodeStatusManager::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+void NodeStatusManager::Sync() {
+  const absl::Time now = clock_->Now();
+  if (now - renewed_at_ >= options_.renew_interval) {
+    if (auto st = RenewLease(now); st.ok()) {
+      renewed_at_ = now;
+    } else {
+      spdlog::warn("node {}: lease renewal failed: {}", options_.name, st.ToString());
+    }
+  }
+  api::NodeStatus status = BuildStatus(now);
+  if (!posted_ || !api::Equal(Unstamped(status), *posted_) ||
+      now - posted_at_ >= options_.status_interval) {
+    if (auto st = PostStatus(std::move(status), now); !st.ok()) {
+      spdlog::warn("node {}: status update failed: {}", options_.name, st.ToString());
+    }
+  }
 }
 
 void NodeStatusManager::Loop() {
   for (;;) {
-    const absl::Time now = absl::Now();
-    if (now - renewed_at_ >= options_.renew_interval) {
-      if (auto st = RenewLease(now); st.ok()) {
-        renewed_at_ = now;
-      } else {
-        spdlog::warn("node {}: lease renewal failed: {}", options_.name, st.ToString());
-      }
-    }
-    api::NodeStatus status = BuildStatus(now);
-    if (Unstamped(status) != posted_ || now - posted_at_ >= options_.status_interval) {
-      if (auto st = PostStatus(std::move(status), now); !st.ok()) {
-        spdlog::warn("node {}: status update failed: {}", options_.name, st.ToString());
-      }
-    }
-    std::unique_lock<std::mutex> lock(mu_);
+    Sync();
+    absl::MutexLock lock(&mu_);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     // Images change when pods start: look again sooner than the lease needs.
-    if (cv_.wait_for(lock, absl::ToChronoMilliseconds(std::min(options_.renew_interval, absl::Seconds(2))),
-                     [&] { return stopping_; })) {
+    if (clock_->AwaitWithTimeout(&mu_, absl::Condition(&stopping),
+                                 std::min(options_.renew_interval, absl::Seconds(2)))) {
       return;
     }
   }

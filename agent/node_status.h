@@ -1,17 +1,18 @@
 #pragma once
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/image.h"
 #include "client/client.h"
+#include "client/clock.h"
 #include "client/event_recorder.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -38,7 +39,7 @@ struct NodeOptions {
 class NodeStatusManager {
  public:
   NodeStatusManager(client::ApiClient* client, ImageStore* images, client::EventRecorder* events,
-                    NodeOptions options);
+                    NodeOptions options, client::Clock* clock = client::RealClock());
   ~NodeStatusManager() { Stop(); }
 
   // Creates the Node, or takes over an existing one of the same name (keeping its spec: taints
@@ -46,12 +47,15 @@ class NodeStatusManager {
   // so in the node's events (Starting, NodeReady), as the kubelet does.
   absl::Status Register();
   void Start();
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   api::NodeStatus BuildStatus(absl::Time now) const;
+  // One pass of the loop: renews the lease when due, writes the status when it changed or
+  // its heartbeat is due. (The loop's thread calls it; tests call it directly.)
+  void Sync();
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RenewLease(absl::Time now);
   absl::Status PostStatus(api::NodeStatus status, absl::Time now);
 
@@ -59,15 +63,16 @@ class NodeStatusManager {
   ImageStore* images_;
   client::EventRecorder* events_;
   const NodeOptions options_;
+  client::Clock* const clock_;
   const api::NodeStatus machine_;  // the parts of the status read from the machine once
+  // Only the loop's thread (or Register, before it starts) uses these.
   std::string lease_version_;  // resourceVersion of our Lease as last written
-  std::string posted_;         // status last written, without its heartbeat times
+  std::optional<api::NodeStatus> posted_;  // status last written, without heartbeat times
   absl::Time posted_at_ = absl::InfinitePast();
   absl::Time renewed_at_ = absl::InfinitePast();
   std::string ready_since_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

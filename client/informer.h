@@ -138,8 +138,10 @@ class Informer {
     std::vector<std::function<void()>> calls;
     {
       absl::MutexLock lock(&mu_);
-      for (const auto& [key, obj] : fresh) {
-        auto it = items_.find(key);
+      // (Structured bindings cannot be captured by clang 14's lambdas.)
+      for (const auto& entry : fresh) {
+        const Ptr& obj = entry.second;
+        auto it = items_.find(entry.first);
         if (it == items_.end()) {
           calls.push_back([this, obj] { for (auto& h : handlers_) if (h.on_add) h.on_add(obj); });
         } else if (api::MetaOf(*it->second).resource_version() !=
@@ -149,9 +151,11 @@ class Informer {
           });
         }
       }
-      for (const auto& [key, obj] : items_) {
-        if (!fresh.contains(key)) {
-          calls.push_back([this, obj] { for (auto& h : handlers_) if (h.on_delete) h.on_delete(obj); });
+      for (const auto& entry : items_) {
+        if (!fresh.contains(entry.first)) {
+          calls.push_back([this, obj = entry.second] {
+            for (auto& h : handlers_) if (h.on_delete) h.on_delete(obj);
+          });
         }
       }
       items_ = std::move(fresh);
