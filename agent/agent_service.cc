@@ -11,11 +11,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "agent/process.h"
 #include "fmt/format.h"
 #include "proto/grpc_status.h"
@@ -201,8 +200,9 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
   stream->Write(ExecOutput());
 
   // Input: its own thread, so a quiet client does not hold up the output.
-  std::mutex mu;
-  std::condition_variable cv;
+  // Locals cannot carry ABSL_GUARDED_BY: input_done is guarded by mu (set by the input thread,
+  // awaited below).
+  absl::Mutex mu;
   bool input_done = false;
   const int input_fd = tty ? master.get() : in_w.get();
   std::thread input([&] {
@@ -234,9 +234,8 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     input_done = true;
-    cv.notify_all();
   });
 
   // Output until the command's ends are closed.
@@ -287,10 +286,12 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
     stream->Write(last);
   }
   // The client half-closes once it has the exit code; one that does not is cut off.
+  bool hung_up;
   {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(2), [&] { return input_done; })) ctx->TryCancel();
+    absl::MutexLock lock(&mu);
+    hung_up = mu.AwaitWithTimeout(absl::Condition(&input_done), absl::Seconds(2));
   }
+  if (!hung_up) ctx->TryCancel();
   input.join();
   return cancelled ? grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away")
                    : grpc::Status::OK;

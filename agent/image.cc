@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <system_error>
 
 #include "absl/strings/str_split.h"
@@ -137,7 +136,7 @@ bool ImageStore::Present(const std::string& image) const {
 absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
   auto ref = ParseImageRef(image);
   if (!ref.ok()) return ref.status();
-  std::lock_guard<std::mutex> lock(pull_mu_);
+  absl::MutexLock lock(&pull_mu_);
   const fs::path dest = fs::path(store_) / ref->name / ref->tag;
   const fs::path mark = fs::path(store_) / ref->name / (ref->tag + kPulledMark);
   std::error_code ec;
@@ -169,7 +168,7 @@ absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
 }
 
 std::vector<Image> ImageStore::List() const {
-  std::lock_guard<std::mutex> lock(pull_mu_);
+  absl::MutexLock lock(&pull_mu_);
   if (listed_) return *listed_;
   std::vector<Image> out;
   std::error_code ec;

@@ -1,11 +1,12 @@
 #pragma once
 
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace mkube::agent {
 
@@ -45,20 +46,20 @@ class ImageStore {
 
   // The image, pulled first when the node does not have it or `always` is set.
   // NotFound when the registry has no such image.
-  absl::StatusOr<Image> Pull(const std::string& image, bool always);
+  absl::StatusOr<Image> Pull(const std::string& image, bool always) ABSL_LOCKS_EXCLUDED(pull_mu_);
   // Whether the node holds the image.
   bool Present(const std::string& image) const;
   // Every image the node holds, for its status (read from disk again only after a pull
   // changed it).
-  std::vector<Image> List() const;
+  std::vector<Image> List() const ABSL_LOCKS_EXCLUDED(pull_mu_);
 
  private:
   absl::StatusOr<Image> Load(const ImageRef& ref) const;
 
   const std::string registry_, store_;
   // One pull at a time, so two pods starting together do not copy over each other.
-  mutable std::mutex pull_mu_;
-  mutable std::optional<std::vector<Image>> listed_;  // guarded by pull_mu_
+  mutable absl::Mutex pull_mu_;
+  mutable std::optional<std::vector<Image>> listed_ ABSL_GUARDED_BY(pull_mu_);
 };
 
 }  // namespace mkube::agent

@@ -51,23 +51,19 @@ void PodManager::Start() {
 }
 
 void PodManager::Notify() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poke_ = true;
-  }
-  cv_.notify_all();
+  absl::MutexLock lock(&mu_);
+  poke_ = true;
 }
 
 void PodManager::Stop(absl::Duration grace) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (prober_.joinable()) prober_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [uid, run] : runs_) {
     for (auto& c : run.containers) SignalGroup(c.pid, SIGTERM);
   }
@@ -95,11 +91,11 @@ void PodManager::Stop(absl::Duration grace) {
 }
 
 void PodManager::Loop() {
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || poke_; };
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.tick),
-                   [&] { return stopping_ || poke_; });
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&woken), options_.tick);
       if (stopping_) return;
       poke_ = false;
     }
@@ -111,7 +107,7 @@ void PodManager::Round() {
   const absl::Time now = options_.now();
   std::vector<Action> actions;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::set<std::string> seen;
     for (const auto& pod : pods_->List()) {
       if (pod->spec().node_name() != options_.node_name) continue;
@@ -193,7 +189,7 @@ void PodManager::Do(const Action& a) {
   if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
     spdlog::warn("pod {}/{}: status update failed: {}", meta.namespace_(), meta.name(),
                  r.status().ToString());
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto it = runs_.find(meta.uid()); it != runs_.end()) it->second.posted_status.clear();
   }
 }
@@ -270,13 +266,17 @@ void PodManager::ProbeLoop() {
     api::Container spec;
     ProbeTarget target;
   };
+  const auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   for (;;) {
     std::vector<Due> due;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) return;
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::Milliseconds(100))) return;
       const absl::Time now = options_.now();
-      for (auto& [uid, run] : runs_) {
+      for (auto& entry : runs_) {
+        // Not a structured binding: `add` below captures these.
+        const std::string& uid = entry.first;
+        PodRun& run = entry.second;
         if (run.terminating || run.gone) continue;
         for (auto& c : run.containers) {
           if (!c.Running() || c.kill_at != absl::InfiniteFuture()) continue;  // not while killed
@@ -298,7 +298,7 @@ void PodManager::ProbeLoop() {
     for (auto& d : due) {
       d.target.container = &d.spec;
       const absl::Status result = RunProbe(d.probe, d.target);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = runs_.find(d.uid);
       if (it == runs_.end()) continue;
       ContainerRun* c = it->second.Find(d.container);
@@ -582,7 +582,7 @@ absl::StatusOr<std::pair<PodRun*, ContainerRun*>> PodManager::FindContainer(
 absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::string& pod,
                                            const std::string& uid, const std::string& container,
                                            bool previous) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto found = FindContainer(ns, pod, uid, container);
   if (!found.ok()) return found.status();
   const auto [run, c] = *found;
@@ -606,8 +606,8 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
   const std::string uid_copy = run->uid, name = c->name;
   const pid_t pid = c->pid;
   const int instance = c->restart_count;
-  return LogTarget{c->LogPath(instance), [this, uid_copy, name, pid] {
-                     std::lock_guard<std::mutex> lock(mu_);
+  return LogTarget{c->LogPath(instance), [this, uid_copy, name, pid]() ABSL_LOCKS_EXCLUDED(mu_) {
+                     absl::MutexLock lock(&mu_);
                      auto it = runs_.find(uid_copy);
                      if (it == runs_.end()) return false;
                      const ContainerRun* now = it->second.Find(name);
@@ -617,7 +617,7 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
 
 absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::string& pod,
                                             const std::string& uid, const std::string& container) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto found = FindContainer(ns, pod, uid, container);
   if (!found.ok()) return found.status();
   const ContainerRun* c = found->second;

@@ -1,16 +1,15 @@
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/image.h"
 #include "agent/pod_run.h"
 #include "agent/process.h"
@@ -59,15 +58,17 @@ class PodManager {
 
   void Start();
   // Stops every container (SIGTERM, SIGKILL after `grace`) and the loop.
-  void Stop(absl::Duration grace = absl::Seconds(5));
+  void Stop(absl::Duration grace = absl::Seconds(5)) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs a round soon (an informer event, a child exit).
-  void Notify();
+  void Notify() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The target's `running` takes the lock: do not call it with the lock held.
   absl::StatusOr<LogTarget> Logs(const std::string& ns, const std::string& pod,
                                  const std::string& uid, const std::string& container,
-                                 bool previous);
+                                 bool previous) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<ExecTarget> Exec(const std::string& ns, const std::string& pod,
-                                  const std::string& uid, const std::string& container);
+                                  const std::string& uid, const std::string& container)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Action {
@@ -75,10 +76,10 @@ class PodManager {
     std::shared_ptr<const api::Pod> pod;
     api::PodStatus status;
   };
-  void Loop();
-  void Round();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Round() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the probes that are due, off the pod loop's thread, and applies what they found.
-  void ProbeLoop();
+  void ProbeLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyProbe(ContainerRun* c, PodRun* run, const std::string& kind, const api::Probe& probe,
                   const absl::Status& result, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PodRun* Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now)
@@ -106,23 +107,25 @@ class PodManager {
   absl::StatusOr<std::pair<PodRun*, ContainerRun*>> FindContainer(
       const std::string& ns, const std::string& pod, const std::string& uid,
       const std::string& container) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Do(const Action& a);
+  void Do(const Action& a) ABSL_LOCKS_EXCLUDED(mu_);
 
   client::ApiClient* client_;
   client::Informer<api::Pod>* pods_;
   ImageStore* images_;
   client::EventRecorder* events_;
   const PodManagerOptions options_;
+  // Set by the constructor, read-only after it: no lock needed.
   uint32_t ip_base_ = 0, ip_count_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Wake-ups (Notify, Stop) are conditions on stopping_/poke_ that the waiters Await.
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool poke_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
   std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
   bool swept_ ABSL_GUARDED_BY(mu_) = false;
+  // Only the thread that calls Start and Stop (the owner) touches these.
   std::thread thread_;
   std::thread prober_;
 };
