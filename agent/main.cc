@@ -14,6 +14,7 @@
 #include "agent/image.h"
 #include "agent/node_status.h"
 #include "agent/pod_manager.h"
+#include "agent/process_runner.h"
 #include "api/labels.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
@@ -149,7 +150,8 @@ int main(int argc, char** argv) {
   pm.root_dir = root_dir;
   pm.pod_cidr = pod_cidr;
   mkube::client::EventRecorder events(&client, "kubelet", node_name);
-  mkube::agent::PodManager manager(&client, &pods, &images, &events, pm);
+  mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
+  mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
   mkube::agent::AgentService service(&manager, Trim(*agent_token));
   if (listen.empty()) listen = node_ip + ":10250";
   grpc::ServerBuilder builder;
@@ -170,8 +172,7 @@ int main(int argc, char** argv) {
   }
   if (!registered.ok()) return Fail("cannot register the node: " + registered.ToString());
   status.Start();
-  pods.AddHandlers({[&](auto&) { manager.Notify(); }, [&](auto&, auto&) { manager.Notify(); },
-                    [&](auto&) { manager.Notify(); }});
+  pods.AddHandlers(manager.Handlers());
   pods.Start();
   pods.WaitForCacheSync(std::chrono::seconds(30));
   manager.Start();

@@ -13,9 +13,12 @@
 #include "agent/image.h"
 #include "agent/pod_run.h"
 #include "agent/process.h"
+#include "agent/process_runner.h"
 #include "client/client.h"
+#include "client/clock.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
+#include "client/workqueue.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::agent {
@@ -25,10 +28,11 @@ struct PodManagerOptions {
   std::string node_ip;
   std::string root_dir;             // pods live in <root>/pods/<uid>/
   std::string pod_cidr = "127.1.0.0/24";  // pod IPs are handed out from here
-  std::string monitor_path = DefaultMonitorPath();  // the program that runs each container
   BackoffPolicy backoff;
-  absl::Duration tick = absl::Milliseconds(100);
-  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // How soon a pod with running containers is looked at again for exits (as the kubelet's
+  // pod lifecycle events relist).
+  absl::Duration resync = absl::Milliseconds(100);
+  client::Clock* clock = client::RealClock();
 };
 
 // Where a container's log is, for `logs`.
@@ -48,19 +52,27 @@ struct ExecTarget {
 // by their restartPolicy with back-off, stops them gracefully when deleted (then removes the
 // object), and reports each pod's status whenever it changes.
 //
-// One thread changes the runs; the API calls a round decides on are made after it lets go of
-// the lock.
+// Driven by keys ("namespace/name") in a work queue: the informer's events queue a pod's key,
+// and so do the pod's own timers (a back-off ending, a grace period running out, the next look
+// for exits while it runs). A sync decides under the lock and does its slow work (pulling
+// images, starting processes, removing folders, calls to the apiserver) after letting go.
 class PodManager {
  public:
   PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods, ImageStore* images,
-             client::EventRecorder* events, PodManagerOptions options);
+             client::EventRecorder* events, ProcessRunner* runner, PodManagerOptions options);
   ~PodManager();
 
-  void Start();
-  // Stops every container (SIGTERM, SIGKILL after `grace`) and the loop.
+  // Handlers for the pod informer: each event queues the pod's key.
+  client::Informer<api::Pod>::Handlers Handlers();
+  void Enqueue(const api::Pod& pod);
+  // After the pod informer has synced: stops what pods deleted while the agent was away left
+  // running, then starts the sync and probe threads.
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops every container (SIGTERM, SIGKILL after `grace`, in real time) and the threads.
   void Stop(absl::Duration grace = absl::Seconds(5)) ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs a round soon (an informer event, a child exit).
-  void Notify() ABSL_LOCKS_EXCLUDED(mu_);
+  // Without Start: syncs, on the caller's thread, every queued key that is due now; returns
+  // how many. (How unit tests drive it.)
+  int SyncReady() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The target's `running` takes the lock: do not call it with the lock held.
   absl::StatusOr<LogTarget> Logs(const std::string& ns, const std::string& pod,
@@ -76,9 +88,41 @@ class PodManager {
     std::shared_ptr<const api::Pod> pod;
     api::PodStatus status;
   };
-  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
-  void Round() ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs the probes that are due, off the pod loop's thread, and applies what they found.
+  // A container to start, decided under the lock and carried out without it.
+  struct Launch {
+    std::string uid, container, pod_name, ip;
+    api::Container spec;
+    bool pull = false;     // the image is to be fetched (not merely already present)
+    bool always = false;   // imagePullPolicy Always
+    ProcessSpec process;   // argv, env and dir are filled in once the image is there
+    std::string record_path, exit_path;
+    int instance = 0;
+    // What happened.
+    absl::StatusOr<Image> image = absl::UnknownError("not pulled");
+    absl::Duration pull_took;
+    absl::StatusOr<ProcessRecord> record = absl::UnknownError("not started");
+  };
+  // What one sync does once it has let go of the lock.
+  struct Work {
+    std::vector<Launch> launches;
+    std::vector<Action> actions;
+    std::vector<std::string> removals;  // sandboxes of pods that are done
+    absl::Time wake = absl::InfiniteFuture();  // when the key wants another look
+  };
+
+  void Sync(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
+  // Under the lock: the pod's runs brought up to date with the pod object (nullptr: gone).
+  void Plan(const std::string& key, const std::shared_ptr<const api::Pod>& pod, absl::Time now,
+            Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Without the lock: pulls the image and starts the process.
+  void Carry(Launch* launch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Under the lock: what a launch did, recorded in its container's run.
+  void Launched(Launch& launch, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Under the lock: statuses to post, runs that are done, and when to look again.
+  void Report(const std::string& key, absl::Time now, Work* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Worker() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs the probes that are due, off the sync thread, and applies what they found.
   void ProbeLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void ApplyProbe(ContainerRun* c, PodRun* run, const std::string& kind, const api::Probe& probe,
                   const absl::Status& result, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -86,47 +130,46 @@ class PodManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Step(PodRun* run, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartContainer(PodRun* run, ContainerRun* c, absl::Time now)
+  void Step(PodRun* run, absl::Time now, Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Decides how the container's next instance starts (its image pull and process), or leaves
+  // it waiting when its image may not be pulled.
+  void PlanStart(PodRun* run, ContainerRun* c, absl::Time now, Work* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After an instance ended: done, restart now, or restart after a back-off.
   void AfterExit(PodRun* run, ContainerRun* c, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Finish(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How the running instance ended, once it has.
   std::optional<ExitInfo> Ended(ContainerRun* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapMonitors() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Once, after the first list: pods this node ran that no longer exist.
-  void SweepLeftovers(const std::set<std::string>& live) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pulls the container's image as its pull policy says, with the kubelet's events; null
-  // (and the container waiting) when it cannot.
-  std::optional<Image> PullImage(PodRun* run, ContainerRun* c, const api::Container& spec,
-                                 absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pods this node ran that no longer exist (deleted while the agent was away).
+  void SweepLeftovers() ABSL_LOCKS_EXCLUDED(mu_);
   // A free pod address: `wanted` (the one the pod had) when it is free.
   std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseIp(const std::string& ip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pod's run and the named container (null when the pod has no such container).
   absl::StatusOr<std::pair<PodRun*, ContainerRun*>> FindContainer(
       const std::string& ns, const std::string& pod, const std::string& uid,
       const std::string& container) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Do(const Action& a) ABSL_LOCKS_EXCLUDED(mu_);
+  // Posts a status or deletes a pod; false when it must be tried again.
+  bool Do(const Action& a) ABSL_LOCKS_EXCLUDED(mu_);
 
   client::ApiClient* client_;
   client::Informer<api::Pod>* pods_;
   ImageStore* images_;
   client::EventRecorder* events_;
+  ProcessRunner* runner_;
   const PodManagerOptions options_;
+  client::Clock* const clock_;
   // Set by the constructor, read-only after it: no lock needed.
   uint32_t ip_base_ = 0, ip_count_ = 0;
+  client::WorkQueue queue_;
 
-  // Wake-ups (Notify, Stop) are conditions on stopping_/poke_ that the waiters Await.
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool poke_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
   std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
-  bool swept_ ABSL_GUARDED_BY(mu_) = false;
   // Only the thread that calls Start and Stop (the owner) touches these.
-  std::thread thread_;
+  std::thread worker_;
   std::thread prober_;
 };
 

@@ -79,7 +79,7 @@ struct PodRun {
   bool fresh = true;
   absl::Time kill_at = absl::InfiniteFuture();  // SIGKILL what still runs from then on
   bool gone = false;                            // the API object no longer exists
-  std::string posted_status;                    // the status last written, serialized
+  std::optional<api::PodStatus> posted_status;  // the status last written
 
   ContainerRun* Find(const std::string& container);
   const ContainerRun* Find(const std::string& container) const;

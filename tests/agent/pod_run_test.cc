@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "api/object.h"
+
 namespace mkube::agent {
 namespace {
 
@@ -116,7 +118,7 @@ TEST(BuildStatus, AFinishedPodShowsTerminatedStatesAndKeepsTransitionTimes) {
   *pod->mutable_status() = first;
   run.pod = pod;
   api::PodStatus again = BuildStatus(run, "127.0.0.1", kT0 + absl::Minutes(1));
-  EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());
+  EXPECT_TRUE(api::Equal(again, first)) << again.DebugString() << "\nvs\n" << first.DebugString();
 }
 
 }  // namespace

@@ -1,0 +1,271 @@
+// The pod loop's decisions, on the fake clientset, clock and processes: restart policy by
+// exit code, the crash-loop back-off, graceful deletion, adoption of what an earlier agent
+// left running, image pull failures, and a loop driven by keys rather than by rescans.
+#include "agent/pod_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "client/testing/fake_client.h"
+#include "client/testing/fake_clock.h"
+#include "tests/agent/fake_process_runner.h"
+#include "tests/util/eventually.h"
+#include "tests/util/process.h"
+
+namespace mkube::agent {
+namespace {
+
+using mkube::testing::Eventually;
+
+class PodManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.Sub("registry/busybox/latest"));
+    std::ofstream(dir_.Sub("registry/busybox/latest/image.json")) << R"({"entrypoint": ["sh"]})";
+  }
+  void TearDown() override {
+    if (manager_) manager_->Stop(absl::ZeroDuration());
+    if (pods_) pods_->Stop();
+  }
+  void Start() {
+    pods_ = std::make_unique<client::Informer<api::Pod>>(
+        &fake_, "pods", client::InformerOptions{.field_selector = "spec.nodeName=node01", .clock = &clock_});
+    PodManagerOptions o;
+    o.node_name = "node01";
+    o.node_ip = "127.1.2.1";
+    o.root_dir = dir_.Sub("node");
+    o.clock = &clock_;
+    manager_ = std::make_unique<PodManager>(&fake_, pods_.get(), &images_, &events_, &runner_, o);
+    pods_->AddHandlers(manager_->Handlers());
+    pods_->Start();
+    ASSERT_TRUE(pods_->WaitForCacheSync(std::chrono::seconds(10)));
+    Settle();
+  }
+  // Syncs until the informer has seen every write and no key is due at this time.
+  void Settle() {
+    ASSERT_TRUE(Eventually([&] {
+      manager_->SyncReady();
+      return pods_->LastSyncResourceVersion() == std::to_string(fake_.resource_version()) &&
+             manager_->SyncReady() == 0;
+    }));
+  }
+  void Advance(absl::Duration d) {
+    clock_.Advance(d);
+    Settle();
+  }
+  api::Pod Create(const std::string& name, const std::string& policy,
+                  const std::string& image = "busybox") {
+    api::Pod pod;
+    pod.mutable_metadata()->set_name(name);
+    pod.mutable_spec()->set_node_name("node01");
+    pod.mutable_spec()->set_restart_policy(policy);
+    auto* c = pod.mutable_spec()->add_containers();
+    c->set_name(name + "-c");
+    c->set_image(image);
+    auto created = fake_.Create("pods", "default", pod);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? *created : pod;
+  }
+  api::Pod Get(const std::string& name) {
+    auto pod = fake_.Get<api::Pod>("pods", "default", name);
+    EXPECT_TRUE(pod.ok()) << pod.status();
+    return pod.ok() ? *pod : api::Pod();
+  }
+  absl::Status Delete(const std::string& name, std::optional<int64_t> grace = std::nullopt) {
+    apiserver::DeleteRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_name(name);
+    if (grace) req.set_grace_period_seconds(*grace);
+    return fake_.Delete(req).status();
+  }
+  int Restarts(const std::string& name) {
+    const api::Pod pod = Get(name);
+    return pod.status().container_statuses_size() ? pod.status().container_statuses(0).restart_count() : -1;
+  }
+  std::string Waiting(const std::string& name) {
+    const api::Pod pod = Get(name);
+    return pod.status().container_statuses_size()
+               ? pod.status().container_statuses(0).state().waiting().reason()
+               : "";
+  }
+
+  mkube::testing::TempDir dir_;
+  client::testing::FakeClock clock_;
+  client::testing::FakeClient fake_{&clock_};
+  // Events go to an apiserver of their own, so that fake_ holds pods only and Settle can tell
+  // when the informer has seen every write.
+  client::testing::FakeClient event_sink_{&clock_};
+  client::EventRecorder events_{&event_sink_, "kubelet", "node01", 1000, &clock_};
+  ImageStore images_{dir_.Sub("registry"), dir_.Sub("node/images")};
+  testing::FakeProcessRunner runner_;
+  std::unique_ptr<client::Informer<api::Pod>> pods_;
+  std::unique_ptr<PodManager> manager_;
+};
+
+TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) {
+  struct Case {
+    std::string policy;
+    int exit_code;
+    bool restarted;
+    std::string phase;
+  } cases[] = {
+      {"Always", 0, true, "Running"},      {"Always", 1, true, "Running"},
+      {"OnFailure", 0, false, "Succeeded"}, {"OnFailure", 3, true, "Running"},
+      {"Never", 0, false, "Succeeded"},    {"Never", 2, false, "Failed"},
+  };
+  Start();
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    const std::string name = "p" + std::to_string(i);
+    const std::string what = c.policy + " exit " + std::to_string(c.exit_code);
+    Create(name, c.policy);
+    Settle();
+    ASSERT_EQ(runner_.Running(name + "-c"), 1) << what;
+    EXPECT_EQ(Get(name).status().phase(), "Running") << what;
+    ASSERT_TRUE(runner_.Exit(name + "-c", c.exit_code));
+    Advance(absl::Milliseconds(100));  // the next look for exits
+    EXPECT_EQ(runner_.Starts(name + "-c"), c.restarted ? 2 : 1) << what;
+    EXPECT_EQ(runner_.Running(name + "-c"), c.restarted ? 1 : 0) << what;
+    EXPECT_EQ(Restarts(name), c.restarted ? 1 : 0) << what;
+    EXPECT_EQ(Get(name).status().phase(), c.phase) << what;
+  }
+}
+
+TEST_F(PodManagerTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfter10) {
+  Start();
+  Create("crash", "Always");
+  Settle();
+  Settle();
+  ASSERT_TRUE(runner_.Exit("crash-c", 1));
+  Advance(absl::Milliseconds(100));
+  ASSERT_EQ(runner_.Starts("crash-c"), 2) << "the first restart is immediate";
+  int starts = 2;
+  for (absl::Duration backoff : {absl::Seconds(10), absl::Seconds(20), absl::Seconds(40),
+                                 absl::Seconds(80), absl::Seconds(160), absl::Seconds(300),
+                                 absl::Seconds(300)}) {
+    ASSERT_TRUE(runner_.Exit("crash-c", 1));
+    Advance(absl::Milliseconds(100));
+    EXPECT_EQ(Waiting("crash"), "CrashLoopBackOff");
+    Advance(backoff - absl::Milliseconds(200));
+    EXPECT_EQ(runner_.Starts("crash-c"), starts) << "not before " << backoff;
+    Advance(absl::Milliseconds(200));
+    EXPECT_EQ(runner_.Starts("crash-c"), ++starts) << "restarted after " << backoff;
+    EXPECT_EQ(Waiting("crash"), "");
+  }
+  EXPECT_EQ(Restarts("crash"), starts - 1);
+  // Ten minutes without trouble: the next crash is restarted at once again.
+  Advance(absl::Minutes(10));
+  ASSERT_TRUE(runner_.Exit("crash-c", 1));
+  Advance(absl::Milliseconds(100));
+  EXPECT_EQ(runner_.Starts("crash-c"), starts + 1);
+  bool backoff_event = false;
+  apiserver::ListRequest events;
+  events.set_resource("events");
+  events_.Flush();
+  auto listed = event_sink_.List(events);
+  ASSERT_TRUE(listed.ok());
+  for (const auto& bytes : listed->items()) {
+    api::Event ev;
+    ev.ParseFromString(bytes);
+    backoff_event |= ev.reason() == "BackOff" && ev.count() > 1;
+  }
+  EXPECT_TRUE(backoff_event) << "one BackOff event, counted";
+}
+
+TEST_F(PodManagerTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenGoes) {
+  Start();
+  const api::Pod pod = Create("slow", "Always");
+  Settle();
+  Settle();
+  ASSERT_EQ(runner_.Running("slow-c"), 1);
+  const std::string sandbox = dir_.Sub("node/pods/" + pod.metadata().uid());
+  ASSERT_TRUE(std::filesystem::exists(sandbox));
+  runner_.IgnoreSigterm(true);
+  ASSERT_TRUE(Delete("slow").ok());  // 30 s of grace, from the pod's spec
+  Settle();
+  EXPECT_EQ(runner_.Signals("slow-c"), std::vector<int>{SIGTERM});
+  Advance(absl::Seconds(29));
+  EXPECT_EQ(runner_.Running("slow-c"), 1) << "it has its grace period";
+  EXPECT_TRUE(Get("slow").metadata().deletion_timestamp().size() > 0);
+  Advance(absl::Seconds(1));
+  Advance(absl::Milliseconds(100));
+  EXPECT_EQ(runner_.Running("slow-c"), 0);
+  EXPECT_EQ(runner_.Signals("slow-c").back(), SIGKILL);
+  EXPECT_EQ(fake_.Get<api::Pod>("pods", "default", "slow").status().code(),
+            absl::StatusCode::kNotFound)
+      << "the node removes the object once its containers have stopped";
+  EXPECT_FALSE(std::filesystem::exists(sandbox));
+  EXPECT_EQ(runner_.Starts("slow-c"), 1) << "never restarted while terminating";
+}
+
+TEST_F(PodManagerTest, APodThatStopsOnSigtermGoesWithoutWaitingForItsGrace) {
+  Start();
+  Create("quick", "Always");
+  Settle();
+  Settle();
+  ASSERT_TRUE(Delete("quick").ok());
+  Settle();
+  Advance(absl::Milliseconds(100));
+  // SIGTERM ended it (the SIGKILL after is for what its first process leaves in its group).
+  EXPECT_EQ(runner_.Signals("quick-c").front(), SIGTERM);
+  EXPECT_EQ(fake_.Get<api::Pod>("pods", "default", "quick").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(PodManagerTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
+  api::Pod pod = Create("kept", "Always");
+  // The pod's status as the earlier agent left it: restarted 3 times, running.
+  api::Pod status = pod;
+  auto* cs = status.mutable_status()->add_container_statuses();
+  cs->set_name("kept-c");
+  cs->set_restart_count(3);
+  status.mutable_status()->set_phase("Running");
+  ASSERT_TRUE(fake_.Update("pods", "default", status, "status").ok());
+  const std::string logs = dir_.Sub("node/pods/" + pod.metadata().uid() + "/logs/kept-c");
+  runner_.Preexisting(logs + "/3.pid", logs + "/3.exit");
+  Start();
+  Settle();
+  EXPECT_EQ(runner_.Starts("kept-c"), 1) << "the one already running";
+  EXPECT_EQ(runner_.Running("kept-c"), 1);
+  EXPECT_EQ(Restarts("kept"), 3);
+  ASSERT_TRUE(runner_.Exit("kept-c", 1));
+  Advance(absl::Milliseconds(100));
+  EXPECT_EQ(runner_.Starts("kept-c"), 2);
+  EXPECT_EQ(Restarts("kept"), 4) << "counting on from where it was";
+}
+
+TEST_F(PodManagerTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
+  Start();
+  Create("nope", "Always", "no/such:image");
+  Settle();
+  Settle();
+  EXPECT_EQ(Waiting("nope"), "ErrImagePull");
+  EXPECT_EQ(runner_.Starts("nope-c"), 0);
+  Advance(absl::Seconds(1));
+  EXPECT_EQ(Waiting("nope"), "ImagePullBackOff");
+  // The image appears in the registry: pulled at the end of the back-off.
+  std::filesystem::create_directories(dir_.Sub("registry/no/such/image"));
+  Advance(absl::Seconds(10));
+  EXPECT_EQ(runner_.Running("nope-c"), 1);
+}
+
+TEST_F(PodManagerTest, TheLoopSyncsOnlyTheKeysThatAreDue) {
+  Start();
+  for (const char* name : {"a", "b", "c"}) Create(name, "Always");
+  Settle();
+  Settle();
+  ASSERT_EQ(runner_.Running("a-c") + runner_.Running("b-c") + runner_.Running("c-c"), 3);
+  EXPECT_EQ(manager_->SyncReady(), 0) << "nothing is looked at until something is due";
+  clock_.Advance(absl::Milliseconds(100));
+  EXPECT_EQ(manager_->SyncReady(), 3) << "each running pod, once, for exits";
+  Create("d", "Never");
+  Settle();
+  clock_.Advance(absl::Milliseconds(50));
+  EXPECT_EQ(manager_->SyncReady(), 0);
+}
+
+}  // namespace
+}  // namespace mkube::agent
