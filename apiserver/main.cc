@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "api/log.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
@@ -18,9 +19,13 @@
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/store_client.h"
 #include "grpcpp/grpcpp.h"
-#include "spdlog/spdlog.h"
 
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = mkube::log::Logger("main");
+  return logger;
+}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -96,13 +101,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  mkube::log::Setup("apiserver", spdlog::level::from_str(log_level));
   absl::Duration compaction;
   if (!absl::ParseDuration(compaction_interval, &compaction) || compaction < absl::ZeroDuration()) {
     return Fail("--etcd-compaction-interval: " + compaction_interval +
                 " is not a duration (such as 5m, 30s or 0)");
   }
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ apiserver %v");
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!tls_cert.empty() || !tls_key.empty()) {
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
   mkube::apiserver::cache::WatchCache cache(&store, cache_options);
   absl::Status started = cache.Start();
   for (int i = 0; !started.ok() && i < 60; ++i) {
-    spdlog::warn("store not ready ({}); retrying", started.ToString());
+    Log().warn("store not ready ({}); retrying", started.ToString());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     started = cache.Start();
   }
@@ -180,11 +184,11 @@ int main(int argc, char** argv) {
     std::ofstream(address_file + ".tmp") << address << "\n";
     std::filesystem::rename(address_file + ".tmp", address_file);
   }
-  spdlog::info("mkube-apiserver serving on {} ({}), store {}", address,
-               insecure && tls_cert.empty() ? "plaintext" : "TLS", store_endpoints);
+  Log().info("mkube-apiserver serving on {} ({}), store {}", address,
+             insecure && tls_cert.empty() ? "plaintext" : "TLS", store_endpoints);
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  Log().info("signal {}: shutting down", sig);
   compactor.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   cache.Stop();

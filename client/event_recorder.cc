@@ -2,13 +2,18 @@
 
 #include <random>
 
+#include "api/log.h"
 #include "api/object.h"
 #include "api/printers.h"
 #include "fmt/format.h"
-#include "spdlog/spdlog.h"
 
 namespace mkube::client {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("events");
+  return logger;
+}
 
 constexpr absl::Duration kAggregateWindow = absl::Minutes(10);
 
@@ -125,8 +130,8 @@ void EventRecorder::Post(api::Event ev) {
   ev.mutable_metadata()->set_name(EventName(ref.name()));
   auto r = client_->Create<api::Event>("events", ev.metadata().namespace_(), ev);
   if (!r.ok()) {
-    spdlog::warn("event {} {} about {}/{}: not recorded: {}", ev.type(), ev.reason(),
-                 ref.namespace_(), ref.name(), r.status().ToString());
+    Log().warn("event {} {} about {}/{}: not recorded: {}", ev.type(), ev.reason(),
+               ref.namespace_(), ref.name(), r.status().ToString());
     return;
   }
   // Forget old ones now and then so the map stays small.

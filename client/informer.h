@@ -13,10 +13,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "api/log.h"
 #include "api/object.h"
 #include "client/client.h"
 #include "client/clock.h"
-#include "spdlog/spdlog.h"
 
 namespace mkube::client {
 
@@ -99,6 +99,10 @@ class Informer {
   int lists() const { return lists_.load(); }
 
  private:
+  static spdlog::logger& Log() {
+    static spdlog::logger& logger = log::Logger("informer");
+    return logger;
+  }
   bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return stopping_;
@@ -224,7 +228,7 @@ class Informer {
     while (!Stopping()) {
       if (need_list) {
         if (auto st = ListAll(); !st.ok()) {
-          spdlog::warn("informer {}: list failed: {}", resource_, st.ToString());
+          Log().warn("{}: list failed: {}", resource_, st.ToString());
           Backoff(++failures);
           continue;
         }

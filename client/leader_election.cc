@@ -1,10 +1,15 @@
 #include "client/leader_election.h"
 
+#include "api/log.h"
 #include "api/object.h"
-#include "spdlog/spdlog.h"
 
 namespace mkube::client {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("leader");
+  return logger;
+}
 
 int32_t Seconds(absl::Duration d) {
   return static_cast<int32_t>(std::max<int64_t>(1, absl::ToInt64Seconds(d)));
@@ -96,13 +101,13 @@ void LeaderElector::Run() {
     if (holds) last_renewed_ = now;
     if (holds && !leading_) {
       leading_ = true;
-      spdlog::info("{} became the leader of {}/{}", config_.identity, config_.lease_namespace,
-                   config_.lease_name);
+      Log().info("{} became the leader of {}/{}", config_.identity, config_.lease_namespace,
+                 config_.lease_name);
       if (config_.on_started_leading) config_.on_started_leading();
     } else if (!holds && leading_ && now - last_renewed_ > config_.renew_deadline) {
       leading_ = false;
-      spdlog::warn("{} lost the lease {}/{}", config_.identity, config_.lease_namespace,
-                   config_.lease_name);
+      Log().warn("{} lost the lease {}/{}", config_.identity, config_.lease_namespace,
+                 config_.lease_name);
       if (config_.on_stopped_leading) config_.on_stopped_leading();
     }
     absl::MutexLock lock(&mu_);

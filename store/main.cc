@@ -8,10 +8,15 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
-#include "spdlog/spdlog.h"
+#include "api/log.h"
 #include "store/server/store_server.h"
 
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = mkube::log::Logger("main");
+  return logger;
+}
 
 bool WriteAddressFile(const std::string& path, const std::string& address) {
   const std::string tmp = path + ".tmp";
@@ -64,8 +69,7 @@ int main(int argc, char** argv) {
 
   options.max_request_bytes = static_cast<size_t>(max_request_bytes);
   options.progress_interval = std::chrono::milliseconds(progress_ms);
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ store %v");
+  mkube::log::Setup("store", spdlog::level::from_str(log_level));
 
   // Signals are taken synchronously by this thread; every other thread inherits the mask.
   sigset_t signals;
@@ -86,9 +90,9 @@ int main(int argc, char** argv) {
   }
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  Log().info("signal {}: shutting down", sig);
   (*server)->Shutdown();
   server->reset();
-  spdlog::info("stopped");
+  Log().info("stopped");
   return 0;
 }

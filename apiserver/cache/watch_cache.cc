@@ -2,12 +2,21 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "api/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
-#include "spdlog/spdlog.h"
 
 namespace mkube::apiserver::cache {
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("cache");
+  return logger;
+}
+
+}  // namespace
+
 const char* EventTypeName(EventType t) {
   switch (t) {
     case EventType::kAdded: return "ADDED";
@@ -65,7 +74,7 @@ absl::StatusOr<EntryPtr> WatchCache::Decode(const std::string& key, const std::s
 absl::Status WatchCache::Start() {
   if (auto st = Relist(); !st.ok()) return st;
   if (auto st = Backfill(revision()); !st.ok()) {
-    spdlog::warn("cache: no history before revision {}: {}", revision(), st.ToString());
+    Log().warn("no history before revision {}: {}", revision(), st.ToString());
   }
   feed_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "cache-feed");
@@ -98,7 +107,8 @@ absl::Status WatchCache::Relist() {
     if (IsMarker(kv.key())) continue;
     auto e = Decode(kv.key(), kv.value(), kv.mod_revision());
     if (!e.ok()) {
-      spdlog::warn("cache: skipping {}: {}", kv.key(), e.status().ToString());
+      Log().warn("skipping {} at revision {}: {}", kv.key(), kv.mod_revision(),
+                 e.status().ToString());
       continue;
     }
     objects[kv.key()] = *e;
@@ -120,7 +130,7 @@ absl::Status WatchCache::Relist() {
     window_start_ = revision;
   }
   Close(ended, why);
-  spdlog::info("cache: listed {} objects at revision {}", count, revision);
+  Log().info("listed {} objects at revision {}", count, revision);
   return absl::OkStatus();
 }
 
@@ -204,7 +214,7 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
     window_bytes_ = 0;
     for (const auto& e : window_) window_bytes_ += e.entry->bytes.size();
     TrimWindow();
-    spdlog::info("cache: window holds {} events from revision {}", window_.size(), from);
+    Log().info("window holds {} events from revision {}", window_.size(), from);
     return absl::OkStatus();
   }
   return absl::OkStatus();
@@ -222,7 +232,7 @@ void WatchCache::Feed() {
     }
     if (relist) {
       if (auto st = Relist(); !st.ok()) {
-        spdlog::warn("cache: relist failed: {}", st.ToString());
+        Log().warn("relist failed: {}", st.ToString());
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
       }
@@ -248,8 +258,8 @@ void WatchCache::Feed() {
     while (stream->Read(&resp)) {
       if (resp.created()) continue;
       if (resp.canceled()) {
-        spdlog::warn("cache: store watch canceled (compact revision {}): relisting",
-                     resp.compact_revision());
+        Log().warn("store watch canceled (compact revision {}): relisting",
+                   resp.compact_revision());
         relist = resp.compact_revision() > 0;
         const absl::Status why =
             absl::OutOfRangeError("too old resource version: the cache relists");
@@ -307,7 +317,7 @@ void WatchCache::Apply(const mvccpb::Event& ev, int64_t revision, std::vector<Ev
   if (ev.type() == mvccpb::Event::PUT) {
     auto e = Decode(key, ev.kv().value(), revision);
     if (!e.ok()) {
-      spdlog::warn("cache: skipping {}: {}", key, e.status().ToString());
+      Log().warn("skipping {} at revision {}: {}", key, revision, e.status().ToString());
       return;
     }
     objects_[key] = *e;

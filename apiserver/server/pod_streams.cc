@@ -5,13 +5,22 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "api/log.h"
 #include "apiserver/server/metadata.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
 #include "proto/grpc_status.h"
-#include "spdlog/spdlog.h"
 
 namespace mkube::apiserver::server {
+
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("streams");
+  return logger;
+}
+
+}  // namespace
 
 absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
     grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
@@ -115,7 +124,7 @@ grpc::Status PodStreamsService::Exec(
   if (!target.ok()) return ToGrpc(target.status());
   start->set_container(target->container);
   start->set_pod_uid(target->pod_uid);
-  spdlog::info("exec in pod {}/{} [{}]", start->namespace_(), start->pod(), target->container);
+  Log().info("exec in pod {}/{} [{}]", start->namespace_(), start->pod(), target->container);
   auto actx = AgentContext(ctx);
   auto agent = target->stub->Exec(actx.get());
   // The agent answers with an empty message once the command runs, or fails the call; only

@@ -3,9 +3,18 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "spdlog/spdlog.h"
+#include "api/log.h"
 
 namespace mkube::apiserver::storage {
+
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("compactor");
+  return logger;
+}
+
+}  // namespace
 
 void Compactor::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -26,7 +35,7 @@ void Compactor::Loop() {
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(interval_))) return;
     }
     if (auto st = Step(); !st.ok()) {
-      spdlog::warn("compaction of the store failed: {}", st.ToString());
+      Log().warn("compaction of the store failed: {}", st.ToString());
     }
   }
 }
@@ -63,7 +72,7 @@ absl::Status Compactor::Step() {
     }
     return compacted;
   }
-  spdlog::info("compacted the store to revision {}", target);
+  Log().info("compacted the store to revision {}", target);
   return absl::OkStatus();
 }
 

@@ -2,12 +2,17 @@
 
 #include <random>
 
-#include "spdlog/spdlog.h"
+#include "api/log.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/validate.h"
 
 namespace mkube::store::lease {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("lease");
+  return logger;
+}
 
 constexpr char kMetaLease = 'l';
 
@@ -208,9 +213,9 @@ void Lessor::ExpireDue() {
     }
   }
   for (int64_t id : due) {
-    spdlog::info("lease {:x} expired", id);
+    Log().info("lease {:x} expired", id);
     Revoke(id, [id](absl::Status st) {
-      if (!st.ok()) spdlog::warn("revoking expired lease {:x} failed: {}", id, st.ToString());
+      if (!st.ok()) Log().warn("revoking expired lease {:x} failed: {}", id, st.ToString());
     });
   }
 }

@@ -6,16 +6,21 @@
 #include <random>
 #include <variant>
 
+#include "api/log.h"
 #include "fmt/format.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "rocksdb/table.h"
-#include "spdlog/spdlog.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("mvcc");
+  return logger;
+}
 
 // Meta-family records.
 constexpr char kMetaIdentity[] = "I";        // cluster id, member id
@@ -209,8 +214,8 @@ absl::Status KvStore::Recover() {
     absl::ReaderMutexLock lock(&index_.mu);
     keys = index_.index.key_count();
   }
-  spdlog::info("store recovered in {}: revision {}, compacted {}, {} keys", options_.data_dir,
-               *revision, *compacted, keys);
+  Log().info("store recovered in {}: revision {}, compacted {}, {} keys", options_.data_dir,
+             *revision, *compacted, keys);
   return absl::OkStatus();
 }
 
@@ -246,7 +251,7 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
   auto* rev_family = handle("rev");
   auto* key_family = handle("key");
   if (convert && rev_family && key_family) {
-    spdlog::info("migrating the store in {} to format {}", options_.data_dir, kFormat);
+    Log().info("migrating the store in {} to format {}", options_.data_dir, kFormat);
     // Where each version sat in its revision. Compaction had removed the revision entries
     // of old versions it kept; those get sub-revisions of their own, above any real one.
     std::map<std::pair<int64_t, std::string>, int64_t> subs;
@@ -290,7 +295,7 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
       }
     }
     if (auto st = FromRocks(it->status(), "read history"); !st.ok()) return st;
-    spdlog::info("migrated {} versions", migrated);
+    Log().info("migrated {} versions", migrated);
   }
   // The format record commits the migration; the old families go only after it is synced.
   batch.Put(families_.meta, kMetaFormat, Encode64(kFormat)).PermitUncheckedError();
@@ -503,7 +508,7 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
       rocksdb::Status resumed = db_->Resume();
       if (resumed.ok()) {
         write_failed_ = false;
-        spdlog::info("storage recovered; accepting writes again");
+        Log().info("storage recovered; accepting writes again");
       } else {
         commit = absl::UnavailableError(fmt::format(
             "mkube-store: storage failed and has not recovered ({}); writes are refused",
@@ -515,7 +520,8 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
       wo.sync = options_.sync;
       commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
       if (!commit.ok()) {
-        spdlog::error("group commit of {} requests failed: {}", ops.size(), commit.ToString());
+        Log().error("group commit of {} requests (revision {}) failed: {}", ops.size(),
+                    final_revision, commit.ToString());
         write_failed_ = true;
       }
     }
@@ -713,7 +719,7 @@ void KvStore::CompactorLoop() {
     }
     absl::Status st = CompactHistory(target);
     if (!st.ok()) {
-      spdlog::error("compaction to revision {} failed: {}", target, st.ToString());
+      Log().error("compaction to revision {} failed: {}", target, st.ToString());
       // A second before retrying, unless the store stops.
       absl::MutexLock lock(&compact_mu_);
       const absl::Time deadline = absl::Now() + absl::Seconds(1);
@@ -776,7 +782,7 @@ absl::Status KvStore::CompactHistory(int64_t target) {
     removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
     return st;
   }
-  spdlog::info("compacted history to revision {}: {} versions removed", target, removed.size());
+  Log().info("compacted history to revision {}: {} versions removed", target, removed.size());
   removed.clear();
   return st;
 }

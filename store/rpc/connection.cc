@@ -7,12 +7,17 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "api/log.h"
 #include "fmt/format.h"
-#include "spdlog/spdlog.h"
 #include "store/rpc/loop.h"
 
 namespace mkube::store::rpc {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("rpc");
+  return logger;
+}
 
 // Frame types, flags and settings of RFC 9113.
 enum FrameType : uint8_t {
@@ -181,7 +186,7 @@ size_t Connection::Process(std::string_view in) {
   if (!preface_seen_) {
     const size_t n = std::min(in.size(), kPreface.size());
     if (in.substr(0, n) != kPreface.substr(0, n)) {
-      spdlog::debug("rpc: not an HTTP/2 client; closing");
+      Log().debug("not an HTTP/2 client; closing");
       Close();
       return 0;
     }
@@ -205,7 +210,7 @@ size_t Connection::Process(std::string_view in) {
 }
 
 bool Connection::Fail(ErrorCode code, std::string_view why) {
-  spdlog::debug("rpc: connection error {}: {}", static_cast<int>(code), why);
+  Log().debug("connection error {}: {}", static_cast<int>(code), why);
   AppendFrameHeader(&out_, 8 + why.size(), kGoaway, 0, 0);
   Append32(&out_, last_stream_);
   Append32(&out_, code);
@@ -629,7 +634,7 @@ bool Connection::OverLimit(size_t backlog) {
 }
 
 void Connection::Overflow(uint32_t id, Stream& s) {
-  spdlog::debug("rpc: stream {} has {} messages waiting; ending it", id, s.pending.size());
+  Log().debug("stream {} has {} messages waiting; ending it", id, s.pending.size());
   if (s.pending_offset == 0) {
     // Trailers may follow whole messages; the waiting ones are dropped with the stream.
     Answer(id, absl::ResourceExhaustedError("grpc: the stream's send queue is full"));

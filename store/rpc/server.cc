@@ -12,11 +12,20 @@
 #include <cerrno>
 #include <cstring>
 
+#include "api/log.h"
 #include "fmt/format.h"
-#include "spdlog/spdlog.h"
 #include "store/rpc/loop.h"
 
 namespace mkube::store::rpc {
+
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("rpc");
+  return logger;
+}
+
+}  // namespace
 
 // Responder and ServerStream: posts to the connection's loop.
 
@@ -124,7 +133,7 @@ void Loop::Accept() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        spdlog::warn("rpc: accept: {}", strerror(errno));
+        Log().warn("accept: {}", strerror(errno));
       }
       return;
     }
@@ -149,7 +158,7 @@ void Loop::Adopt(int fd) {
   ev.events = EPOLLIN;
   ev.data.ptr = conn.get();
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-    spdlog::warn("rpc: epoll_ctl: {}", strerror(errno));
+    Log().warn("epoll_ctl: {}", strerror(errno));
     return;
   }
   conns_.emplace(conn.get(), conn);
@@ -201,7 +210,7 @@ void Loop::Run() {
     graveyard_.clear();
     const int n = epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), -1);
     if (n < 0 && errno != EINTR) {
-      spdlog::error("rpc: epoll_wait: {}", strerror(errno));
+      Log().error("epoll_wait: {}", strerror(errno));
       break;
     }
     for (int i = 0; i < n; ++i) {

@@ -1,10 +1,19 @@
 #include "store/server/store_server.h"
 
+#include "api/log.h"
 #include "fmt/format.h"
-#include "spdlog/spdlog.h"
 #include "store/server/services.h"
 
 namespace mkube::store::server {
+
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("server");
+  return logger;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOptions& options) {
   std::unique_ptr<StoreServer> s(new StoreServer());
@@ -42,7 +51,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   s->ctx_.client_url = "http://" + s->address_;
   s->lessor_->Start();
   s->hub_->Start();
-  spdlog::info("mkube-store serving on {}", s->address_);
+  Log().info("mkube-store serving on {}", s->address_);
   return s;
 }
 

@@ -2,9 +2,18 @@
 
 #include <array>
 
-#include "spdlog/spdlog.h"
+#include "api/log.h"
 
 namespace mkube::store::watch {
+
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("watch");
+  return logger;
+}
+
+}  // namespace
 
 WatchHub::WatchHub(mvcc::KvStore* store, HubOptions options)
     : store_(store), options_(options) {
@@ -270,8 +279,8 @@ void WatchHub::FanOut(int64_t target) {
     if (!last.ok()) {
       // History this recent can only be gone if compaction overtook the hub: every synced
       // watcher falls back to catching up, which cancels those that lost events.
-      spdlog::warn("watch hub cannot read revisions from {}: {}", hub_rev_ + 1,
-                   last.status().ToString());
+      Log().warn("watch hub cannot read revisions {} to {}: {}", hub_rev_ + 1, target,
+                 last.status().ToString());
       for (auto& [key, w] : watchers_) w.synced = false;
       hub_rev_ = target;
       return;
