@@ -18,10 +18,16 @@
 #include "agent/process.h"
 #include "fmt/format.h"
 #include "proto/grpc_status.h"
+#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& log = log::Logger("service");
+  return log;
+}
 
 constexpr size_t kChunk = 32 * 1024;
 
@@ -195,7 +201,7 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
   out_w_keep.Reset();
   err_w_keep.Reset();
   null_keep.Reset();
-  spdlog::info("exec in {}/{} [{}]: {}", start.namespace_(), start.pod(), start.container(), argv[0]);
+  Log().info("exec in {}/{} [{}]: {}", start.namespace_(), start.pod(), start.container(), argv[0]);
   // An empty first message: the command runs (errors before it come as the call's status).
   stream->Write(ExecOutput());
 

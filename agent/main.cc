@@ -16,6 +16,7 @@
 #include "agent/pod_manager.h"
 #include "agent/process_runner.h"
 #include "api/labels.h"
+#include "api/log.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
 #include "client/event_recorder.h"
@@ -82,8 +83,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_pattern(fmt::format("%Y-%m-%dT%H:%M:%S.%e %^%l%$ agent {} %v", node_name));
+  mkube::log::Setup("agent " + node_name, spdlog::level::from_str(log_level));
+  spdlog::logger& log = mkube::log::Logger("main");
 
   mkube::agent::NodeOptions node;
   node.name = node_name;
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
   mkube::agent::NodeStatusManager status(&client, &images, &events, node);
   absl::Status registered = status.Register();
   for (int i = 0; !registered.ok() && i < 60; ++i) {
-    spdlog::warn("cannot register the node yet ({}); retrying", registered.ToString());
+    log.warn("cannot register the node yet ({}); retrying", registered.ToString());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     registered = status.Register();
   }
@@ -180,11 +181,11 @@ int main(int argc, char** argv) {
     std::ofstream(address_file + ".tmp") << address << "\n";
     std::filesystem::rename(address_file + ".tmp", address_file);
   }
-  spdlog::info("mkube-agent {} serving on {}, apiserver {}", node_name, address, apiserver);
+  log.info("mkube-agent {} serving on {}, apiserver {}", node_name, address, apiserver);
 
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {}: stopping the node's pods and shutting down", sig);
+  log.info("signal {}: stopping the node's pods and shutting down", sig);
   pods.Stop();
   manager.Stop();
   status.Stop();

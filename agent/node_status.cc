@@ -9,10 +9,16 @@
 #include "agent/pod_run.h"
 #include "api/object.h"
 #include "fmt/format.h"
+#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& log = log::Logger("node");
+  return log;
+}
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -147,11 +153,11 @@ absl::Status NodeStatusManager::Register() {
   *node.mutable_status() = BuildStatus(now);
   auto created = client_->Create<api::Node>("nodes", "", node);
   if (created.ok()) {
-    spdlog::info("node {}: registered", options_.name);
+    Log().info("node {}: registered", options_.name);
   } else if (created.status().code() != absl::StatusCode::kAlreadyExists) {
     return created.status();
   } else {
-    spdlog::info("node {}: already registered, taking it over", options_.name);
+    Log().info("node {}: already registered, taking it over", options_.name);
   }
   if (auto st = PostStatus(BuildStatus(now), now); !st.ok()) return st;
   if (auto current = client_->Get<api::Node>("nodes", "", options_.name); current.ok()) {
@@ -227,14 +233,14 @@ void NodeStatusManager::Sync() {
     if (auto st = RenewLease(now); st.ok()) {
       renewed_at_ = now;
     } else {
-      spdlog::warn("node {}: lease renewal failed: {}", options_.name, st.ToString());
+      Log().warn("node {}: lease renewal failed: {}", options_.name, st.ToString());
     }
   }
   api::NodeStatus status = BuildStatus(now);
   if (!posted_ || !api::Equal(Unstamped(status), *posted_) ||
       now - posted_at_ >= options_.status_interval) {
     if (auto st = PostStatus(std::move(status), now); !st.ok()) {
-      spdlog::warn("node {}: status update failed: {}", options_.name, st.ToString());
+      Log().warn("node {}: status update failed: {}", options_.name, st.ToString());
     }
   }
 }

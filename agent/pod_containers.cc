@@ -11,12 +11,18 @@
 #include "agent/prober.h"
 #include "api/printers.h"
 #include "fmt/format.h"
+#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
 namespace fs = std::filesystem;
 
 namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& log = log::Logger("pods");
+  return log;
+}
 
 bool Terminal(const api::Pod& pod) {
   return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
@@ -69,11 +75,11 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
       // Probed again at once: it has been running all along (so it has started).
       c.startup.ok = c.liveness.ok = true;
       c.startup.next = c.liveness.next = c.readiness.next = now;
-      spdlog::info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
+      Log().info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
     }
     run.containers.push_back(std::move(c));
   }
-  spdlog::info("pod {}/{}: adopted (uid {}, ip {})", run.ns, run.name, run.uid, run.ip);
+  Log().info("pod {}/{}: adopted (uid {}, ip {})", run.ns, run.name, run.uid, run.ip);
   return &run;
 }
 
@@ -85,7 +91,7 @@ void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time
     runner_->Signal(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
     if (!run->gone) events_->Record(*run->pod, "Normal", "Killing", "Stopping container " + c.name);
   }
-  spdlog::info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
+  Log().info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
 }
 
 void PodManager::ProbeLoop() {
@@ -180,7 +186,7 @@ std::optional<ExitInfo> PodManager::Ended(ContainerRun* c) {
   // container with it).
   if (!runner_->MonitorGone(c->monitor, c->adopted)) return std::nullopt;
   if (auto exit = runner_->ReadExit(c->ExitPath(c->restart_count))) return exit;
-  spdlog::warn("container {}: its monitor (pid {}) is gone without an exit record", c->name,
+  Log().warn("container {}: its monitor (pid {}) is gone without an exit record", c->name,
                c->monitor);
   return ExitInfo{.exit_code = 128 + SIGKILL, .signal = SIGKILL};
 }
@@ -199,7 +205,7 @@ void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
         t.set_container_id(c.container_id);
         c.Ended(std::move(t));
         c.pid = 0;
-        spdlog::info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
+        Log().info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
                      exit->exit_code);
         AfterExit(run, &c, now);
       } else if ((run->terminating && now >= run->kill_at) || now >= c.kill_at) {
@@ -317,7 +323,7 @@ void PodManager::Launched(Launch& l, absl::Time now) {
     c->next_start = now + c->pull_backoff;
     events_->Record(*run->pod, "Warning", "Failed", c->waiting_message);
     events_->Record(*run->pod, "Warning", "Failed", "Error: ErrImagePull");
-    spdlog::info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
+    Log().info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
     return;
   }
   events_->Record(
@@ -341,7 +347,7 @@ void PodManager::Launched(Launch& l, absl::Time now) {
     t.set_finished_at(Rfc3339(now));
     t.set_container_id(c->container_id);
     c->Ended(std::move(t));
-    spdlog::info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
+    Log().info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
                  l.record.status().ToString());
     events_->Record(*run->pod, "Warning", "Failed",
                     "Error: " + std::string(l.record.status().message()));
@@ -365,7 +371,7 @@ void PodManager::Launched(Launch& l, absl::Time now) {
   events_->Record(*run->pod, "Normal", "Started", "Started container " + c->name);
   c->waiting_reason.clear();
   c->waiting_message.clear();
-  spdlog::info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, c->pid);
+  Log().info("pod {}/{}: container {} started (pid {})", run->ns, run->name, c->name, c->pid);
 }
 
 }  // namespace mkube::agent

@@ -10,9 +10,18 @@
 #include "absl/strings/str_split.h"
 #include "api/object.h"
 #include "fmt/format.h"
+#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& log = log::Logger("pods");
+  return log;
+}
+
+}  // namespace
 namespace fs = std::filesystem;
 
 PodManager::PodManager(client::ApiClient* client, client::Informer<api::Pod>* pods,
@@ -193,7 +202,7 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
     }
     if (run.terminating && !run.AnyRunning()) {
       if (!run.gone) work->actions.push_back({Action::kDelete, run.pod, {}});
-      spdlog::info("pod {}/{}: stopped and removed", run.ns, run.name);
+      Log().info("pod {}/{}: stopped and removed", run.ns, run.name);
       work->removals.push_back(run.sandbox);
       ReleaseIp(run.ip);
       it = runs_.erase(it);
@@ -239,7 +248,7 @@ bool PodManager::Do(const Action& a) {
         r.status().code() == absl::StatusCode::kAborted) {
       return true;
     }
-    spdlog::warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(),
+    Log().warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(),
                  r.status().ToString());
     return false;
   }
@@ -249,7 +258,7 @@ bool PodManager::Do(const Action& a) {
   *pod.mutable_status() = a.status;
   auto r = client_->Update<api::Pod>("pods", meta.namespace_(), pod, "status");
   if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) return true;
-  spdlog::warn("pod {}/{}: status update failed: {}", meta.namespace_(), meta.name(),
+  Log().warn("pod {}/{}: status update failed: {}", meta.namespace_(), meta.name(),
                r.status().ToString());
   absl::MutexLock lock(&mu_);
   if (auto it = runs_.find(meta.uid()); it != runs_.end()) it->second.posted_status.reset();
@@ -276,7 +285,7 @@ void PodManager::SweepLeftovers() {
       if (it->path().extension() != ".pid") continue;
       if (auto rec = runner_->ReadRecord(it->path().string());
           rec.ok() && runner_->Alive(*rec)) {
-        spdlog::info("pod {}: stopping process {} left from before a restart", uid, rec->pid);
+        Log().info("pod {}: stopping process {} left from before a restart", uid, rec->pid);
         runner_->Signal(rec->pid, SIGKILL);
       }
     }
