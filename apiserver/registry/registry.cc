@@ -6,6 +6,7 @@
 #include "api/codec.h"
 #include "api/defaults.h"
 #include "api/object.h"
+#include "api/strategy.h"
 #include "api/validation.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -112,17 +113,6 @@ absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std
   return obj.SerializeAsString();
 }
 
-// What the server itself sets on a new object, as Kubernetes' strategies do: a pod starts
-// Pending whatever status it was sent with, a namespace Active.
-static void PrepareForCreate(google::protobuf::Message* obj) {
-  if (auto* pod = dynamic_cast<api::Pod*>(obj)) {
-    pod->clear_status();
-    pod->mutable_status()->set_phase("Pending");
-  } else if (auto* ns = dynamic_cast<api::Namespace*>(obj)) {
-    ns->mutable_status()->set_phase("Active");
-  }
-}
-
 absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
@@ -157,12 +147,7 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
       return absl::NotFoundError(fmt::format("namespaces \"{}\" not found", meta->namespace_()));
     }
   }
-  PrepareForCreate(obj.message.get());
-  meta->set_uid(api::NewUid());
-  meta->set_creation_timestamp(api::NowRfc3339());
-  meta->set_generation(1);
-  meta->clear_deletion_timestamp();
-  meta->clear_deletion_grace_period_seconds();
+  api::PrepareForCreate(obj.message.get(), api::NowRfc3339());
   if (req.dry_run()) return obj.message->SerializeAsString();
   return Store(**kind, Key(**kind, meta->namespace_(), meta->name()), meta->name(), 0,
                *obj.message);
@@ -248,32 +233,10 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
       return Conflict(**kind, meta->name());
     }
   }
-  const google::protobuf::Message& current = *(*cur)->object;
-  const api::ObjectMeta& cur_meta = api::MetaOf(current);
-  if (req.subresource() == "status") {
-    // Only the status changes; everything else stays as stored.
-    std::unique_ptr<google::protobuf::Message> merged(current.New());
-    merged->CopyFrom(current);
-    api::CopyPart(*obj.message, merged.get(), "status");
-    obj.message = std::move(merged);
-    meta = api::MutableMetaOf(obj.message.get());
-  } else {
-    // Identity and status are the server's; the spec and user metadata are the caller's.
-    meta->set_uid(cur_meta.uid());
-    meta->set_creation_timestamp(cur_meta.creation_timestamp());
-    meta->set_namespace_(cur_meta.namespace_());
-    meta->set_deletion_timestamp(cur_meta.deletion_timestamp());
-    if (cur_meta.has_deletion_grace_period_seconds()) {
-      meta->set_deletion_grace_period_seconds(cur_meta.deletion_grace_period_seconds());
-    }
-    api::CopyPart(current, obj.message.get(), "status");
-    api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
-    api::Default(obj);
-    meta->set_generation(cur_meta.generation() + (api::SameSpec(*obj.message, current) ? 0 : 1));
-  }
+  api::PrepareForUpdate(*(*cur)->object, req.subresource() == "status", &obj);
   if (auto st = api::Validate(obj); !st.ok()) return st;
   if (req.dry_run()) return obj.message->SerializeAsString();
-  return Store(**kind, key, meta->name(), (*cur)->revision, *obj.message);
+  return Store(**kind, key, api::MetaOf(*obj.message).name(), (*cur)->revision, *obj.message);
 }
 
 absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {

@@ -11,6 +11,7 @@
 #include "api/kinds.h"
 #include "api/labels.h"
 #include "api/object.h"
+#include "api/strategy.h"
 #include "api/validation.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -345,13 +346,7 @@ absl::StatusOr<std::string> FakeClient::CreateRaw(const apiserver::CreateRequest
     return absl::AlreadyExistsError(
         fmt::format("{} \"{}\" already exists", Qualified(**kind), meta->name()));
   }
-  if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
-    pod->clear_status();
-    pod->mutable_status()->set_phase("Pending");
-  }
-  meta->set_uid(api::NewUid());
-  meta->set_creation_timestamp(Rfc3339(clock_->Now()));
-  meta->set_generation(1);
+  api::PrepareForCreate(obj.message.get(), Rfc3339(clock_->Now()));
   return Write(**kind, ns, std::move(obj.message), nullptr);
 }
 
@@ -404,28 +399,10 @@ absl::StatusOr<std::string> FakeClient::UpdateLocked(const apiserver::UpdateRequ
   const auto& cur_meta = api::MetaOf(*current.object);
   const std::string& want = api::MetaOf(*obj.message).resource_version();
   if (!want.empty() && want != cur_meta.resource_version()) return Conflict(**kind, name);
-  if (req.subresource() == "status") {
-    std::unique_ptr<google::protobuf::Message> merged(current.object->New());
-    merged->CopyFrom(*current.object);
-    api::CopyPart(*obj.message, merged.get(), "status");
-    obj.message = std::move(merged);
-  } else if (!req.subresource().empty()) {
+  if (!req.subresource().empty() && req.subresource() != "status") {
     return absl::NotFoundError(fmt::format("no subresource {}/{}", req.resource(), req.subresource()));
-  } else {
-    api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
-    meta->set_uid(cur_meta.uid());
-    meta->set_namespace_(cur_meta.namespace_());
-    meta->set_creation_timestamp(cur_meta.creation_timestamp());
-    meta->set_deletion_timestamp(cur_meta.deletion_timestamp());
-    if (cur_meta.has_deletion_grace_period_seconds()) {
-      meta->set_deletion_grace_period_seconds(cur_meta.deletion_grace_period_seconds());
-    }
-    api::CopyPart(*current.object, obj.message.get(), "status");
-    api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
-    api::Default(obj);
-    meta->set_generation(cur_meta.generation() +
-                         (api::SameSpec(*obj.message, *current.object) ? 0 : 1));
   }
+  api::PrepareForUpdate(*current.object, req.subresource() == "status", &obj);
   if (auto st = api::Validate(obj); !st.ok()) return st;
   return Write(**kind, ns, std::move(obj.message), &current);
 }

@@ -1,0 +1,47 @@
+#include "api/strategy.h"
+
+#include "api/defaults.h"
+#include "api/object.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::api {
+
+void PrepareForCreate(google::protobuf::Message* obj, const std::string& now) {
+  if (auto* pod = dynamic_cast<Pod*>(obj)) {
+    pod->clear_status();
+    pod->mutable_status()->set_phase("Pending");
+  } else if (auto* ns = dynamic_cast<Namespace*>(obj)) {
+    ns->mutable_status()->set_phase("Active");
+  }
+  ObjectMeta* meta = MutableMetaOf(obj);
+  meta->set_uid(NewUid());
+  meta->set_creation_timestamp(now);
+  meta->set_generation(1);
+  meta->clear_deletion_timestamp();
+  meta->clear_deletion_grace_period_seconds();
+}
+
+void PrepareForUpdate(const google::protobuf::Message& current, bool status_only, Object* obj) {
+  if (status_only) {
+    std::unique_ptr<google::protobuf::Message> merged(current.New());
+    merged->CopyFrom(current);
+    CopyPart(*obj->message, merged.get(), "status");
+    obj->message = std::move(merged);
+    return;
+  }
+  const ObjectMeta& cur = MetaOf(current);
+  ObjectMeta* meta = MutableMetaOf(obj->message.get());
+  meta->set_uid(cur.uid());
+  meta->set_creation_timestamp(cur.creation_timestamp());
+  meta->set_namespace_(cur.namespace_());
+  meta->set_deletion_timestamp(cur.deletion_timestamp());
+  if (cur.has_deletion_grace_period_seconds()) {
+    meta->set_deletion_grace_period_seconds(cur.deletion_grace_period_seconds());
+  }
+  CopyPart(current, obj->message.get(), "status");
+  SetTypeMeta(obj->message.get(), obj->info->api_version(), obj->info->kind);
+  Default(*obj);
+  meta->set_generation(cur.generation() + (SameSpec(*obj->message, current) ? 0 : 1));
+}
+
+}  // namespace mkube::api
