@@ -10,7 +10,7 @@
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
 #include "proto/api/core.pb.h"
-#include "tests/apiserver/in_process_store.h"
+#include "tests/apiserver/registry_env.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
@@ -20,21 +20,17 @@ namespace {
 class ApiServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    store_client_ = std::make_unique<storage::StoreClient>(store_->address());
-    cache_ = std::make_unique<cache::WatchCache>(store_client_.get());
-    ASSERT_TRUE(cache_->Start().ok());
-    registry_ = std::make_unique<registry::Registry>(store_client_.get(), cache_.get());
-    ASSERT_TRUE(registry_->Bootstrap().ok());
+    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    ASSERT_TRUE(env.ok()) << env.status();
+    env_ = std::move(*env);
+    cache_ = env_->cache.get();
     auto authn = auth::TokenAuthenticator::FromText("t,admin,1,\"system:masters\"\n");
     ASSERT_TRUE(authn.ok());
     authn_ = std::make_unique<auth::TokenAuthenticator>(*authn);
   }
 
   void Serve(ServiceOptions options) {
-    service_ = std::make_unique<ApiService>(registry_.get(), authn_.get(), options);
+    service_ = std::make_unique<ApiService>(env_->registry.get(), authn_.get(), options);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -48,7 +44,7 @@ class ApiServiceTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     service_.reset();
-    cache_->Stop();
+    env_.reset();
   }
 
   grpc::Status CreatePod(const std::string& name, std::chrono::milliseconds deadline) {
@@ -81,10 +77,8 @@ class ApiServiceTest : public ::testing::Test {
   }
 
   mkube::testing::TempDir dir_;
-  std::unique_ptr<store::server::StoreServer> store_;
-  std::unique_ptr<storage::StoreClient> store_client_;
-  std::unique_ptr<cache::WatchCache> cache_;
-  std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<mkube::testing::RegistryEnv> env_;
+  cache::WatchCache* cache_ = nullptr;
   std::unique_ptr<auth::TokenAuthenticator> authn_;
   std::unique_ptr<ApiService> service_;
   std::unique_ptr<grpc::Server> server_;

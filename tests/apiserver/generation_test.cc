@@ -3,10 +3,8 @@
 // status writes, and gain exactly one per real spec change.
 #include <gtest/gtest.h>
 
-#include "apiserver/cache/watch_cache.h"
-#include "apiserver/registry/registry.h"
 #include "proto/api/apps.pb.h"
-#include "tests/apiserver/in_process_store.h"
+#include "tests/apiserver/registry_env.h"
 #include "tests/util/process.h"
 
 namespace mkube::apiserver::registry {
@@ -15,16 +13,11 @@ namespace {
 class GenerationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    store_client_ = std::make_unique<storage::StoreClient>(store_->address());
-    cache_ = std::make_unique<cache::WatchCache>(store_client_.get());
-    ASSERT_TRUE(cache_->Start().ok());
-    registry_ = std::make_unique<Registry>(store_client_.get(), cache_.get());
-    ASSERT_TRUE(registry_->Bootstrap().ok());
+    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    ASSERT_TRUE(env.ok()) << env.status();
+    env_ = std::move(*env);
+    registry_ = env_->registry.get();
   }
-  void TearDown() override { cache_->Stop(); }
 
   // A Deployment whose template is map-heavy: 4 labels, 3 nodeSelector entries, requests
   // and limits.
@@ -85,10 +78,8 @@ class GenerationTest : public ::testing::Test {
   }
 
   mkube::testing::TempDir dir_;
-  std::unique_ptr<store::server::StoreServer> store_;
-  std::unique_ptr<storage::StoreClient> store_client_;
-  std::unique_ptr<cache::WatchCache> cache_;
-  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<mkube::testing::RegistryEnv> env_;
+  Registry* registry_ = nullptr;
 };
 
 TEST_F(GenerationTest, MetadataAndStatusWritesKeepTheGeneration) {
