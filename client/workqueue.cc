@@ -25,7 +25,21 @@ void WorkQueue::AddAfter(const std::string& key, absl::Duration delay) {
   if (delay <= absl::ZeroDuration()) {
     AddLocked(key);
   } else if (!shutting_down_) {
-    delayed_.emplace(clock_->Now() + delay, key);
+    const absl::Time at = clock_->Now() + delay;
+    auto [it, fresh] = waiting_.try_emplace(key, at);
+    if (!fresh) {
+      if (it->second <= at) return;
+      // Due sooner now: the later entry goes.
+      auto [first, last] = delayed_.equal_range(it->second);
+      for (auto d = first; d != last; ++d) {
+        if (d->second == key) {
+          delayed_.erase(d);
+          break;
+        }
+      }
+      it->second = at;
+    }
+    delayed_.emplace(at, key);
   }
 }
 
@@ -66,6 +80,7 @@ void WorkQueue::PromoteDue() const {
   while (!delayed_.empty() && delayed_.begin()->first <= now) {
     std::string key = std::move(delayed_.begin()->second);
     delayed_.erase(delayed_.begin());
+    waiting_.erase(key);
     if (shutting_down_ || dirty_.contains(key)) continue;
     dirty_.insert(key);
     if (!processing_.contains(key)) queue_.push_back(std::move(key));

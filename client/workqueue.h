@@ -29,7 +29,8 @@ class WorkQueue {
   ~WorkQueue();
 
   void Add(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
-  // Adds after a delay (at once when it is not positive).
+  // Adds after a delay (at once when it is not positive). A key already waiting keeps the
+  // earlier of its two times, as client-go's delaying queue does: it comes back once.
   void AddAfter(const std::string& key, absl::Duration delay) ABSL_LOCKS_EXCLUDED(mu_);
   // Adds after this key's next backoff step (5 ms, 10 ms, 20 ms, ... up to max_delay).
   void AddRateLimited(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
@@ -64,6 +65,7 @@ class WorkQueue {
   std::set<std::string> processing_ ABSL_GUARDED_BY(mu_);     // handed to a worker
   std::map<std::string, int> failures_ ABSL_GUARDED_BY(mu_);
   mutable std::multimap<absl::Time, std::string> delayed_ ABSL_GUARDED_BY(mu_);
+  mutable std::map<std::string, absl::Time> waiting_ ABSL_GUARDED_BY(mu_);  // delayed_ by key
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

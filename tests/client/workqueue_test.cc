@@ -97,12 +97,11 @@ TEST(WorkQueue, RateLimitedRequeuesBackOffExponentiallyOnItsClock) {
 TEST(WorkQueue, EachKeyBacksOffOnItsOwn) {
   testing::FakeClock clock;
   WorkQueue q(&clock);
-  for (int i = 0; i < 4; ++i) q.AddRateLimited("flaky");  // 5+10+20+40 ms queued
+  for (int i = 0; i < 4; ++i) q.AddRateLimited("flaky");  // 5, 10, 20, 40 ms: the first waits
   q.AddRateLimited("fresh");
   clock.Advance(absl::Milliseconds(5));
-  // Both have a 5 ms entry due; "flaky" is queued once however many it has.
   EXPECT_EQ(q.Len(), 2u);
-  EXPECT_EQ(q.Delayed(), 3u);
+  EXPECT_EQ(q.Delayed(), 0u);
   EXPECT_EQ(q.NextDelay("flaky"), absl::Milliseconds(80));
   EXPECT_EQ(q.NextDelay("fresh"), absl::Milliseconds(10));
 }
@@ -122,6 +121,22 @@ TEST(WorkQueue, AWaitingWorkerWakesWhenADelayedKeyIsDue) {
   EXPECT_EQ(q.Len(), 0u);
   clock.Advance(absl::Minutes(1));
   EXPECT_EQ(q.Len(), 1u);
+}
+
+TEST(WorkQueue, AKeyDelayedTwiceWaitsOnceForTheEarlierTime) {
+  testing::FakeClock clock;
+  WorkQueue q(&clock);
+  q.AddAfter("a", absl::Seconds(10));
+  q.AddAfter("a", absl::Seconds(1));   // sooner: replaces the 10 s
+  q.AddAfter("a", absl::Seconds(5));   // later: ignored
+  EXPECT_EQ(q.Delayed(), 1u);
+  clock.Advance(absl::Seconds(1));
+  ASSERT_EQ(q.Len(), 1u);
+  EXPECT_EQ(*q.Get(), "a");
+  q.Done("a");
+  clock.Advance(absl::Seconds(10));
+  EXPECT_EQ(q.Len(), 0u) << "it came back once, not once per AddAfter";
+  EXPECT_EQ(q.Delayed(), 0u);
 }
 
 TEST(WorkQueue, AKeyDueWhileBeingProcessedComesBackAfterDone) {
