@@ -175,7 +175,9 @@ int main(int argc, char** argv) {
   status.Start();
   pods.AddHandlers(manager.Handlers());
   pods.Start();
-  pods.WaitForCacheSync(std::chrono::seconds(30));
+  if (!pods.WaitForCacheSync(std::chrono::seconds(30))) {
+    log.warn("the pod cache has not synced after 30 s; pods are run once it has");
+  }
   manager.Start();
   if (!address_file.empty()) {
     std::ofstream(address_file + ".tmp") << address << "\n";

@@ -37,7 +37,7 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
   run.ns = meta.namespace_();
   run.name = meta.name();
   run.pod = pod;
-  run.sandbox = (fs::path(options_.root_dir) / "pods" / meta.uid()).string();
+  run.sandbox = SandboxOf(meta.uid());
   run.start_time = now;
   if (auto t = api::ParseRfc3339(pod->status().start_time())) run.start_time = *t;
   run.ip = pod->spec().host_network() ? options_.node_ip : AllocateIp(pod->status().pod_ip());
@@ -146,6 +146,10 @@ void PodManager::ProbeLoop() {
       probed.insert(it->second.ns + "/" + it->second.name);
     }
     for (const auto& key : probed) queue_.Add(key);
+    // Monitors exit just after their container: reaped here too, as pods that are done are
+    // not synced again.
+    absl::MutexLock lock(&mu_);
+    ReapMonitors();
   }
 }
 

@@ -57,7 +57,6 @@ client::Informer<api::Pod>::Handlers PodManager::Handlers() {
 void PodManager::Enqueue(const api::Pod& pod) { queue_.Add(client::KeyOf(pod)); }
 
 void PodManager::Start() {
-  SweepLeftovers();
   for (const auto& pod : pods_->List()) Enqueue(*pod);
   worker_ = std::thread([this] { Worker(); });
   prober_ = std::thread([this] { ProbeLoop(); });
@@ -69,12 +68,21 @@ void PodManager::Worker() {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
+    MaybeSweep();
     Sync(*key);
     queue_.Done(*key);
   }
 }
 
+void PodManager::MaybeSweep() {
+  // Only against a complete list: an unsynced cache would make every pod look deleted.
+  if (swept_ || !pods_->HasSynced()) return;
+  SweepLeftovers();
+  swept_ = true;
+}
+
 int PodManager::SyncReady() {
+  MaybeSweep();
   int n = 0;
   while (queue_.Len() > 0) {
     auto key = queue_.Get();
@@ -141,10 +149,12 @@ void PodManager::Sync(const std::string& key) {
     Plan(key, pod, now, &work);
   }
   for (auto& launch : work.launches) Carry(&launch);
+  // What the launches took (pulls can be long) is not taken from the pod's deadlines.
+  const absl::Time after = work.launches.empty() ? now : clock_->Now();
   {
     absl::MutexLock lock(&mu_);
-    for (auto& launch : work.launches) Launched(launch, now);
-    Report(key, now, &work);
+    for (auto& launch : work.launches) Launched(launch, after);
+    Report(key, after, &work);
   }
   for (const auto& dir : work.removals) {
     std::error_code ec;
@@ -157,7 +167,7 @@ void PodManager::Sync(const std::string& key) {
   } else {
     queue_.AddRateLimited(key);
   }
-  if (work.wake != absl::InfiniteFuture()) queue_.AddAfter(key, work.wake - now);
+  if (work.wake != absl::InfiniteFuture()) queue_.AddAfter(key, work.wake - clock_->Now());
 }
 
 void PodManager::Plan(const std::string& key, const std::shared_ptr<const api::Pod>& pod,
@@ -177,10 +187,13 @@ void PodManager::Plan(const std::string& key, const std::shared_ptr<const api::P
   if (ours) {
     const bool deleting = !pod->metadata().deletion_timestamp().empty();
     auto it = runs_.find(pod->metadata().uid());
-    if (it == runs_.end() && deleting) {
+    const bool ran_here = it != runs_.end() || fs::exists(SandboxOf(pod->metadata().uid()));
+    if (deleting && !ran_here) {
       // Deleted before this node ran anything of it: it just goes.
       work->actions.push_back({Action::kDelete, pod, {}});
     } else {
+      // (A pod deleted while the agent was away is adopted too, so that what it left
+      // running is stopped before it goes.)
       PodRun* run = it == runs_.end() ? Adopt(pod, now) : &it->second;
       if (it == runs_.end()) runs.push_back(run);
       run->pod = pod;
@@ -226,8 +239,13 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
                          run.terminating ? run.kill_at : absl::InfiniteFuture()});
       } else if (!c.done && !run.terminating) {
         next = std::max(c.next_start, now + options_.resync);
+        if (c.waiting_reason == "ErrImagePull") {
+          next = std::min(next, c.pull_failed_at + absl::Seconds(1));
+        }
       }
-      if (c.waiting_reason == "ErrImagePull") next = std::min(next, c.pull_failed_at + absl::Seconds(1));
+      // A deadline already passed (a SIGKILL sent, its exit not yet recorded): look again at
+      // the next resync rather than at once, over and over.
+      if (next <= now) next = now + options_.resync;
       work->wake = std::min(work->wake, next);
     }
     ++it;
@@ -276,6 +294,7 @@ void PodManager::SweepLeftovers() {
   }
   std::error_code ec;
   const fs::path pods = fs::path(options_.root_dir) / "pods";
+  Log().info("looking for what pods deleted while the agent was away left behind");
   for (const auto& entry : fs::directory_iterator(pods, ec)) {
     const std::string uid = entry.path().filename().string();
     if (live.contains(uid)) continue;
@@ -308,6 +327,10 @@ std::string PodManager::AllocateIp(const std::string& wanted) {
     }
   }
   return options_.node_ip;  // out of pod addresses: share the node's
+}
+
+std::string PodManager::SandboxOf(const std::string& uid) const {
+  return (fs::path(options_.root_dir) / "pods" / uid).string();
 }
 
 void PodManager::ReleaseIp(const std::string& ip) {

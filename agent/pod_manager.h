@@ -65,8 +65,8 @@ class PodManager {
   // Handlers for the pod informer: each event queues the pod's key.
   client::Informer<api::Pod>::Handlers Handlers();
   void Enqueue(const api::Pod& pod);
-  // After the pod informer has synced: stops what pods deleted while the agent was away left
-  // running, then starts the sync and probe threads.
+  // Starts the sync and probe threads. Before its first sync, once the pod cache has synced,
+  // the sync thread stops what pods deleted while the agent was away left running.
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops every container (SIGTERM, SIGKILL after `grace`, in real time) and the threads.
   void Stop(absl::Duration grace = absl::Seconds(5)) ABSL_LOCKS_EXCLUDED(mu_);
@@ -140,8 +140,11 @@ class PodManager {
   // How the running instance ended, once it has.
   std::optional<ExitInfo> Ended(ContainerRun* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReapMonitors() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pods this node ran that no longer exist (deleted while the agent was away).
+  // Pods this node ran that no longer exist (deleted while the agent was away): once, as soon
+  // as the pod cache has synced.
   void SweepLeftovers() ABSL_LOCKS_EXCLUDED(mu_);
+  void MaybeSweep() ABSL_LOCKS_EXCLUDED(mu_);
+  std::string SandboxOf(const std::string& uid) const;
   // A free pod address: `wanted` (the one the pod had) when it is free.
   std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseIp(const std::string& ip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -168,6 +171,7 @@ class PodManager {
   std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
   std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
+  bool swept_ = false;  // only the syncing thread touches it
   // Only the thread that calls Start and Stop (the owner) touches these.
   std::thread worker_;
   std::thread prober_;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -29,7 +30,8 @@ class PodManagerTest : public ::testing::Test {
     if (manager_) manager_->Stop(absl::ZeroDuration());
     if (pods_) pods_->Stop();
   }
-  void Start() {
+  // Without waiting for the pod cache to sync (and for the manager to settle) when told not to.
+  void Start(bool wait = true) {
     pods_ = std::make_unique<client::Informer<api::Pod>>(
         &fake_, "pods", client::InformerOptions{.field_selector = "spec.nodeName=node01", .clock = &clock_});
     PodManagerOptions o;
@@ -39,21 +41,29 @@ class PodManagerTest : public ::testing::Test {
     o.clock = &clock_;
     manager_ = std::make_unique<PodManager>(&fake_, pods_.get(), &images_, &events_, &runner_, o);
     pods_->AddHandlers(manager_->Handlers());
+    // Runs after the manager's handlers: once it has seen a version, the manager has queued
+    // its key.
+    auto seen = [this](const client::Informer<api::Pod>::Ptr& pod) {
+      const int64_t rv = std::stoll(pod->metadata().resource_version());
+      for (int64_t cur = seen_rv_; cur < rv && !seen_rv_.compare_exchange_weak(cur, rv);) {
+      }
+    };
+    pods_->AddHandlers({seen, [seen](const auto&, const auto& pod) { seen(pod); }, seen});
     pods_->Start();
+    if (!wait) return;
     ASSERT_TRUE(pods_->WaitForCacheSync(std::chrono::seconds(10)));
-    Settle();
+    ASSERT_TRUE(Settle());
   }
-  // Syncs until the informer has seen every write and no key is due at this time.
-  void Settle() {
-    ASSERT_TRUE(Eventually([&] {
+  // Syncs until the manager has been told of every write and no key is due at this time.
+  [[nodiscard]] bool Settle() {
+    return Eventually([&] {
       manager_->SyncReady();
-      return pods_->LastSyncResourceVersion() == std::to_string(fake_.resource_version()) &&
-             manager_->SyncReady() == 0;
-    }));
+      return seen_rv_ == fake_.resource_version() && manager_->SyncReady() == 0;
+    });
   }
-  void Advance(absl::Duration d) {
+  [[nodiscard]] bool Advance(absl::Duration d) {
     clock_.Advance(d);
-    Settle();
+    return Settle();
   }
   api::Pod Create(const std::string& name, const std::string& policy,
                   const std::string& image = "busybox") {
@@ -103,6 +113,7 @@ class PodManagerTest : public ::testing::Test {
   testing::FakeProcessRunner runner_;
   std::unique_ptr<client::Informer<api::Pod>> pods_;
   std::unique_ptr<PodManager> manager_;
+  std::atomic<int64_t> seen_rv_{1};  // the fake starts at version 1, with nothing in it
 };
 
 TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) {
@@ -116,17 +127,17 @@ TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) 
       {"OnFailure", 0, false, "Succeeded"}, {"OnFailure", 3, true, "Running"},
       {"Never", 0, false, "Succeeded"},    {"Never", 2, false, "Failed"},
   };
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
     const std::string name = "p" + std::to_string(i);
     const std::string what = c.policy + " exit " + std::to_string(c.exit_code);
     Create(name, c.policy);
-    Settle();
+    ASSERT_TRUE(Settle());
     ASSERT_EQ(runner_.Running(name + "-c"), 1) << what;
     EXPECT_EQ(Get(name).status().phase(), "Running") << what;
     ASSERT_TRUE(runner_.Exit(name + "-c", c.exit_code));
-    Advance(absl::Milliseconds(100));  // the next look for exits
+    ASSERT_TRUE(Advance(absl::Milliseconds(100)));  // the next look for exits
     EXPECT_EQ(runner_.Starts(name + "-c"), c.restarted ? 2 : 1) << what;
     EXPECT_EQ(runner_.Running(name + "-c"), c.restarted ? 1 : 0) << what;
     EXPECT_EQ(Restarts(name), c.restarted ? 1 : 0) << what;
@@ -135,31 +146,31 @@ TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) 
 }
 
 TEST_F(PodManagerTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfter10) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   Create("crash", "Always");
-  Settle();
-  Settle();
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Settle());
   ASSERT_TRUE(runner_.Exit("crash-c", 1));
-  Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Advance(absl::Milliseconds(100)));
   ASSERT_EQ(runner_.Starts("crash-c"), 2) << "the first restart is immediate";
   int starts = 2;
   for (absl::Duration backoff : {absl::Seconds(10), absl::Seconds(20), absl::Seconds(40),
                                  absl::Seconds(80), absl::Seconds(160), absl::Seconds(300),
                                  absl::Seconds(300)}) {
     ASSERT_TRUE(runner_.Exit("crash-c", 1));
-    Advance(absl::Milliseconds(100));
+    ASSERT_TRUE(Advance(absl::Milliseconds(100)));
     EXPECT_EQ(Waiting("crash"), "CrashLoopBackOff");
-    Advance(backoff - absl::Milliseconds(200));
+    ASSERT_TRUE(Advance(backoff - absl::Milliseconds(200)));
     EXPECT_EQ(runner_.Starts("crash-c"), starts) << "not before " << backoff;
-    Advance(absl::Milliseconds(200));
+    ASSERT_TRUE(Advance(absl::Milliseconds(200)));
     EXPECT_EQ(runner_.Starts("crash-c"), ++starts) << "restarted after " << backoff;
     EXPECT_EQ(Waiting("crash"), "");
   }
   EXPECT_EQ(Restarts("crash"), starts - 1);
   // Ten minutes without trouble: the next crash is restarted at once again.
-  Advance(absl::Minutes(10));
+  ASSERT_TRUE(Advance(absl::Minutes(10)));
   ASSERT_TRUE(runner_.Exit("crash-c", 1));
-  Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Advance(absl::Milliseconds(100)));
   EXPECT_EQ(runner_.Starts("crash-c"), starts + 1);
   bool backoff_event = false;
   apiserver::ListRequest events;
@@ -176,22 +187,22 @@ TEST_F(PodManagerTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfte
 }
 
 TEST_F(PodManagerTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenGoes) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   const api::Pod pod = Create("slow", "Always");
-  Settle();
-  Settle();
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(runner_.Running("slow-c"), 1);
   const std::string sandbox = dir_.Sub("node/pods/" + pod.metadata().uid());
   ASSERT_TRUE(std::filesystem::exists(sandbox));
   runner_.IgnoreSigterm(true);
   ASSERT_TRUE(Delete("slow").ok());  // 30 s of grace, from the pod's spec
-  Settle();
+  ASSERT_TRUE(Settle());
   EXPECT_EQ(runner_.Signals("slow-c"), std::vector<int>{SIGTERM});
-  Advance(absl::Seconds(29));
+  ASSERT_TRUE(Advance(absl::Seconds(29)));
   EXPECT_EQ(runner_.Running("slow-c"), 1) << "it has its grace period";
   EXPECT_TRUE(Get("slow").metadata().deletion_timestamp().size() > 0);
-  Advance(absl::Seconds(1));
-  Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Advance(absl::Seconds(1)));
+  ASSERT_TRUE(Advance(absl::Milliseconds(100)));
   EXPECT_EQ(runner_.Running("slow-c"), 0);
   EXPECT_EQ(runner_.Signals("slow-c").back(), SIGKILL);
   EXPECT_EQ(fake_.Get<api::Pod>("pods", "default", "slow").status().code(),
@@ -202,13 +213,13 @@ TEST_F(PodManagerTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenG
 }
 
 TEST_F(PodManagerTest, APodThatStopsOnSigtermGoesWithoutWaitingForItsGrace) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   Create("quick", "Always");
-  Settle();
-  Settle();
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Settle());
   ASSERT_TRUE(Delete("quick").ok());
-  Settle();
-  Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Advance(absl::Milliseconds(100)));
   // SIGTERM ended it (the SIGKILL after is for what its first process leaves in its group).
   EXPECT_EQ(runner_.Signals("quick-c").front(), SIGTERM);
   EXPECT_EQ(fake_.Get<api::Pod>("pods", "default", "quick").status().code(),
@@ -226,43 +237,66 @@ TEST_F(PodManagerTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
   ASSERT_TRUE(fake_.Update("pods", "default", status, "status").ok());
   const std::string logs = dir_.Sub("node/pods/" + pod.metadata().uid() + "/logs/kept-c");
   runner_.Preexisting(logs + "/3.pid", logs + "/3.exit");
-  Start();
-  Settle();
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(Settle());
   EXPECT_EQ(runner_.Starts("kept-c"), 1) << "the one already running";
   EXPECT_EQ(runner_.Running("kept-c"), 1);
   EXPECT_EQ(Restarts("kept"), 3);
   ASSERT_TRUE(runner_.Exit("kept-c", 1));
-  Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Advance(absl::Milliseconds(100)));
   EXPECT_EQ(runner_.Starts("kept-c"), 2);
   EXPECT_EQ(Restarts("kept"), 4) << "counting on from where it was";
 }
 
 TEST_F(PodManagerTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   Create("nope", "Always", "no/such:image");
-  Settle();
-  Settle();
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Settle());
   EXPECT_EQ(Waiting("nope"), "ErrImagePull");
   EXPECT_EQ(runner_.Starts("nope-c"), 0);
-  Advance(absl::Seconds(1));
+  ASSERT_TRUE(Advance(absl::Seconds(1)));
   EXPECT_EQ(Waiting("nope"), "ImagePullBackOff");
   // The image appears in the registry: pulled at the end of the back-off.
   std::filesystem::create_directories(dir_.Sub("registry/no/such/image"));
-  Advance(absl::Seconds(10));
+  ASSERT_TRUE(Advance(absl::Seconds(10)));
   EXPECT_EQ(runner_.Running("nope-c"), 1);
 }
 
+TEST_F(PodManagerTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
+  const api::Pod live = Create("live", "Always");
+  const std::string gone = dir_.Sub("node/pods/gone-uid");
+  runner_.Preexisting(gone + "/logs/old-c/0.pid", gone + "/logs/old-c/0.exit");
+  std::filesystem::create_directories(gone + "/logs/old-c");
+  std::ofstream(gone + "/logs/old-c/0.pid") << "recorded";
+  // The first list fails: with an unsynced cache every pod would look deleted.
+  fake_.FailNext("list", "pods", absl::UnavailableError("apiserver down"));
+  ASSERT_NO_FATAL_FAILURE(Start(/*wait=*/false));
+  ASSERT_TRUE(clock_.WaitForWaiters(1)) << "the informer backs off";
+  manager_->SyncReady();
+  EXPECT_EQ(runner_.Running("old-c"), 1);
+  EXPECT_TRUE(std::filesystem::exists(gone));
+  clock_.Advance(absl::Seconds(4));
+  ASSERT_TRUE(pods_->WaitForCacheSync(std::chrono::seconds(10)));
+  ASSERT_TRUE(Settle());
+  EXPECT_EQ(runner_.Running("old-c"), 0);
+  EXPECT_EQ(runner_.Signals("old-c"), std::vector<int>{SIGKILL});
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("node/pods/" + live.metadata().uid())));
+  EXPECT_EQ(runner_.Running("live-c"), 1);
+}
+
 TEST_F(PodManagerTest, TheLoopSyncsOnlyTheKeysThatAreDue) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   for (const char* name : {"a", "b", "c"}) Create(name, "Always");
-  Settle();
-  Settle();
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(runner_.Running("a-c") + runner_.Running("b-c") + runner_.Running("c-c"), 3);
   EXPECT_EQ(manager_->SyncReady(), 0) << "nothing is looked at until something is due";
   clock_.Advance(absl::Milliseconds(100));
   EXPECT_EQ(manager_->SyncReady(), 3) << "each running pod, once, for exits";
   Create("d", "Never");
-  Settle();
+  ASSERT_TRUE(Settle());
   clock_.Advance(absl::Milliseconds(50));
   EXPECT_EQ(manager_->SyncReady(), 0);
 }
