@@ -1,0 +1,54 @@
+#include "scheduler/framework/filter.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+
+namespace mkube::scheduler::framework {
+
+Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
+                     const std::vector<NodeInfo>& nodes) {
+  Diagnosis d;
+  for (const PreFilterPlugin* p : chain.pre_filters) {
+    Status st = p->PreFilter(state, pod);
+    if (!st.ok()) {
+      d.pre_filter = std::move(st.set_plugin(std::string(p->Name())));
+      return d;
+    }
+  }
+  for (const NodeInfo& node : nodes) {
+    Status verdict;
+    for (const FilterPlugin* f : chain.filters) {
+      Status st = f->Filter(state, pod, node);
+      if (!st.ok()) {
+        verdict = std::move(st.set_plugin(std::string(f->Name())));
+        break;
+      }
+    }
+    if (verdict.ok()) {
+      d.feasible.push_back(&node);
+    } else {
+      d.rejected.emplace(node.name(), std::move(verdict));
+    }
+  }
+  return d;
+}
+
+std::string FitErrorMessage(size_t num_nodes, const Diagnosis& diagnosis) {
+  const std::string head = fmt::format("0/{} nodes are available", num_nodes);
+  if (!diagnosis.pre_filter.ok()) {
+    return fmt::format("{}: {}.", head, absl::StrJoin(diagnosis.pre_filter.reasons(), ", "));
+  }
+  std::map<std::string, int> counts;
+  for (const auto& [node, status] : diagnosis.rejected) {
+    for (const auto& reason : status.reasons()) ++counts[reason];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [reason, n] : counts) parts.push_back(fmt::format("{} {}", n, reason));
+  std::sort(parts.begin(), parts.end());
+  if (parts.empty()) return head + ".";
+  return fmt::format("{}: {}.", head, absl::StrJoin(parts, ", "));
+}
+
+}  // namespace mkube::scheduler::framework

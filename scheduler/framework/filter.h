@@ -1,0 +1,35 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/interface.h"
+
+namespace mkube::scheduler::framework {
+
+// The filters of a profile, in the order they run.
+struct FilterChain {
+  std::vector<const PreFilterPlugin*> pre_filters;
+  std::vector<const FilterPlugin*> filters;
+};
+
+// Where a pod may go, and why not elsewhere.
+struct Diagnosis {
+  std::vector<const NodeInfo*> feasible;
+  std::map<std::string, Status> rejected;  // by node name: the first filter that said no
+  Status pre_filter;                       // not ok when a PreFilter rejected the pod itself
+};
+
+// Runs the PreFilters, then every node through the filters; a node's first rejection (or
+// error) is its status, as kube-scheduler's RunFilterPlugins stops there.
+Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
+                     const std::vector<NodeInfo>& nodes);
+
+// The FailedScheduling message in kube-scheduler's words: "0/3 nodes are available: 1 node(s)
+// had untolerated taint {node-role.kubernetes.io/master: }, 2 node(s) didn't match Pod's node
+// affinity/selector." Reasons are counted over the nodes and sorted as kube-scheduler sorts
+// them (as strings).
+std::string FitErrorMessage(size_t num_nodes, const Diagnosis& diagnosis);
+
+}  // namespace mkube::scheduler::framework

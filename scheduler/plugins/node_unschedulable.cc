@@ -1,0 +1,17 @@
+#include "scheduler/plugins/node_unschedulable.h"
+
+#include "scheduler/plugins/taints.h"
+
+namespace mkube::scheduler::plugins {
+
+framework::Status NodeUnschedulable::Filter(const framework::CycleState&, const api::Pod& pod,
+                                            const framework::NodeInfo& node) const {
+  if (!node.node->spec().unschedulable()) return {};
+  api::Taint cordon;
+  cordon.set_key("node.kubernetes.io/unschedulable");
+  cordon.set_effect("NoSchedule");
+  if (Tolerated(pod.spec().tolerations(), cordon)) return {};
+  return framework::Status::Unresolvable(kReason);
+}
+
+}  // namespace mkube::scheduler::plugins
