@@ -14,9 +14,7 @@ class CycleState {
   struct Data {
     virtual ~Data() = default;
   };
-  void Write(const std::string& key, std::unique_ptr<Data> data) {
-    data_[key] = std::move(data);
-  }
+  void Write(const std::string& key, std::unique_ptr<Data> data) { data_[key] = std::move(data); }
   // The data of `key` as T, or null.
   template <typename T>
   const T* Read(const std::string& key) const {

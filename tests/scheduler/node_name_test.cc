@@ -16,14 +16,14 @@ using testing::RunFilterTable;
 
 TEST(NodeName, APodNamingANodeFitsOnlyThatNode) {
   RunFilterTable(NodeName(), {
-                           {"no nodeName fits anywhere", MakePod().Obj(), MakeNode("node01").Info(),
-                            Code::kSuccess, ""},
-                           {"the named node", MakePod().NodeName("node01").Obj(),
-                            MakeNode("node01").Info(), Code::kSuccess, ""},
-                           {"another node", MakePod().NodeName("node01").Obj(),
-                            MakeNode("node02").Info(), Code::kUnschedulableAndUnresolvable,
-                            "node(s) didn't match the requested node name"},
-                       });
+                                 {"no nodeName fits anywhere", MakePod().Obj(),
+                                  MakeNode("node01").Info(), Code::kSuccess, ""},
+                                 {"the named node", MakePod().NodeName("node01").Obj(),
+                                  MakeNode("node01").Info(), Code::kSuccess, ""},
+                                 {"another node", MakePod().NodeName("node01").Obj(),
+                                  MakeNode("node02").Info(), Code::kUnschedulableAndUnresolvable,
+                                  "node(s) didn't match the requested node name"},
+                             });
 }
 
 }  // namespace

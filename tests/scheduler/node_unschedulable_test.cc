@@ -15,21 +15,26 @@ using testing::MakePod;
 using testing::RunFilterTable;
 
 TEST(NodeUnschedulable, ACordonedNodeTakesOnlyPodsThatTolerateIt) {
-  RunFilterTable(NodeUnschedulable(),
-           {
-               {"a schedulable node", MakePod().Obj(), MakeNode("n").Info(), Code::kSuccess, ""},
-               {"a cordoned node", MakePod().Obj(), MakeNode("n").Unschedulable().Info(),
-                Code::kUnschedulableAndUnresolvable, "node(s) were unschedulable"},
-               {"a pod tolerating the cordon",
-                MakePod().Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule").Obj(),
-                MakeNode("n").Unschedulable().Info(), Code::kSuccess, ""},
-               {"a pod tolerating everything", MakePod().Toleration("", "Exists", "", "").Obj(),
-                MakeNode("n").Unschedulable().Info(), Code::kSuccess, ""},
-               {"a toleration of another effect",
-                MakePod().Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoExecute").Obj(),
-                MakeNode("n").Unschedulable().Info(), Code::kUnschedulableAndUnresolvable,
-                "node(s) were unschedulable"},
-           });
+  RunFilterTable(
+      NodeUnschedulable(),
+      {
+          {"a schedulable node", MakePod().Obj(), MakeNode("n").Info(), Code::kSuccess, ""},
+          {"a cordoned node", MakePod().Obj(), MakeNode("n").Unschedulable().Info(),
+           Code::kUnschedulableAndUnresolvable, "node(s) were unschedulable"},
+          {"a pod tolerating the cordon",
+           MakePod()
+               .Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule")
+               .Obj(),
+           MakeNode("n").Unschedulable().Info(), Code::kSuccess, ""},
+          {"a pod tolerating everything", MakePod().Toleration("", "Exists", "", "").Obj(),
+           MakeNode("n").Unschedulable().Info(), Code::kSuccess, ""},
+          {"a toleration of another effect",
+           MakePod()
+               .Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoExecute")
+               .Obj(),
+           MakeNode("n").Unschedulable().Info(), Code::kUnschedulableAndUnresolvable,
+           "node(s) were unschedulable"},
+      });
 }
 
 }  // namespace

@@ -15,33 +15,34 @@ using testing::MakePod;
 using testing::RunFilterTable;
 
 TEST(TaintToleration, NoScheduleAndNoExecuteTaintsKeepAwayPodsThatDoNotTolerateThem) {
-  const auto master = MakeNode("master01").Taint("node-role.kubernetes.io/master", "", "NoSchedule");
-  RunFilterTable(TaintToleration(),
-           {
-               {"no taints", MakePod().Obj(), MakeNode("node01").Info(), Code::kSuccess, ""},
-               {"the master's NoSchedule taint", MakePod().Obj(), master.Info(),
-                Code::kUnschedulableAndUnresolvable,
-                "node(s) had untolerated taint {node-role.kubernetes.io/master: }"},
-               {"tolerated by Exists",
-                MakePod().Toleration("node-role.kubernetes.io/master", "Exists", "", "NoSchedule").Obj(),
-                master.Info(), Code::kSuccess, ""},
-               {"the seeds' NoExecute taint cht=mycht",
-                MakePod().Obj(), MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(),
-                Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {cht: mycht}"},
-               {"tolerated by Equal with its value",
-                MakePod().Toleration("cht", "Equal", "mycht", "NoExecute").Obj(),
-                MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(), Code::kSuccess, ""},
-               {"Equal with another value does not",
-                MakePod().Toleration("cht", "Equal", "other", "NoExecute").Obj(),
-                MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(),
-                Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {cht: mycht}"},
-               {"PreferNoSchedule only ranks", MakePod().Obj(),
-                MakeNode("node01").Taint("slow", "yes", "PreferNoSchedule").Info(), Code::kSuccess, ""},
-               {"the first untolerated one is named",
-                MakePod().Toleration("a", "Exists", "", "").Obj(),
-                MakeNode("node01").Taint("a", "1", "NoSchedule").Taint("b", "2", "NoExecute").Info(),
-                Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {b: 2}"},
-           });
+  const auto master =
+      MakeNode("master01").Taint("node-role.kubernetes.io/master", "", "NoSchedule");
+  RunFilterTable(
+      TaintToleration(),
+      {
+          {"no taints", MakePod().Obj(), MakeNode("node01").Info(), Code::kSuccess, ""},
+          {"the master's NoSchedule taint", MakePod().Obj(), master.Info(),
+           Code::kUnschedulableAndUnresolvable,
+           "node(s) had untolerated taint {node-role.kubernetes.io/master: }"},
+          {"tolerated by Exists",
+           MakePod().Toleration("node-role.kubernetes.io/master", "Exists", "", "NoSchedule").Obj(),
+           master.Info(), Code::kSuccess, ""},
+          {"the seeds' NoExecute taint cht=mycht", MakePod().Obj(),
+           MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(),
+           Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {cht: mycht}"},
+          {"tolerated by Equal with its value",
+           MakePod().Toleration("cht", "Equal", "mycht", "NoExecute").Obj(),
+           MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(), Code::kSuccess, ""},
+          {"Equal with another value does not",
+           MakePod().Toleration("cht", "Equal", "other", "NoExecute").Obj(),
+           MakeNode("node01").Taint("cht", "mycht", "NoExecute").Info(),
+           Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {cht: mycht}"},
+          {"PreferNoSchedule only ranks", MakePod().Obj(),
+           MakeNode("node01").Taint("slow", "yes", "PreferNoSchedule").Info(), Code::kSuccess, ""},
+          {"the first untolerated one is named", MakePod().Toleration("a", "Exists", "", "").Obj(),
+           MakeNode("node01").Taint("a", "1", "NoSchedule").Taint("b", "2", "NoExecute").Info(),
+           Code::kUnschedulableAndUnresolvable, "node(s) had untolerated taint {b: 2}"},
+      });
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ TEST(Tolerates, AsKubernetesMatchesTaints) {
     std::string key, op, value, effect;  // the toleration
     bool tolerates;
   } cases[] = {
-      {"Equal with the same key, value and effect", "dedicated", "Equal", "gpu", "NoSchedule", true},
+      {"Equal with the same key, value and effect", "dedicated", "Equal", "gpu", "NoSchedule",
+       true},
       {"no operator means Equal", "dedicated", "", "gpu", "NoSchedule", true},
       {"Equal with another value", "dedicated", "Equal", "cpu", "NoSchedule", false},
       {"Exists ignores the value", "dedicated", "Exists", "", "NoSchedule", true},
@@ -19,7 +20,8 @@ TEST(Tolerates, AsKubernetesMatchesTaints) {
       {"an empty effect matches every effect", "dedicated", "Equal", "gpu", "", true},
       {"another effect", "dedicated", "Equal", "gpu", "NoExecute", false},
       {"an empty key with Exists tolerates everything", "", "Exists", "", "", true},
-      {"an empty key with Exists and an effect tolerates that effect", "", "Exists", "", "NoSchedule", true},
+      {"an empty key with Exists and an effect tolerates that effect", "", "Exists", "",
+       "NoSchedule", true},
       {"an empty key with Exists and another effect", "", "Exists", "", "PreferNoSchedule", false},
       {"an unknown operator tolerates nothing", "dedicated", "In", "gpu", "NoSchedule", false},
   };

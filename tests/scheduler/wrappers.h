@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proto/api/core.pb.h"
 #include "scheduler/framework/node_info.h"
@@ -25,6 +26,27 @@ class PodWrapper {
     t->set_effect(effect);
     return *this;
   }
+  PodWrapper& NodeSelector(const std::string& key, const std::string& value) {
+    (*pod_.mutable_spec()->mutable_node_selector())[key] = value;
+    return *this;
+  }
+  // One more required node affinity term (terms are ORed); each expression is
+  // {key, operator, values...} (ANDed), on labels, or on fields with `fields`.
+  PodWrapper& RequiredTerm(const std::vector<std::vector<std::string>>& expressions,
+                           bool fields = false) {
+    auto* term = pod_.mutable_spec()
+                     ->mutable_affinity()
+                     ->mutable_node_affinity()
+                     ->mutable_required_during_scheduling_ignored_during_execution()
+                     ->add_node_selector_terms();
+    for (const auto& e : expressions) {
+      auto* r = fields ? term->add_match_fields() : term->add_match_expressions();
+      r->set_key(e.at(0));
+      r->set_operator_(e.at(1));
+      for (size_t i = 2; i < e.size(); ++i) r->add_values(e[i]);
+    }
+    return *this;
+  }
   const api::Pod& Obj() const { return pod_; }
 
  private:
@@ -40,6 +62,10 @@ class NodeWrapper {
     t->set_key(key);
     t->set_value(value);
     t->set_effect(effect);
+    return *this;
+  }
+  NodeWrapper& Label(const std::string& key, const std::string& value) {
+    (*node_.mutable_metadata()->mutable_labels())[key] = value;
     return *this;
   }
   NodeWrapper& Unschedulable() {

@@ -1,0 +1,86 @@
+#include "scheduler/plugins/node_affinity.h"
+
+#include <optional>
+#include <vector>
+
+#include "api/labels.h"
+#include "fmt/format.h"
+
+namespace mkube::scheduler::plugins {
+namespace {
+
+// A term as it is matched: its expressions over the node's labels, its fields over the
+// node's fields (only metadata.name exists).
+struct Term {
+  api::Selector labels;
+  api::Selector fields;
+  bool empty = true;  // a term without expressions or fields matches no node
+};
+
+struct Required : framework::CycleState::Data {
+  api::Selector node_selector;
+  std::optional<std::vector<Term>> terms;  // none: no required node affinity
+};
+
+absl::StatusOr<Required> Parse(const api::Pod& pod) {
+  Required r;
+  r.node_selector = api::Selector::FromMap(pod.spec().node_selector());
+  const auto& affinity = pod.spec().affinity().node_affinity();
+  if (!affinity.has_required_during_scheduling_ignored_during_execution()) return r;
+  r.terms.emplace();
+  for (const auto& t :
+       affinity.required_during_scheduling_ignored_during_execution().node_selector_terms()) {
+    Term term;
+    auto labels = api::Selector::FromNodeSelectorTerm(t);
+    if (!labels.ok()) return labels.status();
+    api::NodeSelectorTerm as_fields;
+    *as_fields.mutable_match_expressions() = t.match_fields();
+    auto fields = api::Selector::FromNodeSelectorTerm(as_fields);
+    if (!fields.ok()) return fields.status();
+    term.labels = std::move(*labels);
+    term.fields = std::move(*fields);
+    term.empty = t.match_expressions().empty() && t.match_fields().empty();
+    r.terms->push_back(std::move(term));
+  }
+  return r;
+}
+
+bool Matches(const Required& r, const api::Node& node) {
+  if (!r.node_selector.Matches(node.metadata().labels())) return false;
+  if (!r.terms) return true;
+  google::protobuf::Map<std::string, std::string> fields;
+  fields["metadata.name"] = node.metadata().name();
+  for (const Term& t : *r.terms) {
+    if (!t.empty && t.labels.Matches(node.metadata().labels()) && t.fields.Matches(fields)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const api::Pod& pod) const {
+  auto r = Parse(pod);
+  if (!r.ok()) {
+    return framework::Status::Unresolvable(
+        fmt::format("pod's node affinity cannot be used: {}", std::string(r.status().message())));
+  }
+  state.Write(kName, std::make_unique<Required>(std::move(*r)));
+  return {};
+}
+
+framework::Status NodeAffinity::Filter(const framework::CycleState& state, const api::Pod& pod,
+                                       const framework::NodeInfo& node) const {
+  const Required* r = state.Read<Required>(kName);
+  std::optional<Required> parsed;
+  if (!r) {  // run without its PreFilter
+    auto p = Parse(pod);
+    if (!p.ok()) return framework::Status::Unresolvable(kReason);
+    parsed = std::move(*p);
+    r = &*parsed;
+  }
+  return Matches(*r, *node.node) ? framework::Status() : framework::Status::Unresolvable(kReason);
+}
+
+}  // namespace mkube::scheduler::plugins
