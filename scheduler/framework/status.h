@@ -30,6 +30,10 @@ class Status {
   // The reasons in kube-scheduler's words ("node(s) were unschedulable"), as the
   // FailedScheduling event counts them.
   const std::vector<std::string>& reasons() const { return reasons_; }
+  Status& add_reason(std::string reason) {
+    reasons_.push_back(std::move(reason));
+    return *this;
+  }
   // The plugin that said it (set by the framework).
   const std::string& plugin() const { return plugin_; }
   Status& set_plugin(std::string plugin) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,24 @@ class PodWrapper {
     t->set_operator_(op);
     t->set_value(value);
     t->set_effect(effect);
+    return *this;
+  }
+  // A container asking for `requests` ({"cpu", "500m"}, ...); init containers with `init`.
+  PodWrapper& Container(const std::map<std::string, std::string>& requests, bool init = false) {
+    auto* c =
+        init ? pod_.mutable_spec()->add_init_containers() : pod_.mutable_spec()->add_containers();
+    c->set_name((init ? "init" : "c") +
+                std::to_string(pod_.spec().containers_size() + pod_.spec().init_containers_size()));
+    c->set_image("busybox");
+    for (const auto& [k, v] : requests) (*c->mutable_resources()->mutable_requests())[k] = v;
+    return *this;
+  }
+  PodWrapper& Overhead(const std::string& resource, const std::string& amount) {
+    (*pod_.mutable_spec()->mutable_overhead())[resource] = amount;
+    return *this;
+  }
+  PodWrapper& Phase(const std::string& phase) {
+    pod_.mutable_status()->set_phase(phase);
     return *this;
   }
   PodWrapper& NodeSelector(const std::string& key, const std::string& value) {
@@ -68,16 +87,28 @@ class NodeWrapper {
     (*node_.mutable_metadata()->mutable_labels())[key] = value;
     return *this;
   }
+  NodeWrapper& Allocatable(const std::map<std::string, std::string>& amounts) {
+    for (const auto& [k, v] : amounts) (*node_.mutable_status()->mutable_allocatable())[k] = v;
+    return *this;
+  }
+  // A pod already on the node.
+  NodeWrapper& Pod(const api::Pod& pod) {
+    pods_.push_back(pod);
+    return *this;
+  }
   NodeWrapper& Unschedulable() {
     node_.mutable_spec()->set_unschedulable(true);
     return *this;
   }
   framework::NodeInfo Info() const {
-    return framework::NodeInfo{std::make_shared<const api::Node>(node_), {}};
+    framework::NodeInfo info{std::make_shared<const api::Node>(node_), {}, {}};
+    for (const auto& p : pods_) info.AddPod(std::make_shared<const api::Pod>(p));
+    return info;
   }
 
  private:
   api::Node node_;
+  std::vector<api::Pod> pods_;
 };
 inline NodeWrapper MakeNode(const std::string& name) { return NodeWrapper(name); }
 
