@@ -37,6 +37,18 @@ class PodWrapper {
     for (const auto& [k, v] : requests) (*c->mutable_resources()->mutable_requests())[k] = v;
     return *this;
   }
+  // A container exposing hostPort (protocol and hostIP may be empty).
+  PodWrapper& HostPort(int32_t port, const std::string& protocol = "", const std::string& ip = "") {
+    auto* c = pod_.mutable_spec()->add_containers();
+    c->set_name("port" + std::to_string(pod_.spec().containers_size()));
+    c->set_image("busybox");
+    auto* p = c->add_ports();
+    p->set_container_port(port);
+    p->set_host_port(port);
+    p->set_protocol(protocol);
+    p->set_host_ip(ip);
+    return *this;
+  }
   PodWrapper& Overhead(const std::string& resource, const std::string& amount) {
     (*pod_.mutable_spec()->mutable_overhead())[resource] = amount;
     return *this;
