@@ -251,6 +251,7 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
     }
   }
   ValidateLabels(spec.node_selector(), path + ".nodeSelector", errs);
+  ValidateQuantities(spec.overhead(), path + ".overhead", errs);
   for (size_t i = 0; i < static_cast<size_t>(spec.tolerations_size()); ++i) {
     ValidateToleration(spec.tolerations(static_cast<int>(i)), At(path + ".tolerations", i), errs);
   }

@@ -127,6 +127,15 @@ TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
                   "        nodeSelectorTerms:\n        - matchExpressions:\n"
                   "          - key: kubernetes.io/hostname\n            operator: Near\n",
        "\"Near\" is not a valid selector operator"},
+      {"Gt wants an integer",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  affinity:\n    nodeAffinity:\n"
+                  "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                  "        nodeSelectorTerms:\n        - matchExpressions:\n"
+                  "          - key: cpus\n            operator: Gt\n            values: [many]\n",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"},
+      {"bad overhead",
+       pod_head + "  overhead:\n    cpu: lots\n  containers:\n  - name: c\n    image: x\n",
+       "spec.overhead[cpu]: Invalid value: \"lots\": quantities must match"},
       {"pod affinity needs a topology key",
        pod_head + "  containers:\n  - name: c\n    image: x\n  affinity:\n    podAffinity:\n"
                   "      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n"
