@@ -1,6 +1,9 @@
 #include "api/strategy.h"
 
+#include "api/codec.h"
 #include "api/defaults.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
 #include "api/object.h"
 #include "proto/api/core.pb.h"
 
@@ -42,6 +45,28 @@ void PrepareForUpdate(const google::protobuf::Message& current, bool status_only
   SetTypeMeta(obj->message.get(), obj->info->api_version(), obj->info->kind);
   Default(*obj);
   meta->set_generation(cur.generation() + (SameSpec(*obj->message, current) ? 0 : 1));
+}
+
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
+    const google::protobuf::Message& current, const std::string& merge_patch) {
+  nlohmann::json patch = nlohmann::json::parse(merge_patch, nullptr, false);
+  if (patch.is_discarded()) {
+    return absl::InvalidArgumentError("invalid JSON merge patch: the body is not JSON");
+  }
+  nlohmann::json doc = nlohmann::json::parse(EncodeJson(current).dump());
+  doc.merge_patch(patch);
+  std::unique_ptr<google::protobuf::Message> patched(current.New());
+  if (auto st = DecodeNode(YAML::Load(doc.dump()), patched.get()); !st.ok()) return st;
+  return patched;
+}
+
+std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
+                                        std::optional<int64_t> requested) {
+  const auto* pod = dynamic_cast<const Pod*>(&obj);
+  if (!pod || pod->spec().node_name().empty()) return std::nullopt;
+  const int64_t grace = requested.value_or(pod->spec().termination_grace_period_seconds());
+  if (grace <= 0) return std::nullopt;
+  return grace;
 }
 
 }  // namespace mkube::api

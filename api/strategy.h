@@ -1,7 +1,10 @@
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "api/kinds.h"
 #include "google/protobuf/message.h"
 
@@ -19,5 +22,16 @@ void PrepareForCreate(google::protobuf::Message* obj, const std::string& now);
 // status and deletion marks stay the server's; the object is defaulted, and its generation
 // counts one more when its spec changed.
 void PrepareForUpdate(const google::protobuf::Message& current, bool status_only, Object* obj);
+
+// `current` with a JSON merge patch (RFC 7386) applied, decoded as its kind; an error names
+// the field the patched document gets wrong.
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
+    const google::protobuf::Message& current, const std::string& merge_patch);
+
+// The grace period a delete of `obj` gives it, when the object is only marked (a pod bound to
+// a node terminates gracefully and its node removes it); nullopt when it goes at once.
+// `requested`: the grace the request named, if it did.
+std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
+                                        std::optional<int64_t> requested);
 
 }  // namespace mkube::api

@@ -3,13 +3,11 @@
 #include <charconv>
 #include <random>
 
-#include "api/codec.h"
 #include "api/defaults.h"
 #include "api/object.h"
 #include "api/strategy.h"
 #include "api/validation.h"
 #include "fmt/format.h"
-#include "nlohmann/json.hpp"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
@@ -242,27 +240,19 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
 absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
-  nlohmann::json patch;
-  try {
-    patch = nlohmann::json::parse(req.merge_patch());
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(fmt::format("invalid JSON merge patch: {}", e.what()));
-  }
   const std::string key = Key(**kind, req.namespace_(), req.name());
   for (int attempt = 0;; ++attempt) {
     auto cur = Current(**kind, key, req.name());
     if (!cur.ok()) return cur.status();
-    nlohmann::json doc = nlohmann::json::parse(api::EncodeJson(*(*cur)->object).dump());
-    doc.merge_patch(patch);
-    std::unique_ptr<google::protobuf::Message> patched = (*kind)->New();
-    if (auto st = api::DecodeNode(YAML::Load(doc.dump()), patched.get()); !st.ok()) return st;
+    auto patched = api::ApplyMergePatch(*(*cur)->object, req.merge_patch());
+    if (!patched.ok()) return patched.status();
     UpdateRequest update;
     update.set_resource(req.resource());
     update.set_namespace_(req.namespace_());
     update.set_subresource(req.subresource());
     update.set_dry_run(req.dry_run());
-    api::MutableMetaOf(patched.get())->set_resource_version(std::to_string((*cur)->revision));
-    update.set_object(patched->SerializeAsString());
+    api::MutableMetaOf(patched->get())->set_resource_version(std::to_string((*cur)->revision));
+    update.set_object((*patched)->SerializeAsString());
     auto r = Update(update);
     // A patch does not name a version: on a concurrent change, apply it again.
     if (r.ok() || r.status().code() != absl::StatusCode::kAborted || attempt == kPatchRetries) {
@@ -291,19 +281,16 @@ absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
         pre.resource_version(), meta.resource_version()));
   }
   // Pods on a node terminate gracefully: marked now, removed by their node when stopped.
-  if ((*kind)->kind == "Pod") {
-    const auto& pod = static_cast<const api::Pod&>(*(*cur)->object);
-    const int64_t grace = req.has_grace_period_seconds()
-                              ? req.grace_period_seconds()
-                              : pod.spec().termination_grace_period_seconds();
-    if (!pod.spec().node_name().empty() && grace > 0) {
-      if (!meta.deletion_timestamp().empty()) return (*cur)->bytes;  // already terminating
-      api::Pod marked = pod;
-      marked.mutable_metadata()->set_deletion_timestamp(api::NowRfc3339());
-      marked.mutable_metadata()->set_deletion_grace_period_seconds(grace);
-      if (req.dry_run()) return marked.SerializeAsString();
-      return Store(**kind, key, req.name(), (*cur)->revision, marked);
-    }
+  const std::optional<int64_t> requested =
+      req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
+                                     : std::nullopt;
+  if (auto grace = api::GracefulDeletion(*(*cur)->object, requested)) {
+    if (!meta.deletion_timestamp().empty()) return (*cur)->bytes;  // already terminating
+    api::Pod marked = static_cast<const api::Pod&>(*(*cur)->object);
+    marked.mutable_metadata()->set_deletion_timestamp(api::NowRfc3339());
+    marked.mutable_metadata()->set_deletion_grace_period_seconds(*grace);
+    if (req.dry_run()) return marked.SerializeAsString();
+    return Store(**kind, key, req.name(), (*cur)->revision, marked);
   }
   if (req.dry_run()) return (*cur)->bytes;
   auto r = store_->Delete(key, (*cur)->revision);

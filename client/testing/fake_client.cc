@@ -5,7 +5,6 @@
 #include <deque>
 
 #include "absl/strings/numbers.h"
-#include "api/codec.h"
 #include "api/defaults.h"
 #include "api/fields.h"
 #include "api/kinds.h"
@@ -14,7 +13,6 @@
 #include "api/strategy.h"
 #include "api/validation.h"
 #include "fmt/format.h"
-#include "nlohmann/json.hpp"
 #include "proto/api/core.pb.h"
 
 namespace mkube::client::testing {
@@ -415,22 +413,18 @@ absl::StatusOr<std::string> FakeClient::PatchRaw(const apiserver::PatchRequest& 
   }
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
-  nlohmann::json patch = nlohmann::json::parse(req.merge_patch(), nullptr, false);
-  if (patch.is_discarded()) return absl::InvalidArgumentError("invalid JSON merge patch");
   absl::MutexLock lock(&mu_);
   auto it = objects_.find(KeyOf(**kind, req.namespace_(), req.name()));
   if (it == objects_.end()) return NotFound(**kind, req.name());
-  nlohmann::json doc = nlohmann::json::parse(api::EncodeJson(*it->second.object).dump());
-  doc.merge_patch(patch);
-  std::unique_ptr<google::protobuf::Message> patched = (*kind)->New();
-  if (auto st = api::DecodeNode(YAML::Load(doc.dump()), patched.get()); !st.ok()) return st;
-  api::MutableMetaOf(patched.get())
+  auto patched = api::ApplyMergePatch(*it->second.object, req.merge_patch());
+  if (!patched.ok()) return patched.status();
+  api::MutableMetaOf(patched->get())
       ->set_resource_version(api::MetaOf(*it->second.object).resource_version());
   apiserver::UpdateRequest update;
   update.set_resource(req.resource());
   update.set_namespace_(req.namespace_());
   update.set_subresource(req.subresource());
-  update.set_object(patched->SerializeAsString());
+  update.set_object((*patched)->SerializeAsString());
   return UpdateLocked(update);
 }
 
@@ -455,18 +449,15 @@ absl::StatusOr<std::string> FakeClient::DeleteLocked(const apiserver::DeleteRequ
         "Precondition failed: UID in precondition: {}, UID in object meta: {}",
         req.preconditions().uid(), meta.uid()));
   }
-  if (const auto* pod = dynamic_cast<const api::Pod*>(current.object.get())) {
-    // A pod on a node is only marked; its node removes it once its containers have stopped.
-    const int64_t grace = req.has_grace_period_seconds()
-                              ? req.grace_period_seconds()
-                              : pod->spec().termination_grace_period_seconds();
-    if (!pod->spec().node_name().empty() && grace > 0) {
-      if (!meta.deletion_timestamp().empty()) return current.bytes;
-      auto marked = std::make_unique<api::Pod>(*pod);
-      marked->mutable_metadata()->set_deletion_timestamp(Rfc3339(clock_->Now()));
-      marked->mutable_metadata()->set_deletion_grace_period_seconds(grace);
-      return Write(**kind, req.namespace_(), std::move(marked), &current);
-    }
+  const std::optional<int64_t> requested =
+      req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
+                                     : std::nullopt;
+  if (auto grace = api::GracefulDeletion(*current.object, requested)) {
+    if (!meta.deletion_timestamp().empty()) return current.bytes;
+    auto marked = std::make_unique<api::Pod>(static_cast<const api::Pod&>(*current.object));
+    marked->mutable_metadata()->set_deletion_timestamp(Rfc3339(clock_->Now()));
+    marked->mutable_metadata()->set_deletion_grace_period_seconds(*grace);
+    return Write(**kind, req.namespace_(), std::move(marked), &current);
   }
   objects_.erase(it);
   std::unique_ptr<google::protobuf::Message> gone(current.object->New());
