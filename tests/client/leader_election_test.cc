@@ -75,6 +75,13 @@ class LeaderElectionTest : public ::testing::Test {
       return link_a_.calls() > a && link_b_.calls() > b && clock_.waiters() == 2;
     }));
   }
+  // a first, until it leads; then b, until both wait for their next retry.
+  void StartLeaderThenFollower(LeaderElector& a, LeaderElector& b) {
+    a.Start();
+    ASSERT_TRUE(Eventually([&] { return a.IsLeader(); }));
+    b.Start();
+    ASSERT_TRUE(clock_.WaitForWaiters(2));
+  }
   api::Lease Lease() { return *fake_.Get<api::Lease>("leases", "kube-system", "mkube-scheduler"); }
 
   testing::FakeClock clock_;
@@ -85,11 +92,8 @@ class LeaderElectionTest : public ::testing::Test {
 
 TEST_F(LeaderElectionTest, OneLeadsAndTheOtherTakesOverAtOnceWhenItStops) {
   LeaderElector a(&link_a_, Config("a"), &clock_);
-  a.Start();
-  ASSERT_TRUE(Eventually([&] { return a.IsLeader(); }));
   LeaderElector b(&link_b_, Config("b"), &clock_);
-  b.Start();
-  ASSERT_TRUE(clock_.WaitForWaiters(2));
+  ASSERT_NO_FATAL_FAILURE(StartLeaderThenFollower(a, b));
   for (int i = 0; i < 10; ++i) {
     Step();
     ASSERT_TRUE(a.IsLeader());
@@ -107,11 +111,8 @@ TEST_F(LeaderElectionTest, OneLeadsAndTheOtherTakesOverAtOnceWhenItStops) {
 
 TEST_F(LeaderElectionTest, ACutOffLeaderStepsDownBeforeTheOtherTakesOver) {
   LeaderElector a(&link_a_, Config("a"), &clock_);
-  a.Start();
-  ASSERT_TRUE(Eventually([&] { return a.IsLeader(); }));
   LeaderElector b(&link_b_, Config("b"), &clock_);
-  b.Start();
-  ASSERT_TRUE(clock_.WaitForWaiters(2));
+  ASSERT_NO_FATAL_FAILURE(StartLeaderThenFollower(a, b));
   Step();
   link_a_.Cut();
   const absl::Time cut = clock_.Now();
