@@ -160,6 +160,8 @@ absl::Status NodeStatusManager::Register() {
     Log().info("node {}: already registered, taking it over", options_.name);
   }
   if (auto st = PostStatus(BuildStatus(now), now); !st.ok()) return st;
+  // The Lease too, so that a registered node is never seen without one (the loop renews it).
+  if (auto st = RenewLease(now); st.ok()) renewed_at_ = now;
   if (auto current = client_->Get<api::Node>("nodes", "", options_.name); current.ok()) {
     events_->Record(*current, "Normal", "Starting", "Starting kubelet.");
     for (const char* condition : {"NodeHasSufficientMemory", "NodeHasNoDiskPressure",

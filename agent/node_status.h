@@ -43,8 +43,8 @@ class NodeStatusManager {
   ~NodeStatusManager() { Stop(); }
 
   // Creates the Node, or takes over an existing one of the same name (keeping its spec: taints
-  // and cordons belong to the cluster's admins once it exists), writes its status, and says
-  // so in the node's events (Starting, NodeReady), as the kubelet does.
+  // and cordons belong to the cluster's admins once it exists), writes its status and its
+  // Lease, and says so in the node's events (Starting, NodeReady), as the kubelet does.
   absl::Status Register();
   void Start();
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);

@@ -57,6 +57,8 @@ TEST_F(NodeStatusTest, RegistersTheNodeWithItsLabelsTaintsAndStatus) {
   bool ready = false;
   for (const auto& c : got->status().conditions()) ready |= c.type() == "Ready" && c.status() == "True";
   EXPECT_TRUE(ready);
+  EXPECT_TRUE(fake_.Get<api::Lease>("leases", "kube-node-lease", "node01").ok())
+      << "a registered node has its Lease at once";
 }
 
 TEST_F(NodeStatusTest, TheStatusIsWrittenWhenItChangesAndOnceAnIntervalOtherwise) {
