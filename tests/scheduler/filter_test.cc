@@ -3,8 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
-
+#include "scheduler/plugins/node_affinity.h"
 #include "scheduler/plugins/node_unschedulable.h"
 #include "scheduler/plugins/taint_toleration.h"
 #include "tests/scheduler/wrappers.h"
@@ -12,52 +11,57 @@
 namespace mkube::scheduler::framework {
 namespace {
 
+using plugins::NodeAffinity;
 using plugins::NodeUnschedulable;
 using plugins::TaintToleration;
 using testing::MakeNode;
 using testing::MakePod;
 
-// A filter that rejects the nodes it is told to, in the node affinity plugin's words (that
-// plugin is still to come).
-class RejectNodes final : public FilterPlugin {
- public:
-  explicit RejectNodes(std::set<std::string> nodes) : nodes_(std::move(nodes)) {}
-  std::string_view Name() const override { return "RejectNodes"; }
-  Status Filter(const CycleState&, const api::Pod&, const NodeInfo& node) const override {
-    if (!nodes_.contains(node.name())) return {};
-    return Status::Unresolvable("node(s) didn't match Pod's node affinity/selector");
-  }
-
- private:
-  std::set<std::string> nodes_;
-};
-
 TEST(RunFilters, TheFailedSchedulingMessageCountsTheReasonsAsKubeSchedulerDoes) {
+  // The seeds' cluster: a tainted master and two nodes, none of them disktype=ssd.
   std::vector<NodeInfo> nodes = {
       MakeNode("master01").Taint("node-role.kubernetes.io/master", "", "NoSchedule").Info(),
       MakeNode("node01").Info(), MakeNode("node02").Info()};
-  TaintToleration taints;
   NodeUnschedulable cordon;
-  RejectNodes affinity({"master01", "node01", "node02"});
-  FilterChain chain{{}, {&cordon, &taints, &affinity}};
+  TaintToleration taints;
+  NodeAffinity affinity;
+  FilterChain chain{{&affinity}, {&cordon, &taints, &affinity}};
   CycleState state;
-  const Diagnosis d = RunFilters(chain, state, MakePod().Obj(), nodes);
+  const Diagnosis d =
+      RunFilters(chain, state, MakePod().NodeSelector("disktype", "ssd").Obj(), nodes);
   EXPECT_TRUE(d.feasible.empty());
   ASSERT_EQ(d.rejected.size(), 3u);
   EXPECT_EQ(d.rejected.at("master01").plugin(), "TaintToleration") << "the first filter to say no";
-  EXPECT_EQ(d.rejected.at("node01").plugin(), "RejectNodes");
+  EXPECT_EQ(d.rejected.at("node01").plugin(), "NodeAffinity");
   // The seeds' own example.
   EXPECT_EQ(FitErrorMessage(nodes.size(), d),
             "0/3 nodes are available: 1 node(s) had untolerated taint "
             "{node-role.kubernetes.io/master: }, 2 node(s) didn't match Pod's node "
             "affinity/selector.");
 
-  RejectNodes none({});
-  FilterChain open{{}, {&cordon, &taints, &none}};
-  const Diagnosis fits = RunFilters(open, state, MakePod().Obj(), nodes);
+  CycleState fresh;
+  const Diagnosis fits = RunFilters(chain, fresh, MakePod().Obj(), nodes);
   ASSERT_EQ(fits.feasible.size(), 2u);
   EXPECT_EQ(fits.feasible[0]->name(), "node01");
   EXPECT_EQ(fits.feasible[1]->name(), "node02");
+}
+
+TEST(RunFilters, APreFilterRejectionRejectsThePodOnEveryNode) {
+  std::vector<NodeInfo> nodes = {MakeNode("node01").Info(), MakeNode("node02").Info()};
+  NodeAffinity affinity;
+  FilterChain chain{{&affinity}, {&affinity}};
+  CycleState state;
+  const Diagnosis d =
+      RunFilters(chain, state, MakePod().RequiredTerm({{"cpus", "Gt", "many"}}).Obj(), nodes);
+  EXPECT_FALSE(d.pre_filter.ok());
+  EXPECT_EQ(d.pre_filter.plugin(), "NodeAffinity");
+  EXPECT_TRUE(d.feasible.empty());
+  EXPECT_EQ(FitErrorMessage(nodes.size(), d)
+                .rfind("0/2 nodes are available: pod's node affinity "
+                       "cannot be used: ",
+                       0),
+            0u)
+      << FitErrorMessage(nodes.size(), d);
 }
 
 }  // namespace
