@@ -7,29 +7,35 @@
 
 namespace mkube::scheduler::framework {
 
-Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
-                     const std::vector<NodeInfo>& nodes) {
-  Diagnosis d;
+Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
+                     const Snapshot& snapshot) {
   for (const PreFilterPlugin* p : chain.pre_filters) {
-    Status st = p->PreFilter(state, pod);
-    if (!st.ok()) {
-      d.pre_filter = std::move(st.set_plugin(std::string(p->Name())));
-      return d;
-    }
+    Status st = p->PreFilter(state, pod, snapshot);
+    if (!st.ok()) return std::move(st.set_plugin(std::string(p->Name())));
   }
-  for (const NodeInfo& node : nodes) {
-    Status verdict;
-    for (const FilterPlugin* f : chain.filters) {
-      Status st = f->Filter(state, pod, node);
-      if (!st.ok()) {
-        verdict = std::move(st.set_plugin(std::string(f->Name())));
-        break;
-      }
-    }
+  return {};
+}
+
+Status RunFilterPlugins(const FilterChain& chain, const CycleState& state, const api::Pod& pod,
+                        const NodeInfo& node) {
+  for (const FilterPlugin* f : chain.filters) {
+    Status st = f->Filter(state, pod, node);
+    if (!st.ok()) return std::move(st.set_plugin(std::string(f->Name())));
+  }
+  return {};
+}
+
+Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
+                     const Snapshot& snapshot) {
+  Diagnosis d;
+  d.pre_filter = RunPreFilters(chain, state, pod, snapshot);
+  if (!d.pre_filter.ok()) return d;
+  for (const NodeInfoPtr& node : snapshot.nodes()) {
+    Status verdict = RunFilterPlugins(chain, state, pod, *node);
     if (verdict.ok()) {
-      d.feasible.push_back(&node);
+      d.feasible.push_back(node.get());
     } else {
-      d.rejected.emplace(node.name(), std::move(verdict));
+      d.rejected.emplace(node->name(), std::move(verdict));
     }
   }
   return d;

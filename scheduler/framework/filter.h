@@ -21,10 +21,17 @@ struct Diagnosis {
   Status pre_filter;                       // not ok when a PreFilter rejected the pod itself
 };
 
-// Runs the PreFilters, then every node through the filters; a node's first rejection (or
-// error) is its status, as kube-scheduler's RunFilterPlugins stops there.
+// Runs the PreFilters once.
+Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
+                     const Snapshot& snapshot);
+// Whether the pod passes every filter on the node: the first rejection (or error) is the
+// node's status, as kube-scheduler's RunFilterPlugins stops there.
+Status RunFilterPlugins(const FilterChain& chain, const CycleState& state, const api::Pod& pod,
+                        const NodeInfo& node);
+
+// PreFilters, then every node of the snapshot through the filters.
 Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod& pod,
-                     const std::vector<NodeInfo>& nodes);
+                     const Snapshot& snapshot);
 
 // The FailedScheduling message in kube-scheduler's words: "0/3 nodes are available: 1 node(s)
 // had untolerated taint {node-role.kubernetes.io/master: }, 2 node(s) didn't match Pod's node

@@ -18,6 +18,16 @@ using ResourceList = std::map<std::string, int64_t>;
 // apiserver refuses them).
 ResourceList PodRequests(const api::Pod& pod);
 
+// The pod's cpu (millicores) and memory (milli-bytes) as the least-allocated and balanced
+// scores see them: a container that requests no cpu counts as 100m, none memory as 200Mi.
+struct NonZero {
+  int64_t cpu = 0;
+  int64_t memory = 0;
+};
+NonZero NonZeroRequests(const api::Pod& pod);
+inline constexpr int64_t kDefaultMilliCpuRequest = 100;
+inline constexpr int64_t kDefaultMemoryRequest = int64_t{200} << 20;  // bytes
+
 // A node's allocatable resources; "pods" is the number of pods it may run.
 ResourceList Allocatable(const api::Node& node);
 

@@ -8,8 +8,8 @@ namespace mkube::scheduler::framework {
 // What a plugin says of a pod (and a node), as kube-scheduler's framework.Status: success,
 // unschedulable (another node, or a change to this one, may help), unschedulable and
 // unresolvable (nothing short of a change to the node helps: preemption would not), or an
-// error of the scheduler's own.
-enum class Code { kSuccess, kUnschedulable, kUnschedulableAndUnresolvable, kError };
+// error of the scheduler's own; or skip (a PreScore with nothing to say of this pod).
+enum class Code { kSuccess, kUnschedulable, kUnschedulableAndUnresolvable, kError, kSkip };
 
 class Status {
  public:
@@ -21,9 +21,11 @@ class Status {
     return Status(Code::kUnschedulableAndUnresolvable, std::move(reason));
   }
   static Status Error(std::string message) { return Status(Code::kError, std::move(message)); }
+  static Status Skip() { return Status(Code::kSkip, ""); }
 
   Code code() const { return code_; }
   bool ok() const { return code_ == Code::kSuccess; }
+  bool skip() const { return code_ == Code::kSkip; }
   bool rejected() const {
     return code_ == Code::kUnschedulable || code_ == Code::kUnschedulableAndUnresolvable;
   }
@@ -42,7 +44,9 @@ class Status {
   }
 
  private:
-  Status(Code code, std::string reason) : code_(code), reasons_{std::move(reason)} {}
+  Status(Code code, std::string reason) : code_(code) {
+    if (!reason.empty()) reasons_.push_back(std::move(reason));
+  }
 
   Code code_ = Code::kSuccess;
   std::vector<std::string> reasons_;

@@ -58,9 +58,50 @@ bool Matches(const Required& r, const api::Node& node) {
   return false;
 }
 
+// Preferred terms with their weights; a term that cannot be parsed prefers nothing.
+struct Preferred : framework::CycleState::Data {
+  std::vector<std::pair<api::Selector, int32_t>> terms;
+};
+
 }  // namespace
 
-framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const api::Pod& pod) const {
+framework::Status NodeAffinity::PreScore(framework::CycleState& state, const api::Pod& pod,
+                                         const std::vector<const framework::NodeInfo*>&,
+                                         const framework::Snapshot&) const {
+  auto preferred = std::make_unique<Preferred>();
+  for (const auto& t : pod.spec()
+                           .affinity()
+                           .node_affinity()
+                           .preferred_during_scheduling_ignored_during_execution()) {
+    if (t.weight() == 0) continue;
+    auto selector = api::Selector::FromNodeSelectorTerm(t.preference());
+    // An empty preference matches no node, as in Kubernetes.
+    if (!selector.ok() || selector->empty()) continue;
+    preferred->terms.emplace_back(std::move(*selector), t.weight());
+  }
+  if (preferred->terms.empty()) return framework::Status::Skip();
+  state.Write(kName, std::move(preferred));
+  return {};
+}
+
+int64_t NodeAffinity::Score(const framework::CycleState& state, const api::Pod&,
+                            const framework::NodeInfo& node) const {
+  const Preferred* pre = state.Read<Preferred>(kName);
+  if (!pre) return 0;
+  int64_t sum = 0;
+  for (const auto& [selector, weight] : pre->terms) {
+    if (selector.Matches(node.node().metadata().labels())) sum += weight;
+  }
+  return sum;
+}
+
+void NodeAffinity::NormalizeScore(const framework::CycleState&, const api::Pod&,
+                                  std::vector<int64_t>& scores) const {
+  framework::DefaultNormalizeScore(false, scores);
+}
+
+framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const api::Pod& pod,
+                                          const framework::Snapshot&) const {
   auto r = Parse(pod);
   if (!r.ok()) {
     return framework::Status::Unresolvable(
@@ -80,7 +121,7 @@ framework::Status NodeAffinity::Filter(const framework::CycleState& state, const
     parsed = std::move(*p);
     r = &*parsed;
   }
-  return Matches(*r, *node.node) ? framework::Status() : framework::Status::Unresolvable(kReason);
+  return Matches(*r, node.node()) ? framework::Status() : framework::Status::Unresolvable(kReason);
 }
 
 }  // namespace mkube::scheduler::plugins

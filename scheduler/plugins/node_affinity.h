@@ -7,16 +7,28 @@ namespace mkube::scheduler::plugins {
 // PodSelectorMatches and required node affinity: the node's labels must match the pod's
 // nodeSelector, and one of its requiredDuringSchedulingIgnoredDuringExecution terms (terms
 // ORed, the expressions of a term ANDed; In, NotIn, Exists, DoesNotExist, Gt, Lt; matchFields
-// on metadata.name). Preferred terms only rank: that is the plugin's score, to come.
-class NodeAffinity final : public framework::PreFilterPlugin, public framework::FilterPlugin {
+// on metadata.name). Preferred terms only rank: the score is the sum of the weights of the
+// preferred terms the node matches, scaled so the best node has 100.
+class NodeAffinity final : public framework::PreFilterPlugin,
+                           public framework::FilterPlugin,
+                           public framework::PreScorePlugin,
+                           public framework::ScorePlugin {
  public:
   static constexpr char kName[] = "NodeAffinity";
   static constexpr char kReason[] = "node(s) didn't match Pod's node affinity/selector";
   std::string_view Name() const override { return kName; }
   // Parses the pod's selector and terms once; a term that cannot be parsed rejects the pod.
-  framework::Status PreFilter(framework::CycleState& state, const api::Pod& pod) const override;
+  framework::Status PreFilter(framework::CycleState& state, const api::Pod& pod,
+                              const framework::Snapshot& snapshot) const override;
   framework::Status Filter(const framework::CycleState& state, const api::Pod& pod,
                            const framework::NodeInfo& node) const override;
+  framework::Status PreScore(framework::CycleState& state, const api::Pod& pod,
+                             const std::vector<const framework::NodeInfo*>& nodes,
+                             const framework::Snapshot& snapshot) const override;
+  int64_t Score(const framework::CycleState& state, const api::Pod& pod,
+                const framework::NodeInfo& node) const override;
+  void NormalizeScore(const framework::CycleState& state, const api::Pod& pod,
+                      std::vector<int64_t>& scores) const override;
 };
 
 }  // namespace mkube::scheduler::plugins

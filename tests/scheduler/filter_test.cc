@@ -19,9 +19,9 @@ using testing::MakePod;
 
 TEST(RunFilters, TheFailedSchedulingMessageCountsTheReasonsAsKubeSchedulerDoes) {
   // The seeds' cluster: a tainted master and two nodes, none of them disktype=ssd.
-  std::vector<NodeInfo> nodes = {
-      MakeNode("master01").Taint("node-role.kubernetes.io/master", "", "NoSchedule").Info(),
-      MakeNode("node01").Info(), MakeNode("node02").Info()};
+  Snapshot nodes(
+      {MakeNode("master01").Taint("node-role.kubernetes.io/master", "", "NoSchedule").Ptr(),
+       MakeNode("node01").Ptr(), MakeNode("node02").Ptr()});
   NodeUnschedulable cordon;
   TaintToleration taints;
   NodeAffinity affinity;
@@ -34,7 +34,7 @@ TEST(RunFilters, TheFailedSchedulingMessageCountsTheReasonsAsKubeSchedulerDoes) 
   EXPECT_EQ(d.rejected.at("master01").plugin(), "TaintToleration") << "the first filter to say no";
   EXPECT_EQ(d.rejected.at("node01").plugin(), "NodeAffinity");
   // The seeds' own example.
-  EXPECT_EQ(FitErrorMessage(nodes.size(), d),
+  EXPECT_EQ(FitErrorMessage(nodes.nodes().size(), d),
             "0/3 nodes are available: 1 node(s) had untolerated taint "
             "{node-role.kubernetes.io/master: }, 2 node(s) didn't match Pod's node "
             "affinity/selector.");
@@ -47,7 +47,7 @@ TEST(RunFilters, TheFailedSchedulingMessageCountsTheReasonsAsKubeSchedulerDoes) 
 }
 
 TEST(RunFilters, APreFilterRejectionRejectsThePodOnEveryNode) {
-  std::vector<NodeInfo> nodes = {MakeNode("node01").Info(), MakeNode("node02").Info()};
+  Snapshot nodes({MakeNode("node01").Ptr(), MakeNode("node02").Ptr()});
   NodeAffinity affinity;
   FilterChain chain{{&affinity}, {&affinity}};
   CycleState state;
@@ -56,12 +56,12 @@ TEST(RunFilters, APreFilterRejectionRejectsThePodOnEveryNode) {
   EXPECT_FALSE(d.pre_filter.ok());
   EXPECT_EQ(d.pre_filter.plugin(), "NodeAffinity");
   EXPECT_TRUE(d.feasible.empty());
-  EXPECT_EQ(FitErrorMessage(nodes.size(), d)
+  EXPECT_EQ(FitErrorMessage(nodes.nodes().size(), d)
                 .rfind("0/2 nodes are available: pod's node affinity "
                        "cannot be used: ",
                        0),
             0u)
-      << FitErrorMessage(nodes.size(), d);
+      << FitErrorMessage(nodes.nodes().size(), d);
 }
 
 }  // namespace

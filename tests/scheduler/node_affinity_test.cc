@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/scheduler/filter_table.h"
+#include "tests/scheduler/score_table.h"
 #include "tests/scheduler/wrappers.h"
 
 namespace mkube::scheduler::plugins {
@@ -77,17 +78,44 @@ TEST(NodeAffinity, NodeSelectorAndRequiredTermsFilterNodes) {
 TEST(NodeAffinity, AnUnusableTermRejectsThePodInPreFilter) {
   framework::CycleState state;
   const auto st =
-      NodeAffinity().PreFilter(state, MakePod().RequiredTerm({{"cpus", "Gt", "many"}}).Obj());
+      NodeAffinity().PreFilter(state, MakePod().RequiredTerm({{"cpus", "Gt", "many"}}).Obj(), {});
   EXPECT_EQ(st.code(), Code::kUnschedulableAndUnresolvable);
   ASSERT_EQ(st.reasons().size(), 1u);
   EXPECT_NE(st.reasons()[0].find("cannot be used"), std::string::npos) << st.reasons()[0];
   // With its PreFilter's state, Filter decides as without it.
   framework::CycleState ok;
   const api::Pod pod = MakePod().RequiredTerm({{"disktype", "In", "ssd"}}).Obj();
-  ASSERT_TRUE(NodeAffinity().PreFilter(ok, pod).ok());
+  ASSERT_TRUE(NodeAffinity().PreFilter(ok, pod, {}).ok());
   EXPECT_TRUE(NodeAffinity().Filter(ok, pod, MakeNode("a").Label("disktype", "ssd").Info()).ok());
   EXPECT_FALSE(NodeAffinity().Filter(ok, pod, MakeNode("b").Info()).ok());
 }
 
+TEST(NodeAffinity, PreferredTermsOnlyRank) {
+  auto node01 =
+      MakeNode("node01").Label("kubernetes.io/hostname", "node01").Label("blue", "a").Ptr();
+  auto node02 = MakeNode("node02").Label("kubernetes.io/hostname", "node02").Ptr();
+  testing::RunScoreTable(
+      NodeAffinity(),
+      {
+          {"no preferred terms: skipped", MakePod().Obj(), {node01, node02}, {}},
+          // The seeds' soft policy for node03, in a cluster without node03: no node matches,
+          // every node scores the same, and the pod still goes somewhere.
+          {"soft In node03 without a node03",
+           MakePod().PreferredTerm(1, {{"kubernetes.io/hostname", "In", "node03"}}).Obj(),
+           {node01, node02},
+           {0, 0}},
+          {"soft In node01",
+           MakePod().PreferredTerm(1, {{"kubernetes.io/hostname", "In", "node01"}}).Obj(),
+           {node01, node02},
+           {100, 0}},
+          {"weights add up and scale to 100",
+           MakePod()
+               .PreferredTerm(20, {{"blue", "In", "a"}})
+               .PreferredTerm(60, {{"kubernetes.io/hostname", "In", "node02"}})
+               .Obj(),
+           {node01, node02},
+           {33, 100}},
+      });
+}
 }  // namespace
 }  // namespace mkube::scheduler::plugins

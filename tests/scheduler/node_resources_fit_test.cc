@@ -5,6 +5,7 @@
 
 #include "scheduler/framework/resources.h"
 #include "tests/scheduler/filter_table.h"
+#include "tests/scheduler/score_table.h"
 #include "tests/scheduler/wrappers.h"
 
 namespace mkube::scheduler::plugins {
@@ -89,5 +90,42 @@ TEST(NodeResourcesFit, EveryShortfallIsAReason) {
             (std::vector<std::string>{"Too many pods", "Insufficient cpu", "Insufficient memory"}));
 }
 
+TEST(NodeResourcesFit, LeastAllocatedScoresTheEmptierNodeHigher) {
+  auto node = [](const std::string& name, const std::string& cpu, const std::string& memory) {
+    return MakeNode(name)
+        .Allocatable({{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}})
+        .Pod(MakePod("used").Container({{"cpu", cpu}, {"memory", memory}}).Obj())
+        .Ptr();
+  };
+  testing::RunScoreTable(NodeResourcesFit(),
+                         {
+                             // (4 - 2) / 4 and (8 - 4) / 8: 50 each.
+                             {"requests count with the node's pods",
+                              MakePod().Container({{"cpu", "1"}, {"memory", "2Gi"}}).Obj(),
+                              {node("half", "1", "2Gi"), node("idle", "100m", "100Mi")},
+                              {50, 72}},
+                             // 100m and 200Mi for a container without requests: (4000 - 1100) /
+                             // 4000 = 72 and (8192 - 2248) / 8192 = 72.
+                             {"a pod without requests counts 100m and 200Mi",
+                              MakePod().Image("busybox").Obj(),
+                              {node("a", "1", "2Gi")},
+                              {72}},
+                             {"over-committed resources score 0",
+                              MakePod().Container({{"cpu", "4"}, {"memory", "1Gi"}}).Obj(),
+                              {node("full", "1", "2Gi")},
+                              {31}},
+                         });
+}
+
+TEST(NodeResourcesFit, MostAllocatedAndResourceWeights) {
+  NodeResourcesFit most({.strategy = NodeResourcesFit::Strategy::kMostAllocated,
+                         .resources = {{"cpu", 3}, {"memory", 1}}});
+  auto node = MakeNode("n").Allocatable({{"cpu", "4"}, {"memory", "8Gi"}}).Ptr();
+  // cpu 1/4 → 25 (weight 3), memory 6/8 → 75 (weight 1): (75 + 75) / 4 = 37.
+  testing::RunScoreTable(most, {{"weighted mean of the fullness",
+                                 MakePod().Container({{"cpu", "1"}, {"memory", "6Gi"}}).Obj(),
+                                 {node},
+                                 {37}}});
+}
 }  // namespace
 }  // namespace mkube::scheduler::plugins

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/scheduler/filter_table.h"
+#include "tests/scheduler/score_table.h"
 #include "tests/scheduler/wrappers.h"
 
 namespace mkube::scheduler::plugins {
@@ -45,5 +46,32 @@ TEST(TaintToleration, NoScheduleAndNoExecuteTaintsKeepAwayPodsThatDoNotTolerateT
       });
 }
 
+TEST(TaintToleration, PreferNoScheduleIsAvoidedWhenPossible) {
+  auto clean = MakeNode("clean").Ptr();
+  auto soft = MakeNode("soft").Taint("gpu", "yes", "PreferNoSchedule").Ptr();
+  auto softer = MakeNode("softer")
+                    .Taint("gpu", "yes", "PreferNoSchedule")
+                    .Taint("old", "", "PreferNoSchedule")
+                    .Ptr();
+  testing::RunScoreTable(TaintToleration(),
+                         {
+                             {"fewer untolerated PreferNoSchedule taints score higher",
+                              MakePod().Obj(),
+                              {clean, soft, softer},
+                              {100, 50, 0}},
+                             {"a toleration of the effect counts",
+                              MakePod().Toleration("gpu", "Equal", "yes", "PreferNoSchedule").Obj(),
+                              {clean, soft, softer},
+                              {100, 100, 0}},
+                             {"a toleration without effect counts too",
+                              MakePod().Toleration("", "Exists", "", "").Obj(),
+                              {clean, soft, softer},
+                              {100, 100, 100}},
+                             {"a NoSchedule toleration does not",
+                              MakePod().Toleration("gpu", "Exists", "", "NoSchedule").Obj(),
+                              {clean, soft},
+                              {100, 0}},
+                         });
+}
 }  // namespace
 }  // namespace mkube::scheduler::plugins

@@ -78,7 +78,39 @@ class PodWrapper {
     }
     return *this;
   }
+  // One more preferred node affinity term of `weight`; expressions as RequiredTerm's.
+  PodWrapper& PreferredTerm(int32_t weight,
+                            const std::vector<std::vector<std::string>>& expressions) {
+    auto* term = pod_.mutable_spec()
+                     ->mutable_affinity()
+                     ->mutable_node_affinity()
+                     ->add_preferred_during_scheduling_ignored_during_execution();
+    term->set_weight(weight);
+    for (const auto& e : expressions) {
+      auto* r = term->mutable_preference()->add_match_expressions();
+      r->set_key(e.at(0));
+      r->set_operator_(e.at(1));
+      for (size_t i = 2; i < e.size(); ++i) r->add_values(e[i]);
+    }
+    return *this;
+  }
+  // A container running `image`, without requests.
+  PodWrapper& Image(const std::string& image) {
+    auto* c = pod_.mutable_spec()->add_containers();
+    c->set_name("img" + std::to_string(pod_.spec().containers_size()));
+    c->set_image(image);
+    return *this;
+  }
+  PodWrapper& Namespace(const std::string& ns) {
+    pod_.mutable_metadata()->set_namespace_(ns);
+    return *this;
+  }
+  PodWrapper& Label(const std::string& key, const std::string& value) {
+    (*pod_.mutable_metadata()->mutable_labels())[key] = value;
+    return *this;
+  }
   const api::Pod& Obj() const { return pod_; }
+  std::shared_ptr<const api::Pod> Ptr() const { return std::make_shared<const api::Pod>(pod_); }
 
  private:
   api::Pod pod_;
@@ -103,6 +135,12 @@ class NodeWrapper {
     for (const auto& [k, v] : amounts) (*node_.mutable_status()->mutable_allocatable())[k] = v;
     return *this;
   }
+  NodeWrapper& Image(const std::string& name, int64_t size_bytes) {
+    auto* image = node_.mutable_status()->add_images();
+    image->add_names(name);
+    image->set_size_bytes(size_bytes);
+    return *this;
+  }
   // A pod already on the node.
   NodeWrapper& Pod(const api::Pod& pod) {
     pods_.push_back(pod);
@@ -112,8 +150,9 @@ class NodeWrapper {
     node_.mutable_spec()->set_unschedulable(true);
     return *this;
   }
+  framework::NodeInfoPtr Ptr() const { return std::make_shared<framework::NodeInfo>(Info()); }
   framework::NodeInfo Info() const {
-    framework::NodeInfo info{std::make_shared<const api::Node>(node_), {}, {}};
+    framework::NodeInfo info(std::make_shared<const api::Node>(node_));
     for (const auto& p : pods_) info.AddPod(std::make_shared<const api::Pod>(p));
     return info;
   }

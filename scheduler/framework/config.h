@@ -1,0 +1,48 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/framework/framework.h"
+#include "yaml-cpp/yaml.h"
+
+namespace mkube::scheduler::framework {
+
+// What plugins may need of the scheduler beyond the snapshot: the selector of a pod's
+// controller (ReplicaSet, ReplicationController, ...), for default spreading.
+class Handle {
+ public:
+  virtual ~Handle() = default;
+  // The label selectors of the controllers owning the pod; none for a bare pod.
+  virtual std::vector<api::LabelSelector> OwnerSelectors(const api::Pod& pod) const = 0;
+};
+
+// A plugin the scheduler knows, and how to make it from its pluginConfig args (an empty node
+// when none are given). Errors name the field.
+struct PluginFactory {
+  std::function<absl::StatusOr<PluginPtr>(const YAML::Node& args, const Handle* handle)> make;
+};
+const std::map<std::string, PluginFactory>& PluginRegistry();
+
+// Kubernetes 1.32's default profile: its filters in order, its scores with their weights.
+struct PluginSet {
+  std::vector<std::string> filters;
+  std::vector<std::pair<std::string, int64_t>> scores;
+};
+PluginSet DefaultPlugins();
+
+// Makes a profile's plugins from a plugin set and the pluginConfig args by plugin name.
+absl::StatusOr<Profile> MakeProfile(const std::string& scheduler_name, const PluginSet& set,
+                                    const std::map<std::string, YAML::Node>& args,
+                                    const Handle* handle);
+
+// The profiles of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):
+// percentageOfNodesToScore, and per profile schedulerName, plugins (multiPoint, filter,
+// score: enabled with weights, disabled by name or "*"), pluginConfig. No text: the default
+// profile. Errors give the line and the reason.
+absl::StatusOr<std::vector<Profile>> LoadConfig(const std::string& text, const Handle* handle);
+
+}  // namespace mkube::scheduler::framework

@@ -1,0 +1,133 @@
+// The plugins mkube-scheduler knows by name, and how their pluginConfig args are read.
+#include "fmt/format.h"
+#include "scheduler/framework/config.h"
+#include "scheduler/plugins/balanced_allocation.h"
+#include "scheduler/plugins/image_locality.h"
+#include "scheduler/plugins/node_affinity.h"
+#include "scheduler/plugins/node_name.h"
+#include "scheduler/plugins/node_ports.h"
+#include "scheduler/plugins/node_resources_fit.h"
+#include "scheduler/plugins/node_unschedulable.h"
+#include "scheduler/plugins/taint_toleration.h"
+
+namespace mkube::scheduler::framework {
+namespace {
+
+using plugins::ResourceWeight;
+
+absl::Status ArgError(const YAML::Node& node, const std::string& what) {
+  const YAML::Mark m = node.Mark();
+  return absl::InvalidArgumentError(m.line < 0 ? what
+                                               : fmt::format("line {}: {}", m.line + 1, what));
+}
+
+absl::Status OnlyKeys(const YAML::Node& node, std::initializer_list<std::string_view> keys) {
+  if (!node || node.IsNull()) return absl::OkStatus();
+  if (!node.IsMap()) return ArgError(node, "args: expected a map");
+  for (const auto& kv : node) {
+    const std::string k = kv.first.as<std::string>();
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      return ArgError(kv.first, fmt::format("args: unknown field \"{}\"", k));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// resources: [{name: cpu, weight: 1}, ...]
+absl::StatusOr<std::vector<ResourceWeight>> Resources(const YAML::Node& list) {
+  if (!list.IsSequence()) return ArgError(list, "resources: expected a list");
+  std::vector<ResourceWeight> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node item = list[i];
+    if (auto st = OnlyKeys(item, {"name", "weight"}); !st.ok()) return st;
+    ResourceWeight r;
+    if (!item["name"] || !item["name"].IsScalar() || item["name"].Scalar().empty()) {
+      return ArgError(item, fmt::format("resources[{}].name: Required value", i));
+    }
+    r.name = item["name"].Scalar();
+    if (item["weight"]) {
+      if (!YAML::convert<int64_t>::decode(item["weight"], r.weight) || r.weight < 1 ||
+          r.weight > 100) {
+        return ArgError(item["weight"],
+                        fmt::format("resources[{}].weight: must be an integer from 1 to 100", i));
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) return ArgError(list, "resources: at least one resource is needed");
+  return out;
+}
+
+absl::StatusOr<PluginPtr> MakeFit(const YAML::Node& args, const Handle*) {
+  plugins::NodeResourcesFit::Args a;
+  if (auto st = OnlyKeys(args, {"scoringStrategy", "ignoredResources", "ignoredResourceGroups"});
+      !st.ok()) {
+    return st;
+  }
+  if (args && args["scoringStrategy"]) {
+    const YAML::Node s = args["scoringStrategy"];
+    if (auto st = OnlyKeys(s, {"type", "resources"}); !st.ok()) return st;
+    if (s["type"]) {
+      const std::string type = s["type"].as<std::string>();
+      if (type == "LeastAllocated") {
+        a.strategy = plugins::NodeResourcesFit::Strategy::kLeastAllocated;
+      } else if (type == "MostAllocated") {
+        a.strategy = plugins::NodeResourcesFit::Strategy::kMostAllocated;
+      } else {
+        return ArgError(s["type"], fmt::format("scoringStrategy.type: unsupported value \"{}\": "
+                                               "supported values: \"LeastAllocated\", "
+                                               "\"MostAllocated\"",
+                                               type));
+      }
+    }
+    if (s["resources"]) {
+      auto r = Resources(s["resources"]);
+      if (!r.ok()) return r.status();
+      a.resources = std::move(*r);
+    }
+  }
+  if (args && (args["ignoredResources"] || args["ignoredResourceGroups"])) {
+    return ArgError(args, "ignoredResources and ignoredResourceGroups are not supported");
+  }
+  return std::make_unique<plugins::NodeResourcesFit>(std::move(a));
+}
+
+absl::StatusOr<PluginPtr> MakeBalanced(const YAML::Node& args, const Handle*) {
+  plugins::BalancedAllocation::Args a;
+  if (auto st = OnlyKeys(args, {"resources"}); !st.ok()) return st;
+  if (args && args["resources"]) {
+    auto r = Resources(args["resources"]);
+    if (!r.ok()) return r.status();
+    a.resources = std::move(*r);
+  }
+  return std::make_unique<plugins::BalancedAllocation>(std::move(a));
+}
+
+// A plugin without args.
+template <typename T>
+PluginFactory Plain() {
+  return {[](const YAML::Node& args, const Handle*) -> absl::StatusOr<PluginPtr> {
+    if (args && args.IsMap() && args.size() > 0) {
+      return ArgError(args, fmt::format("{} takes no args", T::kName));
+    }
+    return std::make_unique<T>();
+  }};
+}
+
+}  // namespace
+
+const std::map<std::string, PluginFactory>& PluginRegistry() {
+  static const auto* registry = new std::map<std::string, PluginFactory>{
+      {plugins::NodeUnschedulable::kName, Plain<plugins::NodeUnschedulable>()},
+      {plugins::NodeName::kName, Plain<plugins::NodeName>()},
+      {plugins::TaintToleration::kName, Plain<plugins::TaintToleration>()},
+      {plugins::NodeAffinity::kName, Plain<plugins::NodeAffinity>()},
+      {plugins::NodePorts::kName, Plain<plugins::NodePorts>()},
+      {plugins::NodeResourcesFit::kName, {MakeFit}},
+      {plugins::BalancedAllocation::kName, {MakeBalanced}},
+      {plugins::ImageLocality::kName, Plain<plugins::ImageLocality>()},
+  };
+  return *registry;
+}
+
+}  // namespace mkube::scheduler::framework
