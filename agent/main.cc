@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
@@ -19,6 +18,7 @@
 #include "api/log.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
+#include "client/credentials.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
 #include "grpcpp/grpcpp.h"
@@ -27,19 +27,6 @@
 namespace {
 
 constexpr char kVersion[] = "v0.1.0";
-
-std::optional<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 int Fail(const std::string& what) {
   std::fprintf(stderr, "mkube-agent: %s\n", what.c_str());
@@ -111,22 +98,12 @@ int main(int argc, char** argv) {
     taint.set_effect(spec->effect);
     node.taints.push_back(taint);
   }
-  auto token = Slurp(token_file);
-  if (!token) return Fail("cannot read --token-file " + token_file);
-  auto agent_token = Slurp(agent_token_file);
-  if (!agent_token || Trim(*agent_token).empty()) {
+  auto agent_token = mkube::client::ReadSecretFile(agent_token_file);
+  if (!agent_token.ok() || agent_token->empty()) {
     return Fail("cannot read a token from --agent-token-file " + agent_token_file);
   }
-  mkube::client::ClientOptions copts;
-  copts.address = apiserver;
-  copts.token = Trim(*token);
-  if (!ca_file.empty()) {
-    auto ca = Slurp(ca_file);
-    if (!ca) return Fail("cannot read --ca-file " + ca_file);
-    copts.ca_pem = *ca;
-  } else if (!insecure) {
-    return Fail("pass --ca-file to verify the apiserver, or --insecure-plaintext");
-  }
+  auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
+  if (!copts.ok()) return Fail(std::string(copts.status().message()));
   std::error_code ec;
   std::filesystem::create_directories(root_dir, ec);
   if (ec) return Fail(fmt::format("cannot create --root-dir {}: {}", root_dir, ec.message()));
@@ -141,7 +118,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   // The agent's server first: the Node must say where it is.
-  mkube::client::GrpcClient client(copts);
+  mkube::client::GrpcClient client(*copts);
   mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
   mkube::client::Informer<mkube::api::Pod> pods(
       &client, "pods", {.field_selector = "spec.nodeName=" + node_name});
@@ -153,7 +130,7 @@ int main(int argc, char** argv) {
   mkube::client::EventRecorder events(&client, "kubelet", node_name);
   mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
   mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
-  mkube::agent::AgentService service(&manager, Trim(*agent_token));
+  mkube::agent::AgentService service(&manager, *agent_token);
   if (listen.empty()) listen = node_ip + ":10250";
   grpc::ServerBuilder builder;
   int port = 0;

@@ -69,4 +69,21 @@ std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
   return grace;
 }
 
+void ApplyBinding(const Binding& binding, Pod* pod, const std::string& now) {
+  pod->mutable_spec()->set_node_name(binding.target().name());
+  for (const auto& [k, v] : binding.metadata().annotations()) {
+    (*pod->mutable_metadata()->mutable_annotations())[k] = v;
+  }
+  Condition* scheduled = nullptr;
+  for (auto& c : *pod->mutable_status()->mutable_conditions()) {
+    if (c.type() == "PodScheduled") scheduled = &c;
+  }
+  if (!scheduled) scheduled = pod->mutable_status()->add_conditions();
+  if (scheduled->status() != "True") scheduled->set_last_transition_time(now);
+  scheduled->set_type("PodScheduled");
+  scheduled->set_status("True");
+  scheduled->clear_reason();
+  scheduled->clear_message();
+}
+
 }  // namespace mkube::api

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "api/kinds.h"
 #include "google/protobuf/message.h"
+#include "proto/api/core.pb.h"
 
 // What the server itself decides about an object on create and update, as Kubernetes' REST
 // strategies do; shared by the apiserver's registry and the fake clientset, so both store
@@ -33,5 +34,10 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
 // `requested`: the grace the request named, if it did.
 std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
                                         std::optional<int64_t> requested);
+
+// A pod bound by a Binding to its target node, as Kubernetes' binding: spec.nodeName set,
+// the binding's annotations added, the PodScheduled condition True. The caller has checked
+// that the pod is neither bound nor being deleted.
+void ApplyBinding(const Binding& binding, Pod* pod, const std::string& now);
 
 }  // namespace mkube::api

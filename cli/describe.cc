@@ -116,10 +116,6 @@ std::string TolerationString(const api::Toleration& t) {
 }
 
 void EventsBlock(Out& out, std::vector<api::Event> events, absl::Time now) {
-  if (events.empty()) {
-    out.Field(0, "Events", "<none>");
-    return;
-  }
   auto last = [](const api::Event& e) {
     return e.last_timestamp().empty()
                ? (e.event_time().empty() ? e.metadata().creation_timestamp() : e.event_time())
@@ -130,9 +126,29 @@ void EventsBlock(Out& out, std::vector<api::Event> events, absl::Time now) {
     int64_t v = 0;
     return absl::SimpleAtoi(e.metadata().resource_version(), &v) ? v : 0;
   };
-  std::stable_sort(events.begin(), events.end(), [&](const auto& a, const auto& b) {
+  auto older = [&](const api::Event& a, const api::Event& b) {
     return std::make_pair(last(a), version(a)) < std::make_pair(last(b), version(b));
+  };
+  // The scheduler's explanation (for pods that asked for one) is a section of its own: the
+  // newest, whole.
+  std::vector<api::Event> explanations;
+  std::erase_if(events, [&](const api::Event& e) {
+    if (e.reason() != "SchedulingExplained") return false;
+    explanations.push_back(e);
+    return true;
   });
+  if (!explanations.empty()) {
+    const api::Event& newest = *std::max_element(explanations.begin(), explanations.end(), older);
+    out.Line("Scheduling:");
+    for (absl::string_view line : absl::StrSplit(newest.message(), '\n', absl::SkipEmpty())) {
+      out.Line(std::string(line));
+    }
+  }
+  if (events.empty()) {
+    out.Field(0, "Events", "<none>");
+    return;
+  }
+  std::stable_sort(events.begin(), events.end(), older);
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : events) {
     std::string age = api::Age(last(e), now);

@@ -124,6 +124,12 @@ start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
   --agent-token-file "$state/pki/agent.token"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
 
+# The scheduler: binds pods that name no node.
+(umask 077; awk -F, '$2 == "system:kube-scheduler" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/scheduler.token")
+start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
+  --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$state/pki/scheduler.token" \
+  --ready-file "$state/run/scheduler.ready"
+
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
 i=0
@@ -175,6 +181,7 @@ cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
   store ($store_kind, etcd v3 API): $store_addr
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
+  scheduler: $(cat "$state/run/scheduler.ready")
   agents: master01 $(cat "$state/run/agent-master01.addr"), node01 $(cat "$state/run/agent-node01.addr"), node02 $(cat "$state/run/agent-node02.addr")
   images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:

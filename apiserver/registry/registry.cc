@@ -351,7 +351,7 @@ absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kin
         "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted", name,
         name));
   }
-  pod.mutable_spec()->set_node_name(binding.target().name());
+  api::ApplyBinding(binding, &pod, api::NowRfc3339());
   if (req.dry_run()) return pod.SerializeAsString();
   auto stored = Store(kind, key, name, (*cur)->revision, pod);
   if (!stored.ok() && stored.status().code() == absl::StatusCode::kAborted) {

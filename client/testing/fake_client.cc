@@ -35,6 +35,9 @@ std::string KeyOf(const api::KindInfo& kind, const std::string& ns, const std::s
   return kind.resource + "/" + (kind.namespaced ? ns : "") + "/" + name;
 }
 
+// The resource an object's key names ("pods" of "pods/default/web").
+std::string ResourceOfKey(const std::string& key) { return key.substr(0, key.find('/')); }
+
 absl::Status NotFound(const api::KindInfo& kind, const std::string& name) {
   return absl::NotFoundError(fmt::format("{} \"{}\" not found", Qualified(kind), name));
 }
@@ -260,7 +263,7 @@ absl::StatusOr<apiserver::ListReply> FakeClient::List(const apiserver::ListReque
   absl::MutexLock lock(&mu_);
   apiserver::ListReply reply;
   for (const auto& [key, stored] : objects_) {
-    if (sel->Matches(req.resource(), *stored.object)) reply.add_items(stored.bytes);
+    if (sel->Matches(ResourceOfKey(key), *stored.object)) reply.add_items(stored.bytes);
   }
   reply.set_resource_version(std::to_string(revision_));
   return reply;
@@ -287,7 +290,7 @@ WatchStreamPtr FakeClient::Watch(const apiserver::WatchRequest& req) {
   const Selection& s = watch->selection();
   if (from == 0) {
     for (const auto& [key, stored] : objects_) {
-      if (s.Matches(req.resource(), *stored.object)) {
+      if (s.Matches(ResourceOfKey(key), *stored.object)) {
         watch->Push("ADDED", stored.bytes,
                     std::stoll(api::MetaOf(*stored.object).resource_version()));
       }
@@ -364,7 +367,7 @@ absl::StatusOr<std::string> FakeClient::Bind(const apiserver::CreateRequest& req
         "node \"{}\"",
         name, name, pod->spec().node_name()));
   }
-  pod->mutable_spec()->set_node_name(binding.target().name());
+  api::ApplyBinding(binding, pod.get(), api::NowRfc3339());
   const Stored before = it->second;
   return Write(kind, req.namespace_(), std::move(pod), &before);
 }

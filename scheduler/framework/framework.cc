@@ -35,7 +35,8 @@ Status ScoreNodes(const Profile& profile, CycleState& state, const api::Pod& pod
       const int64_t weighted = scores[i] * weight;
       out[i].total += weighted;
       if (explain) {
-        out[i].plugins.push_back({std::string(plugin->Name()), raw[i], scores[i], weighted});
+        out[i].plugins.push_back(
+            {std::string(plugin->Name()), raw[i], scores[i], weight, weighted});
       }
     }
   }

@@ -1,0 +1,202 @@
+// mkube-scheduler: binds pods that name no node to the node its profile's filters and scores
+// choose, as kube-scheduler does; with leader election, one of several schedules.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "api/log.h"
+#include "client/client.h"
+#include "client/credentials.h"
+#include "client/event_recorder.h"
+#include "client/informer.h"
+#include "client/leader_election.h"
+#include "fmt/format.h"
+#include "scheduler/framework/config.h"
+#include "scheduler/internal/scheduler.h"
+
+namespace {
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "mkube-scheduler: %s\n", what.c_str());
+  return 1;
+}
+
+absl::StatusOr<absl::Duration> Duration(const std::string& flag, const std::string& text) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: \"{}\" is not a positive duration (e.g. 15s)", flag, text));
+  }
+  return d;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string apiserver = "127.0.0.1:6443", token_file, ca_file, config_file, ready_file;
+  bool insecure = false, leader_elect = true;
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+  std::string lease_name = "kube-scheduler", lease_namespace = "kube-system";
+  std::string identity = Hostname() + "_" + std::to_string(getpid()), log_level = "info";
+  int bind_workers = 8;
+
+  CLI::App app{"mkube-scheduler: assigns pods to nodes"};
+  app.add_option("--apiserver", apiserver, "The apiserver's address")->capture_default_str();
+  app.add_option("--token-file", token_file, "File with the scheduler's bearer token")->required();
+  app.add_option("--ca-file", ca_file, "CA that signed the apiserver's certificate");
+  app.add_flag("--insecure-plaintext", insecure, "Talk to the apiserver without TLS");
+  app.add_option("--config", config_file,
+                 "A KubeSchedulerConfiguration file (profiles, plugins, weights)");
+  app.add_option("--leader-elect", leader_elect,
+                 "Take part in leader election (one scheduler of several schedules)")
+      ->capture_default_str();
+  app.add_option("--leader-elect-lease-duration", lease_duration,
+                 "How long a leader's lease lasts unrenewed")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+                 "How long a leader tries to renew before it gives up")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", retry_period, "How often candidates try")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-name", lease_name, "The Lease the candidates race for")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace", lease_namespace, "Its namespace")
+      ->capture_default_str();
+  app.add_option("--identity", identity, "This candidate's name in the Lease")
+      ->capture_default_str();
+  app.add_option("--bind-workers", bind_workers, "Bindings posted at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--ready-file", ready_file, "Write this file once the caches have synced");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+  mkube::log::Setup("scheduler", spdlog::level::from_str(log_level));
+  spdlog::logger& log = mkube::log::Logger("main");
+
+  auto lease = Duration("--leader-elect-lease-duration", lease_duration);
+  auto renew = Duration("--leader-elect-renew-deadline", renew_deadline);
+  auto retry = Duration("--leader-elect-retry-period", retry_period);
+  for (const auto* d : {&lease, &renew, &retry}) {
+    if (!d->ok()) return Fail(std::string(d->status().message()));
+  }
+  if (*renew >= *lease)
+    return Fail("--leader-elect-renew-deadline must be shorter than the lease duration");
+  auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
+  if (!copts.ok()) return Fail(std::string(copts.status().message()));
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  mkube::client::GrpcClient client(*copts);
+  mkube::client::Informer<mkube::api::ReplicaSet> replica_sets(&client, "replicasets");
+  // Profiles need the scheduler as their handle, and the scheduler needs the profiles: the
+  // handle forwards to it once it exists.
+  struct Forward : mkube::scheduler::framework::Handle {
+    const mkube::scheduler::Scheduler* to = nullptr;
+    std::vector<mkube::api::LabelSelector> OwnerSelectors(
+        const mkube::api::Pod& pod) const override {
+      return to ? to->OwnerSelectors(pod) : std::vector<mkube::api::LabelSelector>{};
+    }
+  } handle;
+  std::string config_text;
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    if (!in) return Fail("cannot read --config " + config_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    config_text = ss.str();
+  }
+  auto profiles = mkube::scheduler::framework::LoadConfig(config_text, &handle);
+  if (!profiles.ok()) {
+    return Fail(
+        fmt::format("--config {}: {}", config_file, std::string(profiles.status().message())));
+  }
+  std::vector<std::string> names;
+  for (const auto& p : *profiles) names.push_back(p.scheduler_name);
+
+  mkube::client::EventRecorder events(&client, "default-scheduler", "");
+  mkube::scheduler::SchedulerOptions sopts;
+  sopts.bind_workers = bind_workers;
+  mkube::scheduler::Scheduler scheduler(&client, &events, std::move(*profiles), sopts);
+  handle.to = &scheduler;
+  scheduler.SetReplicaSets(&replica_sets);
+
+  mkube::client::Informer<mkube::api::Node> nodes(&client, "nodes");
+  mkube::client::Informer<mkube::api::Pod> pods(&client, "pods");
+  nodes.AddHandlers(scheduler.NodeHandlers());
+  pods.AddHandlers(scheduler.PodHandlers());
+  replica_sets.Start();
+  nodes.Start();
+  // Nodes first, so that the first pods find them.
+  nodes.WaitForCacheSync(std::chrono::seconds(30));
+  pods.Start();
+  if (!pods.WaitForCacheSync(std::chrono::seconds(30)) || !nodes.HasSynced()) {
+    log.warn("the caches have not synced after 30 s; scheduling starts once they have");
+    while (!pods.HasSynced() || !nodes.HasSynced())
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  std::thread loop;
+  auto start_scheduling = [&] {
+    log.info("scheduling pods for profiles {}", fmt::join(names, ", "));
+    loop = std::thread([&scheduler] { scheduler.Run(); });
+  };
+  std::unique_ptr<mkube::client::LeaderElector> elector;
+  if (leader_elect) {
+    mkube::client::LeaderElector::Config lc;
+    lc.lease_namespace = lease_namespace;
+    lc.lease_name = lease_name;
+    lc.identity = identity;
+    lc.lease_duration = *lease;
+    lc.renew_deadline = *renew;
+    lc.retry_period = *retry;
+    lc.on_started_leading = start_scheduling;
+    lc.on_stopped_leading = [&log] {
+      // As kube-scheduler: a scheduler that lost its lease may have raced another; it exits
+      // and starts again as a candidate.
+      log.error("leader election lost: exiting");
+      std::_Exit(1);
+    };
+    elector = std::make_unique<mkube::client::LeaderElector>(&client, lc);
+    elector->Start();
+  } else {
+    start_scheduling();
+  }
+  if (!ready_file.empty()) {
+    std::ofstream(ready_file + ".tmp") << identity << "\n";
+    std::filesystem::rename(ready_file + ".tmp", ready_file);
+  }
+  log.info("mkube-scheduler {} watching apiserver {}", identity, apiserver);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log.info("signal {}: shutting down", sig);
+  scheduler.Stop();
+  if (loop.joinable()) loop.join();
+  scheduler.WaitForBindings();
+  if (elector) elector->Stop();
+  pods.Stop();
+  nodes.Stop();
+  replica_sets.Stop();
+  events.Flush();
+  return 0;
+}

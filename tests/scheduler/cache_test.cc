@@ -1,0 +1,107 @@
+// The scheduler's cache: assumed pods, their confirmation and forgetting, and snapshots that
+// copy only what changed.
+#include "scheduler/internal/cache.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/scheduler/wrappers.h"
+
+namespace mkube::scheduler {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+
+framework::NodePtr Node(const std::string& name) {
+  return std::make_shared<api::Node>(
+      MakeNode(name).Allocatable({{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}).Info().node());
+}
+
+framework::PodPtr PodOn(const std::string& name, const std::string& node,
+                        const std::string& cpu = "1") {
+  return MakePod(name).Namespace("default").NodeName(node).Container({{"cpu", cpu}}).Ptr();
+}
+
+int64_t Cpu(const framework::Snapshot& s, const std::string& node) {
+  auto it = s.Get(node)->requested().find("cpu");
+  return it == s.Get(node)->requested().end() ? 0 : it->second;
+}
+
+TEST(Cache, AnAssumedPodIsOnItsNodeUntilConfirmedOrForgotten) {
+  Cache cache;
+  cache.AddNode(Node("node01"));
+  framework::Snapshot snap;
+  ASSERT_TRUE(cache.AssumePod(PodOn("a", "node01")).ok());
+  EXPECT_TRUE(cache.IsAssumed("default/a"));
+  EXPECT_FALSE(cache.AssumePod(PodOn("a", "node01")).ok()) << "once";
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 1000) << "the next pod sees it";
+
+  cache.AddPod(PodOn("a", "node01"));  // the informer shows it bound
+  EXPECT_FALSE(cache.IsAssumed("default/a"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 1000) << "counted once";
+  cache.ForgetPod("default/a");
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 1000) << "a confirmed pod is not forgotten";
+
+  ASSERT_TRUE(cache.AssumePod(PodOn("b", "node01", "2")).ok());
+  cache.ForgetPod("default/b");  // its binding failed
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 1000);
+  cache.RemovePod(*PodOn("a", "node01"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 0);
+  EXPECT_EQ(cache.PodCount(), 0u);
+}
+
+TEST(Cache, SnapshotsCopyOnlyTheNodesThatChanged) {
+  Cache cache;
+  cache.AddNode(Node("node01"));
+  cache.AddNode(Node("node02"));
+  framework::Snapshot snap;
+  cache.UpdateSnapshot(&snap);
+  ASSERT_EQ(snap.nodes().size(), 2u);
+  const framework::NodeInfo* n1 = snap.Get("node01");
+  const framework::NodeInfo* n2 = snap.Get("node02");
+  cache.AddPod(PodOn("a", "node02"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(snap.Get("node01"), n1) << "unchanged: the same copy";
+  EXPECT_NE(snap.Get("node02"), n2);
+  EXPECT_EQ(snap.Get("node02")->pods().size(), 1u);
+  cache.AddNode(Node("node03"));
+  cache.RemoveNode("node01");
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(snap.nodes().size(), 2u);
+  EXPECT_EQ(snap.Get("node01"), nullptr);
+  EXPECT_NE(snap.Get("node03"), nullptr);
+}
+
+TEST(Cache, PodsOfANodeNotYetKnownJoinItWhenItComes) {
+  Cache cache;
+  cache.AddPod(PodOn("early", "node09"));
+  cache.AddNode(Node("node09"));
+  framework::Snapshot snap;
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(snap.Get("node09")->pods().size(), 1u);
+  cache.RemoveNode("node09");
+  cache.AddNode(Node("node09"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(snap.Get("node09")->pods().size(), 1u) << "a node that comes back has its pods";
+}
+
+TEST(Cache, AnEndedPodHoldsNothing) {
+  Cache cache;
+  cache.AddNode(Node("node01"));
+  cache.AddPod(PodOn("job", "node01"));
+  auto done = std::make_shared<api::Pod>(*PodOn("job", "node01"));
+  done->mutable_status()->set_phase("Succeeded");
+  cache.UpdatePod(done);
+  framework::Snapshot snap;
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(Cpu(snap, "node01"), 0);
+  EXPECT_TRUE(snap.Get("node01")->pods().empty());
+}
+
+}  // namespace
+}  // namespace mkube::scheduler
