@@ -55,12 +55,14 @@ void SchedulingQueue::ToBackoff(const std::string& key, Entry& e) {
   Unlink(key, e);
   e.where = Where::kBackoff;
   e.timed = backoff_.emplace(BackoffEnd(e.pod), key);
+  ++timers_changed_;  // a sleeping Pop may have to wake earlier
 }
 
 void SchedulingQueue::ToUnschedulable(const std::string& key, Entry& e) {
   Unlink(key, e);
   e.where = Where::kUnschedulable;
   e.timed = unschedulable_.emplace(e.pod.timestamp, key);
+  ++timers_changed_;
 }
 
 void SchedulingQueue::Add(framework::PodPtr pod) {
@@ -125,7 +127,9 @@ void SchedulingQueue::Promote() {
   }
 }
 
-bool SchedulingQueue::HasWork() const { return closed_ || !active_.empty(); }
+bool SchedulingQueue::HasWork() const {
+  return closed_ || !active_.empty() || timers_changed_ != timers_seen_;
+}
 
 std::optional<QueuedPod> SchedulingQueue::Pop() {
   absl::MutexLock lock(&mu_);
@@ -139,6 +143,7 @@ std::optional<QueuedPod> SchedulingQueue::Pop() {
     if (!unschedulable_.empty()) {
       wake = std::min(wake, unschedulable_.begin()->first + options_.max_unschedulable);
     }
+    timers_seen_ = timers_changed_;
     clock_->AwaitWithDeadline(&mu_, absl::Condition(this, &SchedulingQueue::HasWork), wake);
   }
   const std::string key = active_.begin()->second;

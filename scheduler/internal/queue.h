@@ -115,6 +115,10 @@ class SchedulingQueue {
   uint64_t cycle_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t move_request_cycle_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Raised whenever a back-off or unschedulable wait is added, so that a Pop asleep until a
+  // later time looks again.
+  uint64_t timers_changed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t timers_seen_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mkube::scheduler

@@ -158,5 +158,21 @@ TEST_F(QueueTest, PopWaitsOnTheClockForTheBackOffToEnd) {
   EXPECT_FALSE(popped);
 }
 
+TEST_F(QueueTest, APopAsleepWakesForABackOffAddedAfterItWentToSleep) {
+  // Asleep with only an unschedulable pod (5 minutes away), when an event moves that pod to a
+  // 1 s back-off: the Pop must wake at the back-off's end, not in 5 minutes.
+  queue_.Add(Pod("p"));
+  queue_.AddUnschedulable(*PopNow(), queue_.cycle());
+  std::optional<QueuedPod> popped;
+  std::thread waiter([&] { popped = queue_.Pop(); });
+  ASSERT_TRUE(clock_.WaitForWaiters(1));
+  queue_.OnEvent({"NodeAdd", {}});  // back-off of its first attempt not over yet
+  ASSERT_EQ(queue_.BackoffCount(), 1u);
+  ASSERT_TRUE(clock_.WaitForWaiters(1));
+  clock_.Advance(absl::Seconds(1));
+  waiter.join();
+  EXPECT_TRUE(popped);
+}
+
 }  // namespace
 }  // namespace mkube::scheduler

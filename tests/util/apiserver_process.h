@@ -14,7 +14,8 @@ inline constexpr char kTokens[] =
     "admin-token,admin,1,\"system:masters\"\n"
     "node01-token,system:node:node01,2,\"system:nodes\"\n"
     "sched-token,system:kube-scheduler,3,\n"
-    "node02-token,system:node:node02,4,\"system:nodes\"\n";
+    "node02-token,system:node:node02,4,\"system:nodes\"\n"
+    "master01-token,system:node:master01,5,\"system:nodes\"\n";
 // What the test apiserver presents to node agents (in <dir>/agent.token).
 inline constexpr char kAgentToken[] = "agent-token";
 
