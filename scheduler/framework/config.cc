@@ -108,7 +108,10 @@ void ApplyScores(const PointChange& c, const PluginSet& defaults,
     if (d == "*") scores.clear();
     std::erase_if(scores, [&](const auto& s) { return s.first == d; });
   }
-  for (auto [name, weight] : c.enabled) {
+  // (Structured bindings cannot be captured by clang 14's lambdas.)
+  for (const auto& entry : c.enabled) {
+    const std::string& name = entry.first;
+    int64_t weight = entry.second;
     if (weight == 0) {
       weight = 1;
       for (const auto& [n, w] : defaults.scores) {
