@@ -18,7 +18,8 @@ const google::protobuf::FieldDescriptor* Field(const google::protobuf::Message& 
 }  // namespace
 
 const ObjectMeta& MetaOf(const google::protobuf::Message& obj) {
-  return static_cast<const ObjectMeta&>(obj.GetReflection()->GetMessage(obj, Field(obj, "metadata")));
+  return static_cast<const ObjectMeta&>(
+      obj.GetReflection()->GetMessage(obj, Field(obj, "metadata")));
 }
 
 ObjectMeta* MutableMetaOf(google::protobuf::Message* obj) {
@@ -28,6 +29,16 @@ ObjectMeta* MutableMetaOf(google::protobuf::Message* obj) {
 
 bool Equal(const google::protobuf::Message& a, const google::protobuf::Message& b) {
   return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+bool SameMap(const google::protobuf::Map<std::string, std::string>& a,
+             const google::protobuf::Map<std::string, std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second != v) return false;
+  }
+  return true;
 }
 
 bool SameSpec(const google::protobuf::Message& a, const google::protobuf::Message& b) {
@@ -68,8 +79,8 @@ std::string NewUid() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const uint64_t a = rng(), b = rng();
   // A version 4, variant 1 UUID.
-  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
-                     a & 0xfff, ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                     ((b >> 48) & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
 }
 
 }  // namespace mkube::api

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "google/protobuf/map.h"
 #include "google/protobuf/message.h"
 #include "proto/api/meta.pb.h"
 
@@ -14,6 +15,9 @@ ObjectMeta* MutableMetaOf(google::protobuf::Message* obj);
 // Field-wise equality, maps compared as maps. Never compare serializations instead: the
 // order of a map's entries in a serialization is unspecified, so equal messages may differ.
 bool Equal(const google::protobuf::Message& a, const google::protobuf::Message& b);
+// Whether two string maps (labels, annotations, resource lists) hold the same entries.
+bool SameMap(const google::protobuf::Map<std::string, std::string>& a,
+             const google::protobuf::Map<std::string, std::string>& b);
 // Whether two objects of one kind have equal specs (true for kinds without a spec): what
 // decides whether an update bumps metadata.generation.
 bool SameSpec(const google::protobuf::Message& a, const google::protobuf::Message& b);

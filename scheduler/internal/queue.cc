@@ -8,20 +8,6 @@ namespace mkube::scheduler {
 
 using framework::PodKey;
 
-namespace {
-
-bool SameMap(const google::protobuf::Map<std::string, std::string>& a,
-             const google::protobuf::Map<std::string, std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [k, v] : a) {
-    auto it = b.find(k);
-    if (it == b.end() || it->second != v) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 absl::Time SchedulingQueue::BackoffEnd(const QueuedPod& pod) const {
   absl::Duration d = options_.initial_backoff;
   for (int i = 1; i < pod.attempts && d < options_.max_backoff; ++i) d *= 2;
@@ -78,9 +64,10 @@ void SchedulingQueue::Add(framework::PodPtr pod) {
   }
   // Only a change the scheduler could see moves the pod: not its status (the scheduler's own
   // PodScheduled condition among it), as kube-scheduler's isPodUpdated.
-  const bool changed = !api::Equal(e.pod.pod->spec(), pod->spec()) ||
-                       !SameMap(e.pod.pod->metadata().labels(), pod->metadata().labels()) ||
-                       !SameMap(e.pod.pod->metadata().annotations(), pod->metadata().annotations());
+  const bool changed =
+      !api::Equal(e.pod.pod->spec(), pod->spec()) ||
+      !api::SameMap(e.pod.pod->metadata().labels(), pod->metadata().labels()) ||
+      !api::SameMap(e.pod.pod->metadata().annotations(), pod->metadata().annotations());
   e.pod.pod = std::move(pod);
   if (!changed) return;
   switch (e.where) {

@@ -25,31 +25,18 @@ bool Ended(const api::Pod& pod) {
   return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
 }
 
-bool SameLabels(const api::ObjectMeta& a, const api::ObjectMeta& b) {
-  if (a.labels().size() != b.labels().size()) return false;
-  for (const auto& [k, v] : a.labels()) {
-    auto it = b.labels().find(k);
-    if (it == b.labels().end() || it->second != v) return false;
-  }
-  return true;
-}
-
 // The plugins whose verdicts a node's change could turn.
 ClusterEvent NodeChange(const api::Node& old_node, const api::Node& node) {
   ClusterEvent e{"NodeUpdate", {}};
-  if (!SameLabels(old_node.metadata(), node.metadata())) {
+  if (!api::SameMap(old_node.metadata().labels(), node.metadata().labels())) {
     e.plugins.insert({"NodeAffinity", "PodTopologySpread", "InterPodAffinity"});
   }
   if (!api::Equal(old_node.spec(), node.spec())) {
     e.plugins.insert({"TaintToleration", "NodeUnschedulable"});
   }
-  bool allocatable_changed =
-      old_node.status().allocatable().size() != node.status().allocatable().size();
-  for (const auto& [k, v] : node.status().allocatable()) {
-    auto it = old_node.status().allocatable().find(k);
-    allocatable_changed |= it == old_node.status().allocatable().end() || it->second != v;
+  if (!api::SameMap(old_node.status().allocatable(), node.status().allocatable())) {
+    e.plugins.insert("NodeResourcesFit");
   }
-  if (allocatable_changed) e.plugins.insert("NodeResourcesFit");
   return e;
 }
 
@@ -126,7 +113,7 @@ void Scheduler::OnPodUpdate(const PodPtr& old_pod, const PodPtr& pod) {
   if (Bound(*pod)) {
     if (!Bound(*old_pod)) queue_.Delete(PodKey(*pod));
     cache_.UpdatePod(pod);
-    if (!SameLabels(old_pod->metadata(), pod->metadata())) {
+    if (!api::SameMap(old_pod->metadata().labels(), pod->metadata().labels())) {
       queue_.OnEvent({"AssignedPodUpdate", {"InterPodAffinity", "PodTopologySpread"}});
     }
     if (Ended(*pod) && !Ended(*old_pod)) {
