@@ -3,9 +3,11 @@
 // policy with back-off, probes, and stopping.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/str_join.h"
 #include "agent/container_spec.h"
 #include "agent/pod_manager.h"
 #include "agent/prober.h"
@@ -26,6 +28,26 @@ spdlog::logger& Log() {
 
 bool Terminal(const api::Pod& pod) {
   return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
+}
+
+// The volume kinds this node can provide are emptyDir and hostPath; network disks need an
+// attacher it does not have. Empty when every volume can be mounted.
+std::string UnmountableVolumes(const api::Pod& pod) {
+  std::vector<std::string> names, kinds;
+  for (const auto& v : pod.spec().volumes()) {
+    const char* kind = v.has_gce_persistent_disk()       ? "gcePersistentDisk"
+                       : v.has_aws_elastic_block_store() ? "awsElasticBlockStore"
+                       : v.has_rbd()                     ? "rbd"
+                       : v.has_iscsi()                   ? "iscsi"
+                                                         : nullptr;
+    if (!kind) continue;
+    names.push_back(v.name());
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.emplace_back(kind);
+  }
+  if (names.empty()) return "";
+  return fmt::format("Unable to attach or mount volumes: unmounted volumes=[{}]: mkube-agent "
+                     "cannot attach {} volumes",
+                     absl::StrJoin(names, " "), absl::StrJoin(kinds, ", "));
 }
 
 }  // namespace
@@ -78,6 +100,12 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
       Log().info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
     }
     run.containers.push_back(std::move(c));
+  }
+  run.mount_error = UnmountableVolumes(*pod);
+  if (!run.mount_error.empty() && !Terminal(*pod)) {
+    for (auto& c : run.containers) c.waiting_message = run.mount_error;
+    events_->Record(*pod, "Warning", "FailedMount", run.mount_error);
+    Log().info("pod {}/{}: {}", run.ns, run.name, run.mount_error);
   }
   Log().info("pod {}/{}: adopted (uid {}, ip {})", run.ns, run.name, run.uid, run.ip);
   return &run;
@@ -220,7 +248,10 @@ void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
       if (!c.Running()) c.done = true;
       continue;
     }
-    if (!run->fresh && !c.Running() && !c.done && now >= c.next_start) PlanStart(run, &c, now, work);
+    if (!run->fresh && run->mount_error.empty() && !c.Running() && !c.done &&
+        now >= c.next_start) {
+      PlanStart(run, &c, now, work);
+    }
     const api::Container* spec = run->Spec(c.name);
     if (spec && c.waiting_reason == "ErrImagePull" && now >= c.pull_failed_at + absl::Seconds(1)) {
       c.waiting_reason = "ImagePullBackOff";

@@ -80,6 +80,9 @@ struct PodRun {
   absl::Time kill_at = absl::InfiniteFuture();  // SIGKILL what still runs from then on
   bool gone = false;                            // the API object no longer exists
   std::optional<api::PodStatus> posted_status;  // the status last written
+  // Why the pod's volumes cannot be set up here (empty when they can): its containers wait
+  // in ContainerCreating, as the kubelet's do when a mount fails.
+  std::string mount_error;
 
   ContainerRun* Find(const std::string& container);
   const ContainerRun* Find(const std::string& container) const;

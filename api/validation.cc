@@ -163,6 +163,85 @@ void ValidatePodAffinityTerm(const PodAffinityTerm& term, const std::string& pat
   if (auto s = Selector::FromLabelSelector(term.label_selector()); !s.ok()) {
     errs->Invalid(path + ".labelSelector", "", Msg(s.status()));
   }
+  if (auto s = Selector::FromLabelSelector(term.namespace_selector()); !s.ok()) {
+    errs->Invalid(path + ".namespaceSelector", "", Msg(s.status()));
+  }
+}
+
+void ValidateSpreadConstraints(const google::protobuf::RepeatedPtrField<TopologySpreadConstraint>& list,
+                               const std::string& path, FieldErrors* errs) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < static_cast<size_t>(list.size()); ++i) {
+    const auto& c = list[static_cast<int>(i)];
+    const std::string cp = At(path, i);
+    if (c.max_skew() <= 0) {
+      errs->Invalid(cp + ".maxSkew", std::to_string(c.max_skew()), "must be greater than zero");
+    }
+    if (c.topology_key().empty()) {
+      errs->Required(cp + ".topologyKey");
+    } else if (auto st = ValidateLabelKey(c.topology_key()); !st.ok()) {
+      errs->Invalid(cp + ".topologyKey", c.topology_key(), Msg(st));
+    }
+    if (c.when_unsatisfiable() != "DoNotSchedule" && c.when_unsatisfiable() != "ScheduleAnyway") {
+      errs->Unsupported(cp + ".whenUnsatisfiable", c.when_unsatisfiable(),
+                        {"DoNotSchedule", "ScheduleAnyway"});
+    } else if (!seen.emplace(c.topology_key(), c.when_unsatisfiable()).second) {
+      errs->Duplicate(cp, fmt::format("{{\"{}\", \"{}\"}}", c.topology_key(),
+                                      c.when_unsatisfiable()));
+    }
+    if (c.has_min_domains()) {
+      if (c.min_domains() <= 0) {
+        errs->Invalid(cp + ".minDomains", std::to_string(c.min_domains()),
+                      "must be greater than zero");
+      } else if (c.when_unsatisfiable() != "DoNotSchedule") {
+        errs->Invalid(cp + ".minDomains", std::to_string(c.min_domains()),
+                      fmt::format("can only use minDomains if whenUnsatisfiable=DoNotSchedule, "
+                                  "not {}",
+                                  c.when_unsatisfiable()));
+      }
+    }
+    for (const auto& [field, value] : {std::pair{"nodeAffinityPolicy", &c.node_affinity_policy()},
+                                       std::pair{"nodeTaintsPolicy", &c.node_taints_policy()}}) {
+      if (!value->empty() && *value != "Honor" && *value != "Ignore") {
+        errs->Unsupported(cp + "." + field, *value, {"Honor", "Ignore"});
+      }
+    }
+    auto selector = Selector::FromLabelSelector(c.label_selector());
+    if (!selector.ok()) errs->Invalid(cp + ".labelSelector", "", Msg(selector.status()));
+    for (size_t k = 0; k < static_cast<size_t>(c.match_label_keys_size()); ++k) {
+      const std::string& key = c.match_label_keys(static_cast<int>(k));
+      const std::string kp = At(cp + ".matchLabelKeys", k);
+      if (auto st = ValidateLabelKey(key); !st.ok()) {
+        errs->Invalid(kp, key, Msg(st));
+      } else if (selector.ok() && std::any_of(selector->requirements().begin(),
+                                              selector->requirements().end(),
+                                              [&](const auto& r) { return r.key == key; })) {
+        errs->Invalid(kp, key, "exists in both matchLabelKeys and labelSelector");
+      }
+    }
+  }
+}
+
+// Exactly one source per volume (none is an emptyDir), with what the source needs.
+void ValidateVolumeSource(const Volume& v, const std::string& path, FieldErrors* errs) {
+  const int sources = v.has_empty_dir() + v.has_host_path() + v.has_gce_persistent_disk() +
+                      v.has_aws_elastic_block_store() + v.has_rbd() + v.has_iscsi();
+  if (sources > 1) errs->Forbidden(path, "may not specify more than 1 volume type");
+  if (v.has_host_path() && v.host_path().path().empty()) errs->Required(path + ".hostPath.path");
+  if (v.has_gce_persistent_disk() && v.gce_persistent_disk().pd_name().empty()) {
+    errs->Required(path + ".gcePersistentDisk.pdName");
+  }
+  if (v.has_aws_elastic_block_store() && v.aws_elastic_block_store().volume_id().empty()) {
+    errs->Required(path + ".awsElasticBlockStore.volumeID");
+  }
+  if (v.has_rbd()) {
+    if (v.rbd().monitors().empty()) errs->Required(path + ".rbd.monitors");
+    if (v.rbd().image().empty()) errs->Required(path + ".rbd.image");
+  }
+  if (v.has_iscsi()) {
+    if (v.iscsi().target_portal().empty()) errs->Required(path + ".iscsi.targetPortal");
+    if (v.iscsi().iqn().empty()) errs->Required(path + ".iscsi.iqn");
+  }
 }
 
 void ValidateWeight(int32_t w, const std::string& path, FieldErrors* errs) {
@@ -220,6 +299,7 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
     } else if (!volumes.insert(v.name()).second) {
       errs->Duplicate(vp + ".name", v.name());
     }
+    ValidateVolumeSource(v, vp, errs);
   }
   if (spec.containers().empty()) errs->Required(path + ".containers");
   std::set<std::string> names;
@@ -255,6 +335,8 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
   for (size_t i = 0; i < static_cast<size_t>(spec.tolerations_size()); ++i) {
     ValidateToleration(spec.tolerations(static_cast<int>(i)), At(path + ".tolerations", i), errs);
   }
+  ValidateSpreadConstraints(spec.topology_spread_constraints(),
+                            path + ".topologySpreadConstraints", errs);
   if (spec.has_affinity()) {
     const auto& a = spec.affinity();
     const std::string ap = path + ".affinity";

@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
 
   mkube::client::GrpcClient client(*copts);
   mkube::client::Informer<mkube::api::ReplicaSet> replica_sets(&client, "replicasets");
+  mkube::client::Informer<mkube::api::Namespace> namespaces(&client, "namespaces");
   // Profiles need the scheduler as their handle, and the scheduler needs the profiles: the
   // handle forwards to it once it exists.
   struct Forward : mkube::scheduler::framework::Handle {
@@ -115,6 +116,13 @@ int main(int argc, char** argv) {
     std::vector<mkube::api::LabelSelector> OwnerSelectors(
         const mkube::api::Pod& pod) const override {
       return to ? to->OwnerSelectors(pod) : std::vector<mkube::api::LabelSelector>{};
+    }
+    mkube::scheduler::framework::LabelMap NamespaceLabels(const std::string& name) const override {
+      return to ? to->NamespaceLabels(name) : mkube::scheduler::framework::LabelMap();
+    }
+    std::vector<std::string> NamespacesMatching(
+        const mkube::api::Selector& selector) const override {
+      return to ? to->NamespacesMatching(selector) : std::vector<std::string>{};
     }
   } handle;
   std::string config_text;
@@ -139,12 +147,14 @@ int main(int argc, char** argv) {
   mkube::scheduler::Scheduler scheduler(&client, &events, std::move(*profiles), sopts);
   handle.to = &scheduler;
   scheduler.SetReplicaSets(&replica_sets);
+  scheduler.SetNamespaces(&namespaces);
 
   mkube::client::Informer<mkube::api::Node> nodes(&client, "nodes");
   mkube::client::Informer<mkube::api::Pod> pods(&client, "pods");
   nodes.AddHandlers(scheduler.NodeHandlers());
   pods.AddHandlers(scheduler.PodHandlers());
   replica_sets.Start();
+  namespaces.Start();
   nodes.Start();
   // Nodes first, so that the first pods find them.
   nodes.WaitForCacheSync(std::chrono::seconds(30));
@@ -197,6 +207,7 @@ int main(int argc, char** argv) {
   pods.Stop();
   nodes.Stop();
   replica_sets.Stop();
+  namespaces.Stop();
   events.Flush();
   return 0;
 }

@@ -12,12 +12,19 @@
 namespace mkube::scheduler::framework {
 
 // What plugins may need of the scheduler beyond the snapshot: the selector of a pod's
-// controller (ReplicaSet, ReplicationController, ...), for default spreading.
+// controller (ReplicaSet, ReplicationController, ...), for default spreading; namespaces and
+// their labels, for pod affinity terms with a namespace selector.
 class Handle {
  public:
   virtual ~Handle() = default;
   // The label selectors of the controllers owning the pod; none for a bare pod.
   virtual std::vector<api::LabelSelector> OwnerSelectors(const api::Pod& pod) const = 0;
+  // The labels of a namespace (none when it is unknown).
+  virtual LabelMap NamespaceLabels(const std::string& name) const { return {}; }
+  // The namespaces whose labels the selector matches.
+  virtual std::vector<std::string> NamespacesMatching(const api::Selector& selector) const {
+    return {};
+  }
 };
 
 // A plugin the scheduler knows, and how to make it from its pluginConfig args (an empty node

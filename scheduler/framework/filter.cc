@@ -11,6 +11,7 @@ Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod
                      const Snapshot& snapshot) {
   for (const PreFilterPlugin* p : chain.pre_filters) {
     Status st = p->PreFilter(state, pod, snapshot);
+    if (st.skip()) continue;  // its Filter passes every node
     if (!st.ok()) return std::move(st.set_plugin(std::string(p->Name())));
   }
   return {};

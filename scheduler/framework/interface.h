@@ -27,7 +27,8 @@ class Plugin {
 using PluginPtr = std::unique_ptr<Plugin>;
 
 // Once per pod and cycle, before any node is looked at: computes what Filter needs (kept in
-// the cycle state), or rejects the pod outright.
+// the cycle state), or rejects the pod outright. Status::Skip() says the plugin has nothing
+// to check of this pod: its Filter, finding no state, passes every node.
 class PreFilterPlugin : public virtual Plugin {
  public:
   virtual Status PreFilter(CycleState& state, const api::Pod& pod,

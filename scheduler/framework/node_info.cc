@@ -5,26 +5,14 @@
 namespace mkube::scheduler::framework {
 namespace {
 
-bool HasAffinity(const api::Pod& pod) {
-  const auto& a = pod.spec().affinity();
-  return a.has_pod_affinity() || a.has_pod_anti_affinity();
-}
-
-bool HasRequiredAntiAffinity(const api::Pod& pod) {
-  return pod.spec()
-             .affinity()
-             .pod_anti_affinity()
-             .required_during_scheduling_ignored_during_execution_size() > 0;
-}
-
 bool Ended(const api::Pod& pod) {
   const std::string& phase = pod.status().phase();
   return phase == "Succeeded" || phase == "Failed";
 }
 
-void Erase(std::vector<PodPtr>& pods, const std::string& key) {
-  auto it =
-      std::find_if(pods.begin(), pods.end(), [&](const PodPtr& p) { return PodKey(*p) == key; });
+void Erase(std::vector<AffinityPodPtr>& pods, const std::string& key) {
+  auto it = std::find_if(pods.begin(), pods.end(),
+                         [&](const AffinityPodPtr& p) { return PodKey(*p->pod) == key; });
   if (it != pods.end()) pods.erase(it);
 }
 
@@ -82,8 +70,17 @@ void NodeInfo::Account(const api::Pod& pod, int sign) {
 void NodeInfo::AddPod(PodPtr pod) {
   if (Ended(*pod)) return;
   Account(*pod, +1);
-  if (HasAffinity(*pod)) pods_with_affinity_.push_back(pod);
-  if (HasRequiredAntiAffinity(*pod)) pods_with_required_anti_affinity_.push_back(pod);
+  const auto& a = pod->spec().affinity();
+  if (a.has_pod_affinity() || a.has_pod_anti_affinity()) {
+    // Terms that cannot be parsed are left out: they select nothing.
+    auto terms = ParseAffinityTerms(*pod);
+    auto info = std::make_shared<AffinityPod>(
+        AffinityPod{pod, terms.ok() ? std::move(*terms) : AffinityTerms()});
+    if (!info->terms.empty()) pods_with_affinity_.push_back(info);
+    if (!info->terms.required_anti_affinity.empty()) {
+      pods_with_required_anti_affinity_.push_back(std::move(info));
+    }
+  }
   pods_.push_back(std::move(pod));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "proto/api/core.pb.h"
+#include "scheduler/framework/affinity.h"
 #include "scheduler/framework/resources.h"
 
 namespace mkube::scheduler::framework {
@@ -47,8 +48,8 @@ class NodeInfo {
   const std::vector<PodPtr>& pods() const { return pods_; }
   // Pods with any pod (anti-)affinity, and those with required anti-affinity: the ones whose
   // terms other pods must respect.
-  const std::vector<PodPtr>& pods_with_affinity() const { return pods_with_affinity_; }
-  const std::vector<PodPtr>& pods_with_required_anti_affinity() const {
+  const std::vector<AffinityPodPtr>& pods_with_affinity() const { return pods_with_affinity_; }
+  const std::vector<AffinityPodPtr>& pods_with_required_anti_affinity() const {
     return pods_with_required_anti_affinity_;
   }
   const ResourceList& allocatable() const { return allocatable_; }
@@ -67,8 +68,8 @@ class NodeInfo {
 
   NodePtr node_;
   std::vector<PodPtr> pods_;
-  std::vector<PodPtr> pods_with_affinity_;
-  std::vector<PodPtr> pods_with_required_anti_affinity_;
+  std::vector<AffinityPodPtr> pods_with_affinity_;
+  std::vector<AffinityPodPtr> pods_with_required_anti_affinity_;
   ResourceList allocatable_;
   ResourceList requested_;
   int64_t non_zero_cpu_ = 0;

@@ -154,6 +154,21 @@ std::vector<api::LabelSelector> Scheduler::OwnerSelectors(const api::Pod& pod) c
   return out;
 }
 
+framework::LabelMap Scheduler::NamespaceLabels(const std::string& name) const {
+  if (!namespaces_) return {};
+  auto ns = namespaces_->Get(name);
+  return ns ? ns->metadata().labels() : framework::LabelMap();
+}
+
+std::vector<std::string> Scheduler::NamespacesMatching(const api::Selector& selector) const {
+  std::vector<std::string> out;
+  if (!namespaces_) return out;
+  for (const auto& ns : namespaces_->List()) {
+    if (selector.Matches(ns->metadata().labels())) out.push_back(ns->metadata().name());
+  }
+  return out;
+}
+
 void Scheduler::Run() {
   while (ScheduleOne()) {
   }

@@ -54,6 +54,8 @@ class Scheduler final : public framework::Handle {
   void SetReplicaSets(client::Informer<api::ReplicaSet>* replica_sets) {
     replica_sets_ = replica_sets;
   }
+  // Where pod affinity terms find namespaces by label (not set: no namespace has labels).
+  void SetNamespaces(client::Informer<api::Namespace>* namespaces) { namespaces_ = namespaces; }
 
   // Schedules pods until Stop (on the calling thread).
   void Run();
@@ -64,6 +66,8 @@ class Scheduler final : public framework::Handle {
   void WaitForBindings() ABSL_LOCKS_EXCLUDED(bind_mu_);
 
   std::vector<api::LabelSelector> OwnerSelectors(const api::Pod& pod) const override;
+  framework::LabelMap NamespaceLabels(const std::string& name) const override;
+  std::vector<std::string> NamespacesMatching(const api::Selector& selector) const override;
 
   SchedulingQueue& queue() { return queue_; }
   Cache& cache() { return cache_; }
@@ -92,6 +96,7 @@ class Scheduler final : public framework::Handle {
   const std::vector<framework::Profile> profiles_;
   const SchedulerOptions options_;
   client::Informer<api::ReplicaSet>* replica_sets_ = nullptr;
+  client::Informer<api::Namespace>* namespaces_ = nullptr;
   Cache cache_;
   SchedulingQueue queue_;
   // Only the scheduling loop touches these.

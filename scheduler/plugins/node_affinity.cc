@@ -9,25 +9,24 @@
 namespace mkube::scheduler::plugins {
 namespace {
 
-// A term as it is matched: its expressions over the node's labels, its fields over the
-// node's fields (only metadata.name exists).
-struct Term {
-  api::Selector labels;
-  api::Selector fields;
-  bool empty = true;  // a term without expressions or fields matches no node
-};
-
 struct Required : framework::CycleState::Data {
-  api::Selector node_selector;
-  std::optional<std::vector<Term>> terms;  // none: no required node affinity
+  explicit Required(RequiredNodeAffinity a) : affinity(std::move(a)) {}
+  RequiredNodeAffinity affinity;
 };
 
-absl::StatusOr<Required> Parse(const api::Pod& pod) {
-  Required r;
-  r.node_selector = api::Selector::FromMap(pod.spec().node_selector());
+// Preferred terms with their weights; a term that cannot be parsed prefers nothing.
+struct Preferred : framework::CycleState::Data {
+  std::vector<std::pair<api::Selector, int32_t>> terms;
+};
+
+}  // namespace
+
+absl::StatusOr<RequiredNodeAffinity> RequiredNodeAffinity::Of(const api::Pod& pod) {
+  RequiredNodeAffinity r;
+  r.node_selector_ = api::Selector::FromMap(pod.spec().node_selector());
   const auto& affinity = pod.spec().affinity().node_affinity();
   if (!affinity.has_required_during_scheduling_ignored_during_execution()) return r;
-  r.terms.emplace();
+  r.terms_.emplace();
   for (const auto& t :
        affinity.required_during_scheduling_ignored_during_execution().node_selector_terms()) {
     Term term;
@@ -40,30 +39,23 @@ absl::StatusOr<Required> Parse(const api::Pod& pod) {
     term.labels = std::move(*labels);
     term.fields = std::move(*fields);
     term.empty = t.match_expressions().empty() && t.match_fields().empty();
-    r.terms->push_back(std::move(term));
+    r.terms_->push_back(std::move(term));
   }
   return r;
 }
 
-bool Matches(const Required& r, const api::Node& node) {
-  if (!r.node_selector.Matches(node.metadata().labels())) return false;
-  if (!r.terms) return true;
+bool RequiredNodeAffinity::Matches(const api::Node& node) const {
+  if (!node_selector_.Matches(node.metadata().labels())) return false;
+  if (!terms_) return true;
   google::protobuf::Map<std::string, std::string> fields;
   fields["metadata.name"] = node.metadata().name();
-  for (const Term& t : *r.terms) {
+  for (const Term& t : *terms_) {
     if (!t.empty && t.labels.Matches(node.metadata().labels()) && t.fields.Matches(fields)) {
       return true;
     }
   }
   return false;
 }
-
-// Preferred terms with their weights; a term that cannot be parsed prefers nothing.
-struct Preferred : framework::CycleState::Data {
-  std::vector<std::pair<api::Selector, int32_t>> terms;
-};
-
-}  // namespace
 
 framework::Status NodeAffinity::PreScore(framework::CycleState& state, const api::Pod& pod,
                                          const std::vector<const framework::NodeInfo*>&,
@@ -102,7 +94,7 @@ void NodeAffinity::NormalizeScore(const framework::CycleState&, const api::Pod&,
 
 framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const api::Pod& pod,
                                           const framework::Snapshot&) const {
-  auto r = Parse(pod);
+  auto r = RequiredNodeAffinity::Of(pod);
   if (!r.ok()) {
     return framework::Status::Unresolvable(
         fmt::format("pod's node affinity cannot be used: {}", std::string(r.status().message())));
@@ -114,14 +106,15 @@ framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const ap
 framework::Status NodeAffinity::Filter(const framework::CycleState& state, const api::Pod& pod,
                                        const framework::NodeInfo& node) const {
   const Required* r = state.Read<Required>(kName);
-  std::optional<Required> parsed;
+  std::optional<RequiredNodeAffinity> parsed;
   if (!r) {  // run without its PreFilter
-    auto p = Parse(pod);
+    auto p = RequiredNodeAffinity::Of(pod);
     if (!p.ok()) return framework::Status::Unresolvable(kReason);
     parsed = std::move(*p);
-    r = &*parsed;
   }
-  return Matches(*r, node.node()) ? framework::Status() : framework::Status::Unresolvable(kReason);
+  const RequiredNodeAffinity& affinity = r ? r->affinity : *parsed;
+  return affinity.Matches(node.node()) ? framework::Status()
+                                       : framework::Status::Unresolvable(kReason);
 }
 
 }  // namespace mkube::scheduler::plugins

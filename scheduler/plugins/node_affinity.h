@@ -1,8 +1,32 @@
 #pragma once
 
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "api/labels.h"
 #include "scheduler/framework/interface.h"
 
 namespace mkube::scheduler::plugins {
+
+// A pod's nodeSelector and required node affinity terms, parsed once, as other plugins
+// (PodTopologySpread) also match them.
+class RequiredNodeAffinity {
+ public:
+  static absl::StatusOr<RequiredNodeAffinity> Of(const api::Pod& pod);
+  bool Matches(const api::Node& node) const;
+
+ private:
+  // A term's expressions over the node's labels, its fields over the node's fields (only
+  // metadata.name exists).
+  struct Term {
+    api::Selector labels;
+    api::Selector fields;
+    bool empty = true;  // a term without expressions or fields matches no node
+  };
+  api::Selector node_selector_;
+  std::optional<std::vector<Term>> terms_;  // none: no required node affinity
+};
 
 // PodSelectorMatches and required node affinity: the node's labels must match the pod's
 // nodeSelector, and one of its requiredDuringSchedulingIgnoredDuringExecution terms (terms

@@ -3,12 +3,15 @@
 #include "scheduler/framework/config.h"
 #include "scheduler/plugins/balanced_allocation.h"
 #include "scheduler/plugins/image_locality.h"
+#include "scheduler/plugins/inter_pod_affinity.h"
 #include "scheduler/plugins/node_affinity.h"
 #include "scheduler/plugins/node_name.h"
 #include "scheduler/plugins/node_ports.h"
 #include "scheduler/plugins/node_resources_fit.h"
 #include "scheduler/plugins/node_unschedulable.h"
+#include "scheduler/plugins/pod_topology_spread.h"
 #include "scheduler/plugins/taint_toleration.h"
+#include "scheduler/plugins/volume_restrictions.h"
 
 namespace mkube::scheduler::framework {
 namespace {
@@ -103,6 +106,89 @@ absl::StatusOr<PluginPtr> MakeBalanced(const YAML::Node& args, const Handle*) {
   return std::make_unique<plugins::BalancedAllocation>(std::move(a));
 }
 
+absl::StatusOr<PluginPtr> MakeInterPodAffinity(const YAML::Node& args, const Handle* handle) {
+  plugins::InterPodAffinity::Args a;
+  if (auto st = OnlyKeys(args, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"});
+      !st.ok()) {
+    return st;
+  }
+  if (args && args["hardPodAffinityWeight"]) {
+    const YAML::Node w = args["hardPodAffinityWeight"];
+    if (!YAML::convert<int32_t>::decode(w, a.hard_pod_affinity_weight) ||
+        a.hard_pod_affinity_weight < 0 || a.hard_pod_affinity_weight > 100) {
+      return ArgError(w, "hardPodAffinityWeight: must be an integer from 0 to 100");
+    }
+  }
+  if (args && args["ignorePreferredTermsOfExistingPods"]) {
+    const YAML::Node b = args["ignorePreferredTermsOfExistingPods"];
+    if (!YAML::convert<bool>::decode(b, a.ignore_preferred_terms_of_existing_pods)) {
+      return ArgError(b, "ignorePreferredTermsOfExistingPods: must be true or false");
+    }
+  }
+  return std::make_unique<plugins::InterPodAffinity>(a, handle);
+}
+
+// defaultConstraints: [{maxSkew: 1, topologyKey: ..., whenUnsatisfiable: ...}, ...]
+absl::StatusOr<std::vector<api::TopologySpreadConstraint>> SpreadDefaults(const YAML::Node& list) {
+  if (!list.IsSequence()) return ArgError(list, "defaultConstraints: expected a list");
+  std::vector<api::TopologySpreadConstraint> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node item = list[i];
+    if (auto st = OnlyKeys(item, {"maxSkew", "topologyKey", "whenUnsatisfiable"}); !st.ok()) {
+      return st;
+    }
+    api::TopologySpreadConstraint c;
+    int32_t skew = 0;
+    if (!item["maxSkew"] || !YAML::convert<int32_t>::decode(item["maxSkew"], skew) || skew < 1) {
+      return ArgError(item, fmt::format("defaultConstraints[{}].maxSkew: must be greater than "
+                                        "zero",
+                                        i));
+    }
+    c.set_max_skew(skew);
+    if (!item["topologyKey"] || !item["topologyKey"].IsScalar() ||
+        item["topologyKey"].Scalar().empty()) {
+      return ArgError(item, fmt::format("defaultConstraints[{}].topologyKey: Required value", i));
+    }
+    c.set_topology_key(item["topologyKey"].Scalar());
+    const std::string when =
+        item["whenUnsatisfiable"] ? item["whenUnsatisfiable"].as<std::string>() : "";
+    if (when != "DoNotSchedule" && when != "ScheduleAnyway") {
+      return ArgError(item, fmt::format("defaultConstraints[{}].whenUnsatisfiable: unsupported "
+                                        "value \"{}\": supported values: \"DoNotSchedule\", "
+                                        "\"ScheduleAnyway\"",
+                                        i, when));
+    }
+    c.set_when_unsatisfiable(when);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<PluginPtr> MakeSpread(const YAML::Node& args, const Handle* handle) {
+  plugins::PodTopologySpread::Args a;
+  if (auto st = OnlyKeys(args, {"defaultingType", "defaultConstraints"}); !st.ok()) return st;
+  if (args && args["defaultingType"]) {
+    const std::string type = args["defaultingType"].as<std::string>();
+    if (type != "System" && type != "List") {
+      return ArgError(args["defaultingType"],
+                      fmt::format("defaultingType: unsupported value \"{}\": supported values: "
+                                  "\"System\", \"List\"",
+                                  type));
+    }
+    a.system_defaulted = type == "System";
+  }
+  if (args && args["defaultConstraints"]) {
+    if (a.system_defaulted) {
+      return ArgError(args["defaultConstraints"],
+                      "defaultConstraints: must be empty when defaultingType is System");
+    }
+    auto list = SpreadDefaults(args["defaultConstraints"]);
+    if (!list.ok()) return list.status();
+    a.default_constraints = std::move(*list);
+  }
+  return std::make_unique<plugins::PodTopologySpread>(std::move(a), handle);
+}
+
 // A plugin without args.
 template <typename T>
 PluginFactory Plain() {
@@ -126,6 +212,9 @@ const std::map<std::string, PluginFactory>& PluginRegistry() {
       {plugins::NodeResourcesFit::kName, {MakeFit}},
       {plugins::BalancedAllocation::kName, {MakeBalanced}},
       {plugins::ImageLocality::kName, Plain<plugins::ImageLocality>()},
+      {plugins::VolumeRestrictions::kName, Plain<plugins::VolumeRestrictions>()},
+      {plugins::InterPodAffinity::kName, {MakeInterPodAffinity}},
+      {plugins::PodTopologySpread::kName, {MakeSpread}},
   };
   return *registry;
 }

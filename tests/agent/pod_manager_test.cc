@@ -263,6 +263,31 @@ TEST_F(PodManagerTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   EXPECT_EQ(runner_.Running("nope-c"), 1);
 }
 
+TEST_F(PodManagerTest, ANetworkDiskCannotBeMountedSoThePodWaitsInContainerCreating) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  api::Pod pod;
+  pod.mutable_metadata()->set_name("disk");
+  pod.mutable_spec()->set_node_name("node01");
+  auto* c = pod.mutable_spec()->add_containers();
+  c->set_name("disk-c");
+  c->set_image("busybox");
+  auto* v = pod.mutable_spec()->add_volumes();
+  v->set_name("data");
+  v->mutable_gce_persistent_disk()->set_pd_name("pd-1");
+  ASSERT_TRUE(fake_.Create("pods", "default", pod).ok());
+  ASSERT_TRUE(Settle());
+  ASSERT_TRUE(Advance(absl::Seconds(30)));
+  EXPECT_EQ(runner_.Starts("disk-c"), 0);
+  EXPECT_EQ(Waiting("disk"), "ContainerCreating");
+  EXPECT_EQ(Get("disk").status().container_statuses(0).state().waiting().message(),
+            "Unable to attach or mount volumes: unmounted volumes=[data]: mkube-agent cannot "
+            "attach gcePersistentDisk volumes");
+  EXPECT_EQ(Get("disk").status().phase(), "Pending");
+  ASSERT_TRUE(Delete("disk").ok());
+  ASSERT_TRUE(Advance(absl::Seconds(1)));
+  EXPECT_TRUE(Eventually([&] { return !fake_.Get<api::Pod>("pods", "default", "disk").ok(); }));
+}
+
 TEST_F(PodManagerTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
   const api::Pod live = Create("live", "Always");
   const std::string gone = dir_.Sub("node/pods/gone-uid");

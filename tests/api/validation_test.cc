@@ -136,6 +136,34 @@ TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
       {"bad overhead",
        pod_head + "  overhead:\n    cpu: lots\n  containers:\n  - name: c\n    image: x\n",
        "spec.overhead[cpu]: Invalid value: \"lots\": quantities must match"},
+      {"spread needs a positive maxSkew",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  topologySpreadConstraints:\n"
+                  "  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n",
+       "spec.topologySpreadConstraints[0].maxSkew: Invalid value: \"0\": must be greater than "
+       "zero"},
+      {"spread whenUnsatisfiable",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  topologySpreadConstraints:\n"
+                  "  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: Sometimes\n",
+       "spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: \"Sometimes\""},
+      {"spread minDomains only with DoNotSchedule",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  topologySpreadConstraints:\n"
+                  "  - maxSkew: 1\n    topologyKey: zone\n    whenUnsatisfiable: ScheduleAnyway\n"
+                  "    minDomains: 2\n",
+       "spec.topologySpreadConstraints[0].minDomains: Invalid value: \"2\": can only use "
+       "minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"},
+      {"spread: one constraint per key and kind",
+       pod_head + "  containers:\n  - name: c\n    image: x\n  topologySpreadConstraints:\n"
+                  "  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n"
+                  "  - {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n",
+       "spec.topologySpreadConstraints[1]: Duplicate value: "},
+      {"one source per volume",
+       pod_head + "  volumes:\n  - name: v\n    emptyDir: {}\n    hostPath: {path: /tmp}\n"
+                  "  containers:\n  - name: c\n    image: x\n",
+       "spec.volumes[0]: Forbidden: may not specify more than 1 volume type"},
+      {"a GCE disk needs its name",
+       pod_head + "  volumes:\n  - name: v\n    gcePersistentDisk: {fsType: ext4}\n"
+                  "  containers:\n  - name: c\n    image: x\n",
+       "spec.volumes[0].gcePersistentDisk.pdName: Required value"},
       {"pod affinity needs a topology key",
        pod_head + "  containers:\n  - name: c\n    image: x\n  affinity:\n    podAffinity:\n"
                   "      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n"

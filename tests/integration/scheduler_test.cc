@@ -113,6 +113,15 @@ class SchedulerTest : public ::testing::Test {
     for (std::string c; in >> c;) cols.push_back(c);
     return cols.size() > 6 ? cols[6] : "";
   }
+  // Waits until `mkubectl describe pod` shows `text`; what it shows when it does not.
+  static ::testing::AssertionResult DescribeSays(const std::string& pod, const std::string& text) {
+    if (Eventually([&] {
+          return Ctl({"describe", "pod", pod}).out.find(text) != std::string::npos;
+        })) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << Ctl({"describe", "pod", pod}).out;
+  }
   static bool Running(const std::string& pod) {
     auto p = client_->Get<api::Pod>("pods", "default", pod);
     return p.ok() && p->status().phase() == "Running";
@@ -184,9 +193,7 @@ TEST_F(SchedulerTest, PendingUntilANodeIsLabelledThenRunning) {
   const std::string why =
       "0/3 nodes are available: 1 node(s) had untolerated taint "
       "{node-role.kubernetes.io/master: }, 2 node(s) didn't match Pod's node affinity/selector.";
-  ASSERT_TRUE(Eventually([&] {
-    return Ctl({"describe", "pod", "sel"}).out.find(why) != std::string::npos;
-  })) << Ctl({"describe", "pod", "sel"}).out;
+  ASSERT_TRUE(DescribeSays("sel", why));
   auto d = Ctl({"describe", "pod", "sel"});
   EXPECT_THAT(d.out, HasSubstr("FailedScheduling"));
   EXPECT_THAT(d.out, ::testing::ContainsRegex("PodScheduled +False"));
@@ -196,6 +203,106 @@ TEST_F(SchedulerTest, PendingUntilANodeIsLabelledThenRunning) {
       << Ctl({"describe", "pod", "sel"}).out << scheduler_->log();
   EXPECT_EQ(NodeColumn("sel"), "node02");
   ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht-"}).exit_code, 0);
+}
+
+TEST_F(SchedulerTest, SeedsPodAffinityAndAntiAffinityOverHostnamesAndTheChtDomain) {
+  ASSERT_EQ(Ctl({"label", "nodes", "node01", "cht=a"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht=a"}).exit_code, 0);
+  // myapp01 is kept off node02 (and the master is tainted): node01.
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod8.yaml")}).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("myapp01"); }, std::chrono::seconds(20)));
+  ASSERT_EQ(NodeColumn("myapp01"), "node01");
+  // Required affinity by hostname: with myapp01, every time.
+  ASSERT_EQ(Ctl({"create", "-f", "-"},
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: near\nspec:\n  containers:\n"
+                "  - name: c\n    image: soscscs/myapp:v1\n  affinity:\n    podAffinity:\n"
+                "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                "      - labelSelector: {matchLabels: {app: myapp01}}\n"
+                "        topologyKey: kubernetes.io/hostname\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(Eventually([] { return Running("near"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(NodeColumn("near"), "node01");
+  // pod5: the cht domain of myapp01 is both nodes.
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod5.yaml")}).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("myapp02"); }, std::chrono::seconds(20)));
+  EXPECT_THAT(NodeColumn("myapp02"), ::testing::AnyOf("node01", "node02"));
+  // pod6: soft anti-affinity by hostname keeps it off myapp01's node.
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod6.yaml")}).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("myapp10"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(NodeColumn("myapp10"), "node02");
+  // pod7: required anti-affinity in the cht domain, which both nodes share: Pending.
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod7.yaml")}).exit_code, 0);
+  const std::string why =
+      "0/3 nodes are available: 1 node(s) had untolerated taint "
+      "{node-role.kubernetes.io/master: }, 2 node(s) didn't match pod anti-affinity rules.";
+  ASSERT_TRUE(DescribeSays("myapp20", why));
+  // The seeds: "change a label so that node01 and node02 differ".
+  ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht=b", "--overwrite"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("myapp20"); }, std::chrono::seconds(20)))
+      << Ctl({"describe", "pod", "myapp20"}).out;
+  EXPECT_EQ(NodeColumn("myapp20"), "node02");
+  ASSERT_EQ(Ctl({"label", "nodes", "node01", "cht-"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht-"}).exit_code, 0);
+}
+
+TEST_F(SchedulerTest, TopologySpreadKeepsTheSkewAndTheTaintedMasterIsADomainUnlessHonoured) {
+  auto pod = [](const std::string& name, const std::string& extra) {
+    return fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\n  labels: {{app: spread}}\nspec:\n"
+        "{}  containers:\n  - name: c\n    image: soscscs/myapp:v1\n",
+        name, extra);
+  };
+  for (const char* name : {"s1", "s2"}) {
+    ASSERT_EQ(Ctl({"create", "-f", "-"}, pod(name, "  nodeName: node01\n")).exit_code, 0);
+  }
+  const std::string spread =
+      "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: kubernetes.io/hostname\n"
+      "    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+  // node01 has 2, node02 and master01 none: only node02 keeps the skew at 1.
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("s3", spread)).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("s3"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(NodeColumn("s3"), "node02");
+  // Now node02 has 1 but the master, where nothing may run, still counts 0: nowhere.
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("s4", spread)).exit_code, 0);
+  const std::string why =
+      "0/3 nodes are available: 1 node(s) had untolerated taint "
+      "{node-role.kubernetes.io/master: }, 2 node(s) didn't match pod topology spread "
+      "constraints.";
+  ASSERT_TRUE(DescribeSays("s4", why));
+  // nodeTaintsPolicy: Honor leaves the master out: node02 (1) against node01 (2).
+  ASSERT_EQ(
+      Ctl({"create", "-f", "-"}, pod("s5", spread + "    nodeTaintsPolicy: Honor\n")).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("s5"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(NodeColumn("s5"), "node02");
+}
+
+TEST_F(SchedulerTest, OneReadWriteDiskPerNodeAndTheAgentSaysItCannotMountIt) {
+  auto pod = [](const std::string& name) {
+    return fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  volumes:\n  - name: data\n"
+        "    gcePersistentDisk: {{pdName: pd-1}}\n  containers:\n  - name: c\n"
+        "    image: soscscs/myapp:v1\n",
+        name);
+  };
+  auto placed = [](const std::string& name) {
+    const std::string n = NodeColumn(name);
+    return !n.empty() && n != "<none>";
+  };
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("d1")).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return placed("d1"); }, std::chrono::seconds(20)));
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("d2")).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return placed("d2"); }, std::chrono::seconds(20)));
+  EXPECT_NE(NodeColumn("d1"), NodeColumn("d2"));
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("d3")).exit_code, 0);
+  const std::string why =
+      "0/3 nodes are available: 1 node(s) had untolerated taint "
+      "{node-role.kubernetes.io/master: }, 2 node(s) had no available disk.";
+  ASSERT_TRUE(DescribeSays("d3", why));
+  ASSERT_TRUE(DescribeSays("d1", "FailedMount"));
+  EXPECT_THAT(Ctl({"describe", "pod", "d1"}).out,
+              HasSubstr("mkube-agent cannot attach gcePersistentDisk volumes"));
+  EXPECT_THAT(Ctl({"get", "pod", "d1", "--no-headers"}).out, HasSubstr("ContainerCreating"));
 }
 
 TEST_F(SchedulerTest, APodWithNodeNameNeverPassesThroughTheScheduler) {

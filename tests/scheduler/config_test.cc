@@ -25,11 +25,11 @@ TEST(LoadConfig, NoConfigIsKubernetesDefaultProfile) {
   const Profile& p = (*profiles)[0];
   EXPECT_EQ(p.scheduler_name, "default-scheduler");
   EXPECT_EQ(p.percentage_of_nodes_to_score, 0);
-  const auto filters = Filters(p);
-  ASSERT_GE(filters.size(), 6u);
-  EXPECT_EQ(filters[0], "NodeUnschedulable");
-  EXPECT_EQ(filters[1], "NodeName");
-  EXPECT_EQ(filters[2], "TaintToleration");
+  EXPECT_EQ(Filters(p), (std::vector<std::string>{"NodeUnschedulable", "NodeName",
+                                                    "TaintToleration", "NodeAffinity", "NodePorts",
+                                                    "NodeResourcesFit", "VolumeRestrictions",
+                                                    "PodTopologySpread", "InterPodAffinity"}));
+  EXPECT_EQ(Scores(p).size(), 7u);
   for (const auto& [name, weight] : Scores(p)) {
     const std::map<std::string, int64_t> want = {
         {"TaintToleration", 3},  {"NodeAffinity", 2},     {"PodTopologySpread", 2},
@@ -101,6 +101,20 @@ TEST(LoadConfig, ABrokenConfigSaysTheLineAndTheReason) {
       {"profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n"
        "        type: Fancy\n",
        "line 6: pluginConfig NodeResourcesFit: scoringStrategy.type: unsupported value \"Fancy\""},
+      {"profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args:\n"
+       "      hardPodAffinityWeight: 101\n",
+       "line 5: pluginConfig InterPodAffinity: hardPodAffinityWeight: must be an integer from 0 "
+       "to 100"},
+      {"profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n"
+       "      defaultConstraints:\n      - {maxSkew: 1, topologyKey: zone, "
+       "whenUnsatisfiable: DoNotSchedule}\n",
+       "line 6: pluginConfig PodTopologySpread: defaultConstraints: must be empty when "
+       "defaultingType is System"},
+      {"profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n"
+       "      defaultingType: List\n      defaultConstraints:\n      - {maxSkew: 0, "
+       "topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n",
+       "line 7: pluginConfig PodTopologySpread: defaultConstraints[0].maxSkew: must be greater "
+       "than zero"},
       {"profiles: [a, b\n", "line 2: "},
       {"kind: Pod\n", "line 1: kind: want KubeSchedulerConfiguration, not \"Pod\""},
       {"profiles:\n- schedulerName: a\n- schedulerName: a\n",

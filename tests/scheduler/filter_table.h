@@ -31,4 +31,32 @@ inline void RunFilterTable(const framework::FilterPlugin& plugin,
   }
 }
 
+// One row of a filter whose verdict depends on the whole cluster (pod affinity, spreading):
+// the pod, every node with its pods, and each node's verdict ("" fits, else the reason).
+struct ClusterFilterCase {
+  std::string name;
+  api::Pod pod;
+  std::vector<framework::NodeInfoPtr> nodes;
+  std::vector<std::string> want;
+};
+
+// PreFilter over the snapshot of the nodes, then Filter on each.
+inline void RunClusterFilterTable(const framework::FilterPlugin& plugin,
+                                  const std::vector<ClusterFilterCase>& cases) {
+  for (const auto& c : cases) {
+    framework::Snapshot snapshot(c.nodes);
+    framework::CycleState state;
+    if (auto* pre = dynamic_cast<const framework::PreFilterPlugin*>(&plugin)) {
+      const framework::Status st = pre->PreFilter(state, c.pod, snapshot);
+      ASSERT_TRUE(st.ok() || st.skip()) << c.name;
+    }
+    std::vector<std::string> got;
+    for (const auto& node : c.nodes) {
+      const framework::Status st = plugin.Filter(state, c.pod, *node);
+      got.push_back(st.ok() ? "" : st.reasons().at(0));
+    }
+    EXPECT_EQ(got, c.want) << plugin.Name() << ": " << c.name;
+  }
+}
+
 }  // namespace mkube::scheduler::testing

@@ -109,6 +109,52 @@ class PodWrapper {
     (*pod_.mutable_metadata()->mutable_labels())[key] = value;
     return *this;
   }
+  // One pod (anti-)affinity term selecting pods with `labels` (match_labels; none: a term
+  // without a label selector) over `key`; weight 0 is a required term, others preferred.
+  PodWrapper& PodAffinity(bool anti, int32_t weight, const std::string& key,
+                          const std::map<std::string, std::string>& labels,
+                          const std::vector<std::string>& namespaces = {},
+                          const api::LabelSelector* namespace_selector = nullptr) {
+    auto* a = anti ? pod_.mutable_spec()->mutable_affinity()->mutable_pod_anti_affinity()
+                   : pod_.mutable_spec()->mutable_affinity()->mutable_pod_affinity();
+    api::PodAffinityTerm* term;
+    if (weight == 0) {
+      term = a->add_required_during_scheduling_ignored_during_execution();
+    } else {
+      auto* w = a->add_preferred_during_scheduling_ignored_during_execution();
+      w->set_weight(weight);
+      term = w->mutable_pod_affinity_term();
+    }
+    term->set_topology_key(key);
+    if (!labels.empty()) {
+      for (const auto& [k, v] : labels)
+        (*term->mutable_label_selector()->mutable_match_labels())[k] = v;
+    }
+    for (const auto& ns : namespaces) term->add_namespaces(ns);
+    if (namespace_selector) *term->mutable_namespace_selector() = *namespace_selector;
+    return *this;
+  }
+  // A topology spread constraint over `key` selecting pods with `labels`.
+  PodWrapper& Spread(int32_t max_skew, const std::string& key, const std::string& when,
+                     const std::map<std::string, std::string>& labels, int32_t min_domains = 0,
+                     const std::string& taints_policy = "") {
+    auto* c = pod_.mutable_spec()->add_topology_spread_constraints();
+    c->set_max_skew(max_skew);
+    c->set_topology_key(key);
+    c->set_when_unsatisfiable(when);
+    for (const auto& [k, v] : labels) (*c->mutable_label_selector()->mutable_match_labels())[k] = v;
+    if (min_domains > 0) c->set_min_domains(min_domains);
+    c->set_node_taints_policy(taints_policy);
+    return *this;
+  }
+  PodWrapper& Volume(const api::Volume& volume) {
+    *pod_.mutable_spec()->add_volumes() = volume;
+    return *this;
+  }
+  PodWrapper& Terminating() {
+    pod_.mutable_metadata()->set_deletion_timestamp("2026-01-01T00:00:00Z");
+    return *this;
+  }
   const api::Pod& Obj() const { return pod_; }
   std::shared_ptr<const api::Pod> Ptr() const { return std::make_shared<const api::Pod>(pod_); }
 

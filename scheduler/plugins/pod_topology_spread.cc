@@ -1,0 +1,290 @@
+#include "scheduler/plugins/pod_topology_spread.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "fmt/format.h"
+#include "scheduler/plugins/node_affinity.h"
+#include "scheduler/plugins/taints.h"
+
+namespace mkube::scheduler::plugins {
+namespace {
+
+using Constraint = PodTopologySpread::Constraint;
+using framework::NodeInfo;
+
+constexpr char kHostname[] = "kubernetes.io/hostname";
+constexpr char kZone[] = "topology.kubernetes.io/zone";
+constexpr char kScoreKey[] = "PodTopologySpread/score";
+
+// Pod counts by the value of one constraint's key.
+using DomainCounts = absl::flat_hash_map<std::string, int64_t>;
+
+absl::StatusOr<Constraint> MakeConstraint(const api::TopologySpreadConstraint& c,
+                                          const api::Pod& pod) {
+  Constraint out;
+  out.max_skew = c.max_skew();
+  out.topology_key = c.topology_key();
+  out.min_domains = c.has_min_domains() ? c.min_domains() : 1;
+  out.honor_node_affinity = c.node_affinity_policy() != "Ignore";
+  out.honor_taints = c.node_taints_policy() == "Honor";
+  api::LabelSelector selector = c.label_selector();
+  // matchLabelKeys: the pod's own values of those keys narrow the selector.
+  for (const auto& key : c.match_label_keys()) {
+    auto it = pod.metadata().labels().find(key);
+    if (it != pod.metadata().labels().end()) (*selector.mutable_match_labels())[key] = it->second;
+  }
+  auto parsed = api::Selector::FromLabelSelector(selector);
+  if (!parsed.ok()) return parsed.status();
+  out.selector = std::move(*parsed);
+  return out;
+}
+
+bool HasAllKeys(const api::Node& node, const std::vector<Constraint>& constraints) {
+  return std::all_of(constraints.begin(), constraints.end(), [&](const Constraint& c) {
+    return node.metadata().labels().contains(c.topology_key);
+  });
+}
+
+// Whether the node's domain counts for the constraint (nodeAffinityPolicy, nodeTaintsPolicy).
+bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
+              const RequiredNodeAffinity* affinity) {
+  if (c.honor_node_affinity && affinity && !affinity->Matches(node)) return false;
+  if (c.honor_taints) {
+    for (const auto& taint : node.spec().taints()) {
+      if (taint.effect() != "NoSchedule" && taint.effect() != "NoExecute") continue;
+      if (!Tolerated(pod.spec().tolerations(), taint)) return false;
+    }
+  }
+  return true;
+}
+
+// The pods on the node the constraint selects: in the pod's namespace, not being deleted.
+int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::string& ns) {
+  int64_t n = 0;
+  for (const auto& p : node.pods()) {
+    if (p->metadata().namespace_() != ns || !p->metadata().deletion_timestamp().empty()) continue;
+    if (c.selector.Matches(p->metadata().labels())) ++n;
+  }
+  return n;
+}
+
+const std::string* ValueOf(const api::Node& node, const std::string& key) {
+  auto it = node.metadata().labels().find(key);
+  return it == node.metadata().labels().end() ? nullptr : &it->second;
+}
+
+struct FilterState : framework::CycleState::Data {
+  std::vector<Constraint> constraints;
+  std::vector<DomainCounts> counts;
+  std::vector<int64_t> min;  // the emptiest domain's count, per constraint
+};
+
+struct ScoreState : framework::CycleState::Data {
+  std::vector<Constraint> constraints;
+  absl::flat_hash_set<std::string> ignored;  // nodes without every key: score 0
+  std::vector<bool> ignored_at;              // the same, by the scored nodes' order
+  std::vector<DomainCounts> counts;          // not for the hostname key: counted per node
+  std::vector<double> weights;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<Constraint>> PodTopologySpread::ConstraintsOf(const api::Pod& pod,
+                                                                         bool hard,
+                                                                         bool* defaulted) const {
+  const std::string kind = hard ? "DoNotSchedule" : "ScheduleAnyway";
+  std::vector<Constraint> out;
+  *defaulted = false;
+  if (!pod.spec().topology_spread_constraints().empty()) {
+    for (const auto& c : pod.spec().topology_spread_constraints()) {
+      if (c.when_unsatisfiable() != kind) continue;
+      auto made = MakeConstraint(c, pod);
+      if (!made.ok()) return made.status();
+      out.push_back(std::move(*made));
+    }
+    return out;
+  }
+  // The defaults select the pods of the same controllers.
+  std::vector<api::TopologySpreadConstraint> defaults;
+  if (args_.system_defaulted) {
+    if (hard) return out;
+    for (const auto& [key, skew] : {std::pair{kHostname, 3}, std::pair{kZone, 5}}) {
+      api::TopologySpreadConstraint c;
+      c.set_topology_key(key);
+      c.set_max_skew(skew);
+      c.set_when_unsatisfiable(kind);
+      defaults.push_back(std::move(c));
+    }
+    *defaulted = true;
+  } else {
+    for (const auto& c : args_.default_constraints) {
+      if (c.when_unsatisfiable() == kind) defaults.push_back(c);
+    }
+  }
+  if (defaults.empty() || !handle_) return out;
+  api::LabelSelector merged;
+  for (const auto& s : handle_->OwnerSelectors(pod)) {
+    for (const auto& [k, v] : s.match_labels()) (*merged.mutable_match_labels())[k] = v;
+    for (const auto& e : s.match_expressions()) *merged.add_match_expressions() = e;
+  }
+  if (merged.match_labels().empty() && merged.match_expressions().empty()) return out;
+  for (auto& c : defaults) {
+    *c.mutable_label_selector() = merged;
+    auto made = MakeConstraint(c, pod);
+    if (!made.ok()) return made.status();
+    out.push_back(std::move(*made));
+  }
+  return out;
+}
+
+framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, const api::Pod& pod,
+                                               const framework::Snapshot& snapshot) const {
+  bool defaulted = false;
+  auto constraints = ConstraintsOf(pod, true, &defaulted);
+  if (!constraints.ok()) {
+    return framework::Status::Unresolvable(
+        fmt::format("pod's topology spread constraints cannot be used: {}",
+                    std::string(constraints.status().message())));
+  }
+  if (constraints->empty()) return framework::Status::Skip();
+  auto affinity = RequiredNodeAffinity::Of(pod);
+  const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
+  auto s = std::make_unique<FilterState>();
+  s->constraints = std::move(*constraints);
+  s->counts.resize(s->constraints.size());
+  const std::string& ns = pod.metadata().namespace_();
+  for (const auto& node : snapshot.nodes()) {
+    if (!HasAllKeys(node->node(), s->constraints)) continue;
+    for (size_t i = 0; i < s->constraints.size(); ++i) {
+      const Constraint& c = s->constraints[i];
+      if (!Included(c, pod, node->node(), required)) continue;
+      s->counts[i][*ValueOf(node->node(), c.topology_key)] += CountMatching(*node, c, ns);
+    }
+  }
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    int64_t min = std::numeric_limits<int32_t>::max();
+    for (const auto& [value, n] : s->counts[i]) min = std::min(min, n);
+    if (static_cast<int64_t>(s->counts[i].size()) < s->constraints[i].min_domains) min = 0;
+    s->min.push_back(min);
+  }
+  state.Write(kName, std::move(s));
+  return {};
+}
+
+framework::Status PodTopologySpread::Filter(const framework::CycleState& state, const api::Pod& pod,
+                                            const NodeInfo& node) const {
+  const FilterState* s = state.Read<FilterState>(kName);
+  if (!s) return {};
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const Constraint& c = s->constraints[i];
+    const std::string* value = ValueOf(node.node(), c.topology_key);
+    if (!value) return framework::Status::Unresolvable(kMissingLabelReason);
+    auto it = s->counts[i].find(*value);
+    const int64_t here = it == s->counts[i].end() ? 0 : it->second;
+    const int64_t self = c.selector.Matches(pod.metadata().labels()) ? 1 : 0;
+    if (here + self - s->min[i] > c.max_skew) return framework::Status::Unschedulable(kReason);
+  }
+  return {};
+}
+
+framework::Status PodTopologySpread::PreScore(framework::CycleState& state, const api::Pod& pod,
+                                              const std::vector<const NodeInfo*>& nodes,
+                                              const framework::Snapshot& snapshot) const {
+  bool defaulted = false;
+  auto constraints = ConstraintsOf(pod, false, &defaulted);
+  if (!constraints.ok() || constraints->empty() || snapshot.nodes().empty()) {
+    return framework::Status::Skip();
+  }
+  // The system defaults do not need every key: nodes without a zone still spread by name.
+  const bool require_all = !defaulted;
+  auto s = std::make_unique<ScoreState>();
+  s->constraints = std::move(*constraints);
+  s->counts.resize(s->constraints.size());
+  std::vector<int64_t> sizes(s->constraints.size(), 0);
+  for (const NodeInfo* node : nodes) {
+    const bool ignored = require_all && !HasAllKeys(node->node(), s->constraints);
+    s->ignored_at.push_back(ignored);
+    if (ignored) {
+      s->ignored.insert(node->name());
+      continue;
+    }
+    for (size_t i = 0; i < s->constraints.size(); ++i) {
+      const std::string& key = s->constraints[i].topology_key;
+      if (key == kHostname) continue;
+      const std::string* value = ValueOf(node->node(), key);
+      if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
+    }
+  }
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const int64_t size = s->constraints[i].topology_key == kHostname
+                             ? static_cast<int64_t>(nodes.size() - s->ignored.size())
+                             : sizes[i];
+    s->weights.push_back(std::log(static_cast<double>(size + 2)));
+  }
+  auto affinity = RequiredNodeAffinity::Of(pod);
+  const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
+  const std::string& ns = pod.metadata().namespace_();
+  for (const auto& node : snapshot.nodes()) {
+    if (require_all && !HasAllKeys(node->node(), s->constraints)) continue;
+    for (size_t i = 0; i < s->constraints.size(); ++i) {
+      const Constraint& c = s->constraints[i];
+      if (c.topology_key == kHostname || !Included(c, pod, node->node(), required)) continue;
+      const std::string* value = ValueOf(node->node(), c.topology_key);
+      // Only the domains of the nodes being scored are counted.
+      auto it = s->counts[i].find(value ? *value : "");
+      if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns);
+    }
+  }
+  state.Write(kScoreKey, std::move(s));
+  return {};
+}
+
+int64_t PodTopologySpread::Score(const framework::CycleState& state, const api::Pod& pod,
+                                 const NodeInfo& node) const {
+  const ScoreState* s = state.Read<ScoreState>(kScoreKey);
+  if (!s || s->ignored.contains(node.name())) return 0;
+  double score = 0;
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const Constraint& c = s->constraints[i];
+    const std::string* value = ValueOf(node.node(), c.topology_key);
+    if (!value) continue;
+    int64_t count = 0;
+    if (c.topology_key == kHostname) {
+      count = CountMatching(node, c, pod.metadata().namespace_());
+    } else if (auto it = s->counts[i].find(*value); it != s->counts[i].end()) {
+      count = it->second;
+    }
+    // maxSkew − 1 waters down small differences: a larger skew is tolerated more.
+    score += static_cast<double>(count) * s->weights[i] + static_cast<double>(c.max_skew - 1);
+  }
+  return static_cast<int64_t>(std::round(score));
+}
+
+void PodTopologySpread::NormalizeScore(const framework::CycleState& state, const api::Pod&,
+                                       std::vector<int64_t>& scores) const {
+  const ScoreState* s = state.Read<ScoreState>(kScoreKey);
+  if (!s) return;
+  auto ignored = [&](size_t i) { return i < s->ignored_at.size() && s->ignored_at[i]; };
+  int64_t min = std::numeric_limits<int64_t>::max(), max = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (ignored(i)) continue;
+    min = std::min(min, scores[i]);
+    max = std::max(max, scores[i]);
+  }
+  // Fewer matching pods is better: the emptiest domain gets 100.
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (ignored(i)) {
+      scores[i] = 0;
+    } else if (max == 0) {
+      scores[i] = framework::kMaxNodeScore;
+    } else {
+      scores[i] = framework::kMaxNodeScore * (max + min - scores[i]) / max;
+    }
+  }
+}
+
+}  // namespace mkube::scheduler::plugins
