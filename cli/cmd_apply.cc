@@ -8,6 +8,7 @@
 #include "api/codec.h"
 #include "api/object.h"
 #include "cli/commands.h"
+#include "cli/manifests.h"
 #include "fmt/format.h"
 
 namespace mkube::cli {
@@ -15,18 +16,14 @@ namespace {
 
 constexpr char kLastApplied[] = "kubectl.kubernetes.io/last-applied-configuration";
 
-struct Manifest {
-  std::string source;  // the file it came from
-  api::Object object;
-};
-
 std::string ReadAll(std::istream& in) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-// Every object in the files, folders (their .yaml, .yml and .json files) or stdin ("-").
+}  // namespace
+
 absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::vector<std::string>& files) {
   if (files.empty()) return UserError("error: must specify one of -f and -k");
   std::vector<std::pair<std::string, std::string>> texts;
@@ -66,7 +63,6 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::vector<std::strin
   return out;
 }
 
-// The namespace an object goes to: its own, else -n / the kubeconfig's; a conflict is an error.
 absl::StatusOr<std::string> NamespaceFor(Session& s, google::protobuf::Message* obj,
                                          const api::KindInfo& kind) {
   if (!kind.namespaced) return std::string();
@@ -83,6 +79,8 @@ absl::StatusOr<std::string> NamespaceFor(Session& s, google::protobuf::Message* 
   }
   return meta->namespace_();
 }
+
+namespace {
 
 // The manifest as JSON without apiVersion and kind: what apply records and patches with.
 json ApplyJson(const google::protobuf::Message& obj) {

@@ -59,6 +59,11 @@ struct ExecFlags {
 absl::Status Exec(Session& s, const std::string& pod, const std::vector<std::string>& command,
                   const ExecFlags& f);
 
+// Where the pods of the manifests would be scheduled now, and why; exit 1 when one would stay
+// Pending. `config` is a KubeSchedulerConfiguration file (empty: the defaults).
+absl::Status ScheduleDryRun(Session& s, const std::vector<std::string>& files,
+                            const std::string& config);
+
 absl::Status Explain(const std::string& path);
 absl::Status Completion(const std::string& shell);
 absl::Status ApiResources();

@@ -58,6 +58,23 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, true); }); };
   });
 
+  // schedule --dry-run
+  std::string schedule_config;
+  bool dry_run = false;
+  auto* schedule = app.add_subcommand(
+      "schedule", "Show where pods would be scheduled now and why, creating nothing");
+  schedule->add_option("-f,--filename", files, "Files, directories or - (stdin) with the pods")
+      ->required();
+  schedule->add_flag("--dry-run", dry_run, "Only show the decision (required: nothing is bound)")
+      ->required();
+  schedule->add_option("--config", schedule_config,
+                       "A KubeSchedulerConfiguration to schedule with (default: the defaults)");
+  schedule->callback([&] {
+    action = [&] {
+      return WithSession(g, [&](Session& s) { return ScheduleDryRun(s, files, schedule_config); });
+    };
+  });
+
   // get
   GetFlags gf;
   std::vector<std::string> args;

@@ -231,6 +231,22 @@ TEST_F(SchedulerTest, SeedsPodAffinityAndAntiAffinityOverHostnamesAndTheChtDomai
   ASSERT_EQ(Ctl({"apply", "-f", Seed("pod6.yaml")}).exit_code, 0);
   ASSERT_TRUE(Eventually([] { return Running("myapp10"); }, std::chrono::seconds(20)));
   EXPECT_EQ(NodeColumn("myapp10"), "node02");
+  // A dry run says where pod7 would go (nowhere) and why, and creates nothing.
+  const size_t pods_before = Pods().size();
+  auto dry = Ctl({"schedule", "--dry-run", "-f", Seed("pod7.yaml")});
+  EXPECT_EQ(dry.exit_code, 1) << dry.out << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("pod default/myapp20 would stay Pending (dry run)"));
+  EXPECT_THAT(dry.out,
+              ::testing::ContainsRegex("node01 +rejected by InterPodAffinity: node\\(s\\) didn't "
+                                       "match pod anti-affinity rules"))
+      << dry.out;
+  EXPECT_THAT(dry.out, ::testing::ContainsRegex("master01 +rejected by TaintToleration"));
+  EXPECT_EQ(Pods().size(), pods_before);
+  dry = Ctl({"schedule", "--dry-run", "-f", Seed("pod6.yaml")});
+  EXPECT_EQ(dry.exit_code, 0) << dry.out << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("would be scheduled to node02 (dry run)"));
+  EXPECT_THAT(dry.out, HasSubstr("InterPodAffinity"));
+  EXPECT_THAT(dry.out, HasSubstr("Chosen: node02"));
   // pod7: required anti-affinity in the cht domain, which both nodes share: Pending.
   ASSERT_EQ(Ctl({"apply", "-f", Seed("pod7.yaml")}).exit_code, 0);
   const std::string why =
