@@ -14,8 +14,10 @@
 #include "agent/node_status.h"
 #include "agent/pod_manager.h"
 #include "agent/process_runner.h"
+#include "agent/simulated.h"
 #include "api/labels.h"
 #include "api/log.h"
+#include "api/quantity.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
 #include "client/credentials.h"
@@ -39,6 +41,45 @@ std::string Hostname() {
   return buf;
 }
 
+void WriteReady(const std::string& file) {
+  if (file.empty()) return;
+  std::ofstream(file + ".tmp") << "ready\n";
+  std::filesystem::rename(file + ".tmp", file);
+}
+
+// --simulated: many nodes, no processes, until a signal.
+int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,
+                 const mkube::agent::NodeOptions& node, int count, int zones,
+                 const std::string& capacity, const std::string& ready_file,
+                 sigset_t signals) {
+  mkube::agent::SimulatedOptions o;
+  o.count = count;
+  o.prefix = node.name;
+  o.zones = zones;
+  o.node = node;
+  for (absl::string_view kv : absl::StrSplit(capacity, ',', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2 || !mkube::api::Quantity::Parse(p[1]).ok()) {
+      return Fail(fmt::format("--simulated-capacity: invalid \"{}\": want name=quantity",
+                              std::string(kv)));
+    }
+    o.node.capacity[p[0]] = p[1];
+  }
+  mkube::client::EventRecorder events(client, "kubelet", node.name);
+  mkube::agent::SimulatedNodes nodes(client, images, &events, o);
+  if (auto st = nodes.Register(); !st.ok()) {
+    return Fail("cannot register the simulated nodes: " + st.ToString());
+  }
+  nodes.Start();
+  mkube::log::Logger("main").info("{} simulated nodes up ({}-0000 ... {})", count, node.name,
+                                  nodes.names().back());
+  WriteReady(ready_file);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  nodes.Stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,6 +88,8 @@ int main(int argc, char** argv) {
   std::string node_name = Hostname(), node_ip = "127.0.0.1", listen, address_file;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::string node_labels, taints, log_level = "info";
+  int simulated = 0, simulated_zones = 0;
+  std::string simulated_capacity = "cpu=32,memory=256Gi,pods=110";
 
   CLI::App app{"mkube-agent: runs the pods bound to its node"};
   app.add_option("--apiserver", apiserver, "The apiserver's address")->capture_default_str();
@@ -57,6 +100,9 @@ int main(int argc, char** argv) {
   app.add_option("--node-ip", node_ip, "The node's address (pods' hostIP)")->capture_default_str();
   app.add_option("--listen", listen, "Where to serve logs and exec (default <node-ip>:10250; port 0: any)");
   app.add_option("--address-file", address_file, "Write the bound address to this file");
+  std::string ready_file;
+  app.add_option("--ready-file", ready_file,
+                 "Write \"ready\" to this file once the node is registered and runs its pods");
   app.add_option("--root-dir", root_dir, "The node's folder: pods, images, logs")->required();
   app.add_option("--image-registry", registry_dir, "Folder of images (<name>/<tag>/) to pull from");
   app.add_option("--pod-cidr", pod_cidr, "Pod addresses come from here")->capture_default_str();
@@ -66,10 +112,22 @@ int main(int argc, char** argv) {
   app.add_option("--node-labels", node_labels, "Labels to register the node with: k=v,k2=v2");
   app.add_option("--register-with-taints", taints,
                  "Taints to register the node with: key=value:Effect,...");
+  app.add_option("--simulated", simulated,
+                 "Register this many simulated nodes instead (named <node-name>-0000, ...; "
+                 "default prefix sim): pods bound to them are reported Running without "
+                 "running anything")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--simulated-capacity", simulated_capacity,
+                 "Capacity of each simulated node: cpu=..,memory=..,pods=..")
+      ->capture_default_str();
+  app.add_option("--simulated-zones", simulated_zones,
+                 "Spread the simulated nodes over this many zones (topology.kubernetes.io/zone)")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
+  if (simulated > 0 && app.count("--node-name") == 0) node_name = "sim";
   mkube::log::Setup("agent " + node_name, spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 
@@ -117,9 +175,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  // The agent's server first: the Node must say where it is.
   mkube::client::GrpcClient client(*copts);
   mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
+  if (simulated > 0) {
+    return RunSimulated(&client, &images, node, simulated, simulated_zones, simulated_capacity,
+                        ready_file, signals);
+  }
+  // The agent's server first: the Node must say where it is.
   mkube::client::Informer<mkube::api::Pod> pods(
       &client, "pods", {.field_selector = "spec.nodeName=" + node_name});
   mkube::agent::PodManagerOptions pm;
@@ -160,6 +222,7 @@ int main(int argc, char** argv) {
     std::ofstream(address_file + ".tmp") << address << "\n";
     std::filesystem::rename(address_file + ".tmp", address_file);
   }
+  WriteReady(ready_file);
   log.info("mkube-agent {} serving on {}, apiserver {}", node_name, address, apiserver);
 
   int sig = 0;

@@ -13,16 +13,25 @@ absl::Status AgentProcess::Start() {
   std::filesystem::remove(addr_file);
   std::ofstream(o_.dir + "/node.token") << o_.node << "-token\n";
   std::vector<std::string> argv = {BinDir() + "/mkube-agent",
-                                   "--apiserver", o_.apiserver,
+                                   "--apiserver",
+                                   o_.apiserver,
                                    "--insecure-plaintext",
-                                   "--token-file", o_.dir + "/node.token",
-                                   "--agent-token-file", o_.agent_token_file,
-                                   "--node-name", o_.node,
-                                   "--listen", "127.0.0.1:0",
-                                   "--root-dir", root(),
-                                   "--image-registry", o_.registry,
-                                   "--pod-cidr", o_.pod_cidr,
-                                   "--address-file", addr_file};
+                                   "--token-file",
+                                   o_.dir + "/node.token",
+                                   "--agent-token-file",
+                                   o_.agent_token_file,
+                                   "--node-name",
+                                   o_.node,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--root-dir",
+                                   root(),
+                                   "--image-registry",
+                                   o_.registry,
+                                   "--pod-cidr",
+                                   o_.pod_cidr,
+                                   "--address-file",
+                                   addr_file};
   argv.insert(argv.end(), o_.extra.begin(), o_.extra.end());
   proc_ = std::make_unique<Subprocess>(argv, o_.dir + "/agent.log");
   auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
@@ -32,6 +41,40 @@ absl::Status AgentProcess::Start() {
 }
 
 void AgentProcess::Stop() {
+  if (!proc_ || !proc_->Running()) return;
+  proc_->Signal(SIGTERM);
+  if (!proc_->Wait(std::chrono::seconds(20))) proc_->Kill();
+}
+
+absl::Status SimulatedAgentProcess::Start(std::chrono::seconds timeout) {
+  std::filesystem::create_directories(dir_);
+  const std::string ready = dir_ + "/agent.ready";
+  std::filesystem::remove(ready);
+  std::ofstream(dir_ + "/admin.token") << "admin-token\n";
+  std::ofstream(dir_ + "/agent.token") << "unused\n";
+  std::vector<std::string> argv = {BinDir() + "/mkube-agent",
+                                   "--apiserver",
+                                   apiserver_,
+                                   "--insecure-plaintext",
+                                   "--token-file",
+                                   dir_ + "/admin.token",
+                                   "--agent-token-file",
+                                   dir_ + "/agent.token",
+                                   "--root-dir",
+                                   dir_ + "/root",
+                                   "--simulated",
+                                   std::to_string(count_),
+                                   "--ready-file",
+                                   ready};
+  argv.insert(argv.end(), extra_.begin(), extra_.end());
+  proc_ = std::make_unique<Subprocess>(argv, dir_ + "/agent.log");
+  if (!WaitForFileLine(ready, timeout)) {
+    return absl::UnavailableError("simulated agent did not start:\n" + log());
+  }
+  return absl::OkStatus();
+}
+
+void SimulatedAgentProcess::Stop() {
   if (!proc_ || !proc_->Running()) return;
   proc_->Signal(SIGTERM);
   if (!proc_->Wait(std::chrono::seconds(20))) proc_->Kill();

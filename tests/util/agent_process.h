@@ -27,7 +27,9 @@ class AgentProcess {
   absl::Status Start();
   // SIGTERM and wait: the agent stops its containers first.
   void Stop();
-  void Kill9() { if (proc_) proc_->Kill(); }
+  void Kill9() {
+    if (proc_) proc_->Kill();
+  }
   pid_t pid() const { return proc_ ? proc_->pid() : -1; }
   const std::string& address() const { return address_; }
   std::string root() const { return o_.dir + "/root"; }
@@ -37,6 +39,29 @@ class AgentProcess {
   Options o_;
   std::unique_ptr<Subprocess> proc_;
   std::string address_;
+};
+
+// `mkube-agent --simulated count` with the admin token (simulated nodes write every Node),
+// its files under dir; Start waits until every node is registered.
+class SimulatedAgentProcess {
+ public:
+  SimulatedAgentProcess(std::string dir, std::string apiserver, int count,
+                        std::vector<std::string> extra = {})
+      : dir_(std::move(dir)),
+        apiserver_(std::move(apiserver)),
+        count_(count),
+        extra_(std::move(extra)) {}
+  ~SimulatedAgentProcess() { Stop(); }
+  absl::Status Start(std::chrono::seconds timeout = std::chrono::seconds(60));
+  void Stop();
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }
+  std::string log() const { return ReadFile(dir_ + "/agent.log"); }
+
+ private:
+  std::string dir_, apiserver_;
+  int count_;
+  std::vector<std::string> extra_;
+  std::unique_ptr<Subprocess> proc_;
 };
 
 // A registry folder with the images tests use: busybox (the host's shell tools), tools:v1
