@@ -2,10 +2,19 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_join.h"
 #include "fmt/format.h"
 
 namespace mkube::scheduler::framework {
 namespace {
+
+std::string Canonical(const AffinityTerm& t) {
+  return fmt::format(
+      "{}|{}|{}|{}", absl::StrJoin(t.namespaces, ","),
+      t.namespace_selector ? "{" + t.namespace_selector->String() + "}" : "-",
+      t.namespaces.empty() && !t.namespace_selector ? "nothing" : t.selector.String(),
+      t.topology_key);
+}
 
 absl::StatusOr<AffinityTerm> ParseTerm(const api::PodAffinityTerm& t, const api::Pod& owner,
                                        int32_t weight) {
@@ -38,6 +47,7 @@ absl::Status ParseList(const api::PodAffinity& a, const api::Pod& owner, const c
           fmt::format("{}.requiredDuringSchedulingIgnoredDuringExecution[{}]: {}", what, i,
                       std::string(t.status().message())));
     }
+    t->canonical = Canonical(*t);
     required->push_back(std::move(*t));
   }
   for (int i = 0; i < a.preferred_during_scheduling_ignored_during_execution_size(); ++i) {
@@ -49,6 +59,7 @@ absl::Status ParseList(const api::PodAffinity& a, const api::Pod& owner, const c
           fmt::format("{}.preferredDuringSchedulingIgnoredDuringExecution[{}]: {}", what, i,
                       std::string(t.status().message())));
     }
+    t->canonical = Canonical(*t);
     preferred->push_back(std::move(*t));
   }
   return absl::OkStatus();

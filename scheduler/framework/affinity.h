@@ -22,6 +22,9 @@ struct AffinityTerm {
   std::optional<api::Selector> namespace_selector;  // none: no namespace by labels
   std::string topology_key;
   int32_t weight = 0;  // preferred terms only
+  // What the term selects, as text: two terms with the same one select the same pods, so
+  // that a cycle asks once per distinct term whether it selects the pod being scheduled.
+  std::string canonical;
 
   // Whether the term selects `pod`; `namespace_labels` are those of the pod's namespace.
   bool Matches(const api::Pod& pod, const LabelMap& namespace_labels) const;
@@ -43,6 +46,20 @@ struct AffinityTerms {
 // The pod's terms; the error names the term that cannot be parsed (validation refuses such
 // pods, so only a pod stored before it can have one).
 absl::StatusOr<AffinityTerms> ParseAffinityTerms(const api::Pod& pod);
+
+// The terms of a node's pods (not being deleted), each distinct one once with how many pods
+// carry it: what the pod being scheduled is checked against, per term rather than per pod.
+struct TermCount {
+  enum Kind {
+    kRequiredAffinity,
+    kRequiredAntiAffinity,
+    kPreferredAffinity,
+    kPreferredAntiAffinity
+  };
+  Kind kind;
+  AffinityTerm term;
+  int64_t count = 0;
+};
 
 // A pod on a node with its terms parsed once, when it was added, for every later pod to
 // check against (existing pods' anti-affinity, their preferences for the incoming pod).

@@ -1,8 +1,10 @@
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace mkube::scheduler::framework {
 
@@ -14,16 +16,27 @@ class CycleState {
   struct Data {
     virtual ~Data() = default;
   };
-  void Write(const std::string& key, std::unique_ptr<Data> data) { data_[key] = std::move(data); }
-  // The data of `key` as T, or null.
+  void Write(std::string_view key, std::unique_ptr<Data> data) {
+    for (auto& [k, d] : data_) {
+      if (k == key) {
+        d = std::move(data);
+        return;
+      }
+    }
+    data_.emplace_back(std::string(key), std::move(data));
+  }
+  // The data of `key` as T, or null. Read for every node by every plugin: a few entries
+  // looked through in place, no key built.
   template <typename T>
-  const T* Read(const std::string& key) const {
-    auto it = data_.find(key);
-    return it == data_.end() ? nullptr : dynamic_cast<const T*>(it->second.get());
+  const T* Read(std::string_view key) const {
+    for (const auto& [k, d] : data_) {
+      if (k == key) return dynamic_cast<const T*>(d.get());
+    }
+    return nullptr;
   }
 
  private:
-  std::map<std::string, std::unique_ptr<Data>> data_;
+  std::vector<std::pair<std::string, std::unique_ptr<Data>>> data_;
 };
 
 }  // namespace mkube::scheduler::framework

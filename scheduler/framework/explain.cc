@@ -16,8 +16,15 @@ std::string ExplainText(const ScheduleResult& result, size_t num_nodes, size_t t
   } else if (num_nodes > 0) {
     out += fmt::format("  Filters: {} of {} nodes feasible\n", d.feasible.size(), num_nodes);
     size_t width = 4;
-    for (const auto& [node, st] : d.rejected) width = std::max(width, node.size());
-    for (const auto& [node, st] : d.rejected) {
+    std::vector<const std::pair<std::string, Status>*> rejected;
+    for (const auto& r : d.rejected) {
+      width = std::max(width, r.first.size());
+      rejected.push_back(&r);
+    }
+    std::sort(rejected.begin(), rejected.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    for (const auto* r : rejected) {
+      const auto& [node, st] = *r;
       out += fmt::format("    {:<{}}  rejected by {}: {}\n", node, width, st.plugin(),
                          absl::StrJoin(st.reasons(), ", "));
     }

@@ -12,7 +12,7 @@ Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod
   for (const PreFilterPlugin* p : chain.pre_filters) {
     Status st = p->PreFilter(state, pod, snapshot);
     if (st.skip()) continue;  // its Filter passes every node
-    if (!st.ok()) return std::move(st.set_plugin(std::string(p->Name())));
+    if (!st.ok()) return std::move(st.set_plugin(p->Name()));
   }
   return {};
 }
@@ -21,7 +21,7 @@ Status RunFilterPlugins(const FilterChain& chain, const CycleState& state, const
                         const NodeInfo& node) {
   for (const FilterPlugin* f : chain.filters) {
     Status st = f->Filter(state, pod, node);
-    if (!st.ok()) return std::move(st.set_plugin(std::string(f->Name())));
+    if (!st.ok()) return std::move(st.set_plugin(f->Name()));
   }
   return {};
 }
@@ -36,7 +36,7 @@ Diagnosis RunFilters(const FilterChain& chain, CycleState& state, const api::Pod
     if (verdict.ok()) {
       d.feasible.push_back(node.get());
     } else {
-      d.rejected.emplace(node->name(), std::move(verdict));
+      d.rejected.emplace_back(node->name(), std::move(verdict));
     }
   }
   return d;

@@ -17,8 +17,16 @@ struct FilterChain {
 // Where a pod may go, and why not elsewhere.
 struct Diagnosis {
   std::vector<const NodeInfo*> feasible;
-  std::map<std::string, Status> rejected;  // by node name: the first filter that said no
-  Status pre_filter;                       // not ok when a PreFilter rejected the pod itself
+  // By node, in the order they were filtered: the first filter that said no.
+  std::vector<std::pair<std::string, Status>> rejected;
+  // The node's rejection, or null.
+  const Status* RejectionOf(std::string_view node) const {
+    for (const auto& [name, st] : rejected) {
+      if (name == node) return &st;
+    }
+    return nullptr;
+  }
+  Status pre_filter;  // not ok when a PreFilter rejected the pod itself
 };
 
 // Runs the PreFilters once.

@@ -20,7 +20,7 @@ Status ScoreNodes(const Profile& profile, CycleState& state, const api::Pod& pod
     if (st.skip()) {
       skipped.insert(p->Name());
     } else if (!st.ok()) {
-      return std::move(st.set_plugin(std::string(p->Name())));
+      return std::move(st.set_plugin(p->Name()));
     }
   }
   out.resize(nodes.size());
@@ -105,7 +105,7 @@ ScheduleResult Schedule(const Profile& profile, const api::Pod& pod, const Snaps
       result.status = std::move(verdict);
       return result;
     } else {
-      d.rejected.emplace(node.name(), std::move(verdict));
+      d.rejected.emplace_back(node.name(), std::move(verdict));
     }
   }
   result.evaluated = processed;

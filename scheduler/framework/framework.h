@@ -37,7 +37,7 @@ struct PluginScore {
   int64_t raw = 0;         // what Score said
   int64_t normalized = 0;  // after NormalizeScore
   int64_t weight = 0;
-  int64_t weighted = 0;    // normalized × weight
+  int64_t weighted = 0;  // normalized × weight
 };
 struct NodeScore {
   const NodeInfo* node = nullptr;

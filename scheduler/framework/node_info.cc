@@ -10,11 +10,17 @@ bool Ended(const api::Pod& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
-void Erase(std::vector<AffinityPodPtr>& pods, const std::string& key) {
+// Removes the pod from the list; the removed entry, or null.
+AffinityPodPtr Erase(std::vector<AffinityPodPtr>& pods, const std::string& key) {
   auto it = std::find_if(pods.begin(), pods.end(),
                          [&](const AffinityPodPtr& p) { return PodKey(*p->pod) == key; });
-  if (it != pods.end()) pods.erase(it);
+  if (it == pods.end()) return nullptr;
+  AffinityPodPtr out = std::move(*it);
+  pods.erase(it);
+  return out;
 }
+
+bool Terminating(const api::Pod& pod) { return !pod.metadata().deletion_timestamp().empty(); }
 
 }  // namespace
 
@@ -39,21 +45,91 @@ std::string PodKey(const api::Pod& pod) {
   return pod.metadata().namespace_() + "/" + pod.metadata().name();
 }
 
+int NodeInfo::FastSlot(std::string_view name) {
+  if (name == "cpu") return 0;
+  if (name == "memory") return 1;
+  if (name == "ephemeral-storage") return 2;
+  if (name == "pods") return 3;
+  return -1;
+}
+
+int64_t NodeInfo::Of(const ResourceList& list, const std::array<int64_t, 4>& fast,
+                     std::string_view name) {
+  if (const int slot = FastSlot(name); slot >= 0) return fast[slot];
+  auto it = list.find(std::string(name));
+  return it == list.end() ? 0 : it->second;
+}
+
+void NodeInfo::Refresh(const ResourceList& list, std::array<int64_t, 4>& fast) {
+  int i = 0;
+  for (const char* name : {"cpu", "memory", "ephemeral-storage", "pods"}) {
+    auto it = list.find(name);
+    fast[i++] = it == list.end() ? 0 : it->second;
+  }
+}
+
 void NodeInfo::SetNode(NodePtr node) {
   node_ = std::move(node);
   allocatable_ = Allocatable(*node_);
+  Refresh(allocatable_, alloc_fast_);
+  limits_pods_ = allocatable_.contains("pods");
   images_.clear();
   for (const auto& image : node_->status().images()) {
     for (const auto& name : image.names()) images_[name] = image.size_bytes();
   }
 }
 
+std::string LabelIndexKey(std::string_view ns, std::string_view key, std::string_view value) {
+  std::string out;
+  out.reserve(ns.size() + key.size() + value.size() + 2);
+  out.append(ns).push_back('\0');
+  out.append(key).push_back('\0');
+  out.append(value);
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> SingleLabel(const api::Selector& selector) {
+  if (selector.requirements().size() != 1) return std::nullopt;
+  const api::Requirement& r = selector.requirements()[0];
+  using Op = api::Requirement::Op;
+  if ((r.op != Op::kEquals && r.op != Op::kIn) || r.values.size() != 1) return std::nullopt;
+  return std::make_pair(r.key, r.values[0]);
+}
+
+void NodeInfo::CountTerms(const AffinityTerms& terms, int sign) {
+  auto count = [&](TermCount::Kind kind, const std::vector<AffinityTerm>& list) {
+    for (const AffinityTerm& t : list) {
+      auto it =
+          std::find_if(affinity_terms_.begin(), affinity_terms_.end(), [&](const TermCount& c) {
+            return c.kind == kind && c.term.weight == t.weight && c.term.canonical == t.canonical;
+          });
+      if (it == affinity_terms_.end()) {
+        if (sign > 0) affinity_terms_.push_back({kind, t, 1});
+      } else if ((it->count += sign) <= 0) {
+        affinity_terms_.erase(it);
+      }
+    }
+  };
+  count(TermCount::kRequiredAffinity, terms.required_affinity);
+  count(TermCount::kRequiredAntiAffinity, terms.required_anti_affinity);
+  count(TermCount::kPreferredAffinity, terms.preferred_affinity);
+  count(TermCount::kPreferredAntiAffinity, terms.preferred_anti_affinity);
+}
+
 void NodeInfo::Account(const api::Pod& pod, int sign) {
+  if (pod.metadata().deletion_timestamp().empty()) {
+    for (const auto& [k, v] : pod.metadata().labels()) {
+      auto it =
+          label_counts_.try_emplace(LabelIndexKey(pod.metadata().namespace_(), k, v), 0).first;
+      if ((it->second += sign) == 0) label_counts_.erase(it);
+    }
+  }
   for (const auto& [name, milli] : PodRequests(pod)) {
     int64_t& total = requested_[name];
     total += sign * milli;
     if (total == 0) requested_.erase(name);
   }
+  Refresh(requested_, req_fast_);
   const NonZero nz = NonZeroRequests(pod);
   non_zero_cpu_ += sign * nz.cpu;
   non_zero_memory_ += sign * nz.memory;
@@ -76,6 +152,7 @@ void NodeInfo::AddPod(PodPtr pod) {
     auto terms = ParseAffinityTerms(*pod);
     auto info = std::make_shared<AffinityPod>(
         AffinityPod{pod, terms.ok() ? std::move(*terms) : AffinityTerms()});
+    if (!Terminating(*pod)) CountTerms(info->terms, +1);
     if (!info->terms.empty()) pods_with_affinity_.push_back(info);
     if (!info->terms.required_anti_affinity.empty()) {
       pods_with_required_anti_affinity_.push_back(std::move(info));
@@ -89,7 +166,9 @@ bool NodeInfo::RemovePod(const std::string& key) {
       std::find_if(pods_.begin(), pods_.end(), [&](const PodPtr& p) { return PodKey(*p) == key; });
   if (it == pods_.end()) return false;
   Account(**it, -1);
-  Erase(pods_with_affinity_, key);
+  if (AffinityPodPtr gone = Erase(pods_with_affinity_, key); gone && !Terminating(*gone->pod)) {
+    CountTerms(gone->terms, -1);
+  }
   Erase(pods_with_required_anti_affinity_, key);
   pods_.erase(it);
   return true;

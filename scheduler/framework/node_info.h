@@ -1,11 +1,16 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "api/labels.h"
 #include "proto/api/core.pb.h"
 #include "scheduler/framework/affinity.h"
 #include "scheduler/framework/resources.h"
@@ -27,6 +32,12 @@ bool PortsConflict(const HostPort& a, const HostPort& b);
 
 // "namespace/name" of a pod.
 std::string PodKey(const api::Pod& pod);
+
+// What NodeInfo::PodsWithLabel looks up: a namespace and one label.
+std::string LabelIndexKey(std::string_view ns, std::string_view key, std::string_view value);
+// The one label a selector asks for (key = value, or key in (value)), when that is all it
+// asks: such selectors are counted from the index rather than pod by pod.
+std::optional<std::pair<std::string, std::string>> SingleLabel(const api::Selector& selector);
 
 // A node as one scheduling cycle sees it: the Node, the pods on it (bound, or assumed on it
 // by this scheduler) and what they hold together, computed as pods come and go so that a
@@ -52,9 +63,23 @@ class NodeInfo {
   const std::vector<AffinityPodPtr>& pods_with_required_anti_affinity() const {
     return pods_with_required_anti_affinity_;
   }
+  // Their terms, each distinct (kind, term, weight) once.
+  const std::vector<TermCount>& affinity_terms() const { return affinity_terms_; }
   const ResourceList& allocatable() const { return allocatable_; }
   // The sum of the pods' requests.
   const ResourceList& requested() const { return requested_; }
+  // One resource of either (0 when absent), without a map lookup for cpu, memory,
+  // ephemeral-storage and pods: the filters and scores ask for them for every node.
+  int64_t AllocatableOf(std::string_view name) const { return Of(allocatable_, alloc_fast_, name); }
+  int64_t RequestedOf(std::string_view name) const { return Of(requested_, req_fast_, name); }
+  // How many of its pods (not being deleted) are in the namespace with the label, by
+  // LabelIndexKey.
+  int64_t PodsWithLabel(const std::string& index_key) const {
+    auto it = label_counts_.find(index_key);
+    return it == label_counts_.end() ? 0 : it->second;
+  }
+  // Whether the node says how many pods it takes.
+  bool limits_pods() const { return limits_pods_; }
   // The same with 100m cpu and 200Mi memory for containers that request none: what the
   // least-allocated score counts, so that pods without requests still spread.
   int64_t non_zero_cpu() const { return non_zero_cpu_; }
@@ -64,14 +89,25 @@ class NodeInfo {
   const std::map<std::string, int64_t>& images() const { return images_; }
 
  private:
+  // cpu, memory, ephemeral-storage, pods: their slot in the *_fast_ arrays, or -1.
+  static int FastSlot(std::string_view name);
+  static int64_t Of(const ResourceList& list, const std::array<int64_t, 4>& fast,
+                    std::string_view name);
+  static void Refresh(const ResourceList& list, std::array<int64_t, 4>& fast);
   void Account(const api::Pod& pod, int sign);
+  void CountTerms(const AffinityTerms& terms, int sign);
 
   NodePtr node_;
   std::vector<PodPtr> pods_;
   std::vector<AffinityPodPtr> pods_with_affinity_;
   std::vector<AffinityPodPtr> pods_with_required_anti_affinity_;
+  std::vector<TermCount> affinity_terms_;
   ResourceList allocatable_;
   ResourceList requested_;
+  std::array<int64_t, 4> alloc_fast_{};
+  std::array<int64_t, 4> req_fast_{};
+  bool limits_pods_ = false;
+  absl::flat_hash_map<std::string, int64_t> label_counts_;
   int64_t non_zero_cpu_ = 0;
   int64_t non_zero_memory_ = 0;
   std::vector<HostPort> used_ports_;

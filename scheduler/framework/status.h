@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mkube::scheduler::framework {
@@ -36,10 +37,10 @@ class Status {
     reasons_.push_back(std::move(reason));
     return *this;
   }
-  // The plugin that said it (set by the framework).
-  const std::string& plugin() const { return plugin_; }
-  Status& set_plugin(std::string plugin) {
-    plugin_ = std::move(plugin);
+  // The plugin that said it (set by the framework; plugins' names are static).
+  std::string_view plugin() const { return plugin_; }
+  Status& set_plugin(std::string_view plugin) {
+    plugin_ = plugin;
     return *this;
   }
 
@@ -50,7 +51,7 @@ class Status {
 
   Code code_ = Code::kSuccess;
   std::vector<std::string> reasons_;
-  std::string plugin_;
+  std::string_view plugin_;
 };
 
 }  // namespace mkube::scheduler::framework

@@ -225,8 +225,10 @@ void Scheduler::Failed(QueuedPod qp, const framework::ScheduleResult& result, ui
   }
   qp.rejected_by.clear();
   if (!result.diagnosis.pre_filter.ok())
-    qp.rejected_by.insert(result.diagnosis.pre_filter.plugin());
-  for (const auto& [node, st] : result.diagnosis.rejected) qp.rejected_by.insert(st.plugin());
+    qp.rejected_by.insert(std::string(result.diagnosis.pre_filter.plugin()));
+  for (const auto& [node, st] : result.diagnosis.rejected) {
+    qp.rejected_by.emplace(st.plugin());
+  }
   const PodPtr latest = qp.pod;
   queue_.AddUnschedulable(std::move(qp), cycle);
   Submit([this, latest, message] { SetUnschedulableCondition(*latest, message); });

@@ -4,11 +4,24 @@
 
 namespace mkube::scheduler::plugins {
 
-int64_t BalancedAllocation::Score(const framework::CycleState&, const api::Pod& pod,
+namespace {
+constexpr char kDemandKey[] = "NodeResourcesBalancedAllocation/demand";
+}  // namespace
+
+framework::Status BalancedAllocation::PreScore(framework::CycleState& state, const api::Pod& pod,
+                                               const std::vector<const framework::NodeInfo*>&,
+                                               const framework::Snapshot&) const {
+  state.Write(kDemandKey, std::make_unique<PodDemand>(DemandOf(pod)));
+  return {};
+}
+
+int64_t BalancedAllocation::Score(const framework::CycleState& state, const api::Pod& pod,
                                   const framework::NodeInfo& node) const {
-  std::vector<double> fractions;
+  absl::InlinedVector<double, 4> fractions;
   double total = 0;
-  for (const Allocation& a : AllocationsOf(args_.resources, pod, node, false)) {
+  std::optional<PodDemand> scratch;
+  const PodDemand& demand = DemandIn(state, kDemandKey, pod, scratch);
+  for (const Allocation& a : AllocationsOf(args_.resources, demand, node, false)) {
     if (a.allocatable == 0) continue;
     const double f = std::min(1.0, static_cast<double>(a.requested) / a.allocatable);
     fractions.push_back(f);

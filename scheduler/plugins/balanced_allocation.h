@@ -11,7 +11,7 @@ namespace mkube::scheduler::plugins {
 // 1); with two resources std = |f1 - f2| / 2 (with more, their standard deviation); the score
 // is (1 - std) × 100. So a node at 50:50 scores 100 and one at 20:60 scores 80. Real requests
 // count (a container without requests adds nothing), as in Kubernetes 1.32.
-class BalancedAllocation final : public framework::ScorePlugin {
+class BalancedAllocation final : public framework::PreScorePlugin, public framework::ScorePlugin {
  public:
   struct Args {
     std::vector<ResourceWeight> resources = {{"cpu", 1}, {"memory", 1}};
@@ -21,6 +21,9 @@ class BalancedAllocation final : public framework::ScorePlugin {
   BalancedAllocation() = default;
   explicit BalancedAllocation(Args args) : args_(std::move(args)) {}
   std::string_view Name() const override { return kName; }
+  framework::Status PreScore(framework::CycleState& state, const api::Pod& pod,
+                             const std::vector<const framework::NodeInfo*>& nodes,
+                             const framework::Snapshot& snapshot) const override;
   int64_t Score(const framework::CycleState& state, const api::Pod& pod,
                 const framework::NodeInfo& node) const override;
 

@@ -16,26 +16,77 @@ using framework::LabelMap;
 using framework::NodeInfo;
 
 // A domain: a topology key and the node's value of it.
-using Domain = std::pair<std::string, std::string>;
-using DomainCounts = absl::flat_hash_map<Domain, int64_t>;
+// Counts by domain: by topology key, then by the nodes' value of it (looked up without
+// building a key: few keys, found by string_view).
+using DomainCounts = absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int64_t>>;
 
 const LabelMap kNoLabels;
+constexpr char kScoreKey[] = "InterPodAffinity/score";
 
 // Adds `delta` to the term's domain on `node`, when the node has the term's key.
 void Count(DomainCounts& counts, const AffinityTerm& term, const api::Node& node, int64_t delta) {
   auto it = node.metadata().labels().find(term.topology_key);
   if (it == node.metadata().labels().end()) return;
-  counts[Domain(term.topology_key, it->second)] += delta;
+  counts[term.topology_key][it->second] += delta;
 }
 
 bool AnyInDomain(const DomainCounts& counts, const std::string& key, const api::Node& node) {
   auto it = node.metadata().labels().find(key);
   if (it == node.metadata().labels().end()) return false;
-  auto c = counts.find(Domain(key, it->second));
-  return c != counts.end() && c->second > 0;
+  auto values = counts.find(key);
+  if (values == counts.end()) return false;
+  auto c = values->second.find(it->second);
+  return c != values->second.end() && c->second > 0;
 }
 
 bool Terminating(const api::Pod& pod) { return !pod.metadata().deletion_timestamp().empty(); }
+
+// The pod's terms as the node's label index answers them: for a term selecting one label in
+// named namespaces, the index keys (one per namespace); empty for others.
+using IndexKeys = std::vector<std::vector<std::string>>;
+IndexKeys IndexKeysOf(const std::vector<AffinityTerm>& terms) {
+  IndexKeys out(terms.size());
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (terms[i].namespace_selector) continue;
+    auto label = framework::SingleLabel(terms[i].selector);
+    if (!label) continue;
+    for (const auto& ns : terms[i].namespaces) {
+      out[i].push_back(framework::LabelIndexKey(ns, label->first, label->second));
+    }
+  }
+  return out;
+}
+
+// Whether placed pods' terms select the pod being scheduled, asked once per distinct term
+// (the pods of one workload all carry the same terms).
+class SelectsPod {
+ public:
+  SelectsPod(const api::Pod& pod, const LabelMap& ns_labels) : pod_(pod), ns_labels_(ns_labels) {}
+  bool operator()(const AffinityTerm& t) {
+    auto [it, fresh] = memo_.try_emplace(t.canonical, false);
+    if (fresh) it->second = t.Matches(pod_, ns_labels_);
+    return it->second;
+  }
+
+ private:
+  const api::Pod& pod_;
+  const LabelMap& ns_labels_;
+  absl::flat_hash_map<std::string_view, bool> memo_;
+};
+
+// How many pods on the node (not being deleted) the pod's term selects.
+int64_t Selected(const AffinityTerm& term, const std::vector<std::string>& keys,
+                 const NodeInfo& node) {
+  int64_t n = 0;
+  if (!keys.empty()) {
+    for (const auto& k : keys) n += node.PodsWithLabel(k);
+    return n;
+  }
+  for (const auto& placed : node.pods()) {
+    if (!Terminating(*placed) && term.Matches(*placed, kNoLabels)) ++n;
+  }
+  return n;
+}
 
 struct FilterState : framework::CycleState::Data {
   AffinityTerms terms;
@@ -87,25 +138,27 @@ framework::Status InterPodAffinity::PreFilter(framework::CycleState& state, cons
   s->terms = std::move(*terms);
   const LabelMap ns_labels = NamespaceLabels(pod);
 
+  SelectsPod selects(pod, ns_labels);
   for (const auto& node : snapshot.have_pods_with_required_anti_affinity()) {
-    for (const auto& placed : node->pods_with_required_anti_affinity()) {
-      if (Terminating(*placed->pod)) continue;
-      for (const AffinityTerm& t : placed->terms.required_anti_affinity) {
-        if (t.Matches(pod, ns_labels)) Count(s->existing_anti, t, node->node(), 1);
+    for (const auto& c : node->affinity_terms()) {
+      if (c.kind == framework::TermCount::kRequiredAntiAffinity && selects(c.term)) {
+        Count(s->existing_anti, c.term, node->node(), c.count);
       }
     }
   }
   const auto& affinity = s->terms.required_affinity;
   const auto& anti = s->terms.required_anti_affinity;
   if (!affinity.empty() || !anti.empty()) {
+    const IndexKeys affinity_keys = IndexKeysOf(affinity), anti_keys = IndexKeysOf(anti);
     for (const auto& node : snapshot.nodes()) {
-      for (const auto& placed : node->pods()) {
-        if (Terminating(*placed)) continue;
-        for (const AffinityTerm& t : affinity) {
-          if (t.Matches(*placed, kNoLabels)) Count(s->affinity, t, node->node(), 1);
+      for (size_t i = 0; i < affinity.size(); ++i) {
+        if (int64_t n = Selected(affinity[i], affinity_keys[i], *node)) {
+          Count(s->affinity, affinity[i], node->node(), n);
         }
-        for (const AffinityTerm& t : anti) {
-          if (t.Matches(*placed, kNoLabels)) Count(s->anti_affinity, t, node->node(), 1);
+      }
+      for (size_t i = 0; i < anti.size(); ++i) {
+        if (int64_t n = Selected(anti[i], anti_keys[i], *node)) {
+          Count(s->anti_affinity, anti[i], node->node(), n);
         }
       }
     }
@@ -141,9 +194,8 @@ framework::Status InterPodAffinity::Filter(const framework::CycleState& state, c
       return framework::Status::Unschedulable(kAntiAffinityReason);
     }
   }
-  for (const auto& [key, value] : n.metadata().labels()) {
-    auto c = s->existing_anti.find(Domain(key, value));
-    if (c != s->existing_anti.end() && c->second > 0) {
+  for (const auto& [key, values] : s->existing_anti) {
+    if (AnyInDomain(s->existing_anti, key, n)) {
       return framework::Status::Unschedulable(kExistingReason);
     }
   }
@@ -162,46 +214,53 @@ framework::Status InterPodAffinity::PreScore(framework::CycleState& state, const
 
   // What the pod's preferred terms say of the pods placed on every node.
   if (has_preferred) {
+    const auto& liked = terms->preferred_affinity;
+    const auto& disliked = terms->preferred_anti_affinity;
+    const IndexKeys liked_keys = IndexKeysOf(liked), disliked_keys = IndexKeysOf(disliked);
     for (const auto& node : snapshot.nodes()) {
-      for (const auto& placed : node->pods()) {
-        for (const AffinityTerm& t : terms->preferred_affinity) {
-          if (t.Matches(*placed, kNoLabels)) Count(sums, t, node->node(), t.weight);
+      for (size_t i = 0; i < liked.size(); ++i) {
+        if (int64_t n = Selected(liked[i], liked_keys[i], *node)) {
+          Count(sums, liked[i], node->node(), n * liked[i].weight);
         }
-        for (const AffinityTerm& t : terms->preferred_anti_affinity) {
-          if (t.Matches(*placed, kNoLabels)) Count(sums, t, node->node(), -t.weight);
+      }
+      for (size_t i = 0; i < disliked.size(); ++i) {
+        if (int64_t n = Selected(disliked[i], disliked_keys[i], *node)) {
+          Count(sums, disliked[i], node->node(), -n * disliked[i].weight);
         }
       }
     }
   }
   // What the placed pods' terms say of this pod.
+  SelectsPod selects(pod, ns_labels);
   for (const auto& node : snapshot.have_pods_with_affinity()) {
-    for (const auto& placed : node->pods_with_affinity()) {
-      if (args_.hard_pod_affinity_weight > 0) {
-        for (const AffinityTerm& t : placed->terms.required_affinity) {
-          if (t.Matches(pod, ns_labels)) {
-            Count(sums, t, node->node(), args_.hard_pod_affinity_weight);
-          }
-        }
+    for (const auto& c : node->affinity_terms()) {
+      int64_t weight = 0;
+      switch (c.kind) {
+        case framework::TermCount::kRequiredAffinity:
+          weight = args_.hard_pod_affinity_weight;
+          break;
+        case framework::TermCount::kRequiredAntiAffinity:
+          break;
+        case framework::TermCount::kPreferredAffinity:
+          weight = args_.ignore_preferred_terms_of_existing_pods ? 0 : c.term.weight;
+          break;
+        case framework::TermCount::kPreferredAntiAffinity:
+          weight = args_.ignore_preferred_terms_of_existing_pods ? 0 : -c.term.weight;
+          break;
       }
-      if (args_.ignore_preferred_terms_of_existing_pods) continue;
-      for (const AffinityTerm& t : placed->terms.preferred_affinity) {
-        if (t.Matches(pod, ns_labels)) Count(sums, t, node->node(), t.weight);
-      }
-      for (const AffinityTerm& t : placed->terms.preferred_anti_affinity) {
-        if (t.Matches(pod, ns_labels)) Count(sums, t, node->node(), -t.weight);
-      }
+      if (weight != 0 && selects(c.term)) Count(sums, c.term, node->node(), weight * c.count);
     }
   }
   if (sums.empty()) return framework::Status::Skip();
   auto s = std::make_unique<ScoreState>();
-  for (auto& [domain, sum] : sums) s->by_key[domain.first][domain.second] += sum;
-  state.Write(std::string(kName) + "/score", std::move(s));
+  s->by_key = std::move(sums);
+  state.Write(kScoreKey, std::move(s));
   return {};
 }
 
 int64_t InterPodAffinity::Score(const framework::CycleState& state, const api::Pod&,
                                 const NodeInfo& node) const {
-  const ScoreState* s = state.Read<ScoreState>(std::string(kName) + "/score");
+  const ScoreState* s = state.Read<ScoreState>(kScoreKey);
   if (!s) return 0;
   int64_t score = 0;
   const auto& labels = node.node().metadata().labels();
@@ -216,7 +275,7 @@ int64_t InterPodAffinity::Score(const framework::CycleState& state, const api::P
 
 void InterPodAffinity::NormalizeScore(const framework::CycleState& state, const api::Pod&,
                                       std::vector<int64_t>& scores) const {
-  if (!state.Read<ScoreState>(std::string(kName) + "/score") || scores.empty()) return;
+  if (!state.Read<ScoreState>(kScoreKey) || scores.empty()) return;
   const auto [min, max] = std::minmax_element(scores.begin(), scores.end());
   const int64_t low = *min, spread = *max - *min;
   for (int64_t& s : scores) {

@@ -8,6 +8,8 @@
 namespace mkube::scheduler::plugins {
 namespace {
 
+constexpr char kScoreKey[] = "NodeResourcesFit/score";
+
 struct Requests : framework::CycleState::Data {
   framework::ResourceList requests;
 };
@@ -29,22 +31,30 @@ int64_t MostRequested(const Allocation& a) {
 
 }  // namespace
 
-std::vector<Allocation> AllocationsOf(const std::vector<ResourceWeight>& resources,
-                                      const api::Pod& pod, const framework::NodeInfo& node,
-                                      bool non_zero) {
-  std::vector<Allocation> out(resources.size());
-  std::optional<framework::NonZero> pod_nz;
-  std::optional<framework::ResourceList> pod_real;
+PodDemand DemandOf(const api::Pod& pod) {
+  PodDemand d;
+  d.requests = framework::PodRequests(pod);
+  d.non_zero = framework::NonZeroRequests(pod);
+  return d;
+}
+
+const PodDemand& DemandIn(const framework::CycleState& state, std::string_view key,
+                          const api::Pod& pod, std::optional<PodDemand>& scratch) {
+  if (const PodDemand* d = state.Read<PodDemand>(key)) return *d;
+  return scratch.emplace(DemandOf(pod));
+}
+
+Allocations AllocationsOf(const std::vector<ResourceWeight>& resources, const PodDemand& demand,
+                          const framework::NodeInfo& node, bool non_zero) {
+  Allocations out(resources.size());
   for (size_t i = 0; i < resources.size(); ++i) {
     const std::string& name = resources[i].name;
-    out[i].allocatable = Find(node.allocatable(), name);
+    out[i].allocatable = node.AllocatableOf(name);
     if (non_zero && (name == "cpu" || name == "memory")) {
-      if (!pod_nz) pod_nz = framework::NonZeroRequests(pod);
-      out[i].requested = name == "cpu" ? node.non_zero_cpu() + pod_nz->cpu
-                                       : node.non_zero_memory() + pod_nz->memory;
+      out[i].requested = name == "cpu" ? node.non_zero_cpu() + demand.non_zero.cpu
+                                       : node.non_zero_memory() + demand.non_zero.memory;
     } else {
-      if (!pod_real) pod_real = framework::PodRequests(pod);
-      out[i].requested = Find(node.requested(), name) + Find(*pod_real, name);
+      out[i].requested = node.RequestedOf(name) + Find(demand.requests, name);
     }
   }
   return out;
@@ -66,18 +76,16 @@ framework::Status NodeResourcesFit::Filter(const framework::CycleState& state, c
     own.requests = framework::PodRequests(pod);
     pre = &own;
   }
-  const framework::ResourceList& allocatable = node.allocatable();
   std::vector<std::string> reasons;
   bool unresolvable = false;
-  auto pods = allocatable.find("pods");
-  if (pods != allocatable.end() &&
-      static_cast<int64_t>(node.pods().size() + 1) * 1000 > pods->second) {
+  if (node.limits_pods() &&
+      static_cast<int64_t>(node.pods().size() + 1) * 1000 > node.AllocatableOf("pods")) {
     reasons.push_back("Too many pods");
   }
   for (const auto& [name, want] : pre->requests) {
     if (want <= 0 || name == "pods") continue;
-    const int64_t total = Find(allocatable, name);
-    if (want > total - Find(node.requested(), name)) {
+    const int64_t total = node.AllocatableOf(name);
+    if (want > total - node.RequestedOf(name)) {
       reasons.push_back("Insufficient " + name);
       unresolvable |= want > total;
     }
@@ -89,9 +97,18 @@ framework::Status NodeResourcesFit::Filter(const framework::CycleState& state, c
   return st;
 }
 
-int64_t NodeResourcesFit::Score(const framework::CycleState&, const api::Pod& pod,
+framework::Status NodeResourcesFit::PreScore(framework::CycleState& state, const api::Pod& pod,
+                                             const std::vector<const framework::NodeInfo*>&,
+                                             const framework::Snapshot&) const {
+  state.Write(kScoreKey, std::make_unique<PodDemand>(DemandOf(pod)));
+  return {};
+}
+
+int64_t NodeResourcesFit::Score(const framework::CycleState& state, const api::Pod& pod,
                                 const framework::NodeInfo& node) const {
-  const std::vector<Allocation> allocations = AllocationsOf(args_.resources, pod, node, true);
+  std::optional<PodDemand> scratch;
+  const Allocations allocations =
+      AllocationsOf(args_.resources, DemandIn(state, kScoreKey, pod, scratch), node, true);
   int64_t sum = 0, weights = 0;
   for (size_t i = 0; i < allocations.size(); ++i) {
     if (allocations[i].allocatable == 0) continue;  // the node has none: not weighed

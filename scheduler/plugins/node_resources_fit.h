@@ -1,8 +1,11 @@
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "scheduler/framework/interface.h"
 
 namespace mkube::scheduler::plugins {
@@ -25,6 +28,7 @@ struct ResourceWeight {
 // containers that request none.
 class NodeResourcesFit final : public framework::PreFilterPlugin,
                                public framework::FilterPlugin,
+                               public framework::PreScorePlugin,
                                public framework::ScorePlugin {
  public:
   enum class Strategy { kLeastAllocated, kMostAllocated };
@@ -41,6 +45,10 @@ class NodeResourcesFit final : public framework::PreFilterPlugin,
                               const framework::Snapshot& snapshot) const override;
   framework::Status Filter(const framework::CycleState& state, const api::Pod& pod,
                            const framework::NodeInfo& node) const override;
+  // The pod's demand, once for the nodes Score looks at.
+  framework::Status PreScore(framework::CycleState& state, const api::Pod& pod,
+                             const std::vector<const framework::NodeInfo*>& nodes,
+                             const framework::Snapshot& snapshot) const override;
   int64_t Score(const framework::CycleState& state, const api::Pod& pod,
                 const framework::NodeInfo& node) const override;
 
@@ -54,10 +62,22 @@ struct Allocation {
   int64_t allocatable = 0;
   int64_t requested = 0;
 };
+using Allocations = absl::InlinedVector<Allocation, 4>;
+
+// What the pod asks for, as the resource scores count it: computed once per cycle by their
+// PreScore rather than for every node.
+struct PodDemand : framework::CycleState::Data {
+  framework::ResourceList requests;
+  framework::NonZero non_zero;
+};
+PodDemand DemandOf(const api::Pod& pod);
+// The demand a PreScore wrote under `key`, or (when it did not run) computed into `scratch`.
+const PodDemand& DemandIn(const framework::CycleState& state, std::string_view key,
+                          const api::Pod& pod, std::optional<PodDemand>& scratch);
+
 // `non_zero`: cpu and memory as the least-allocated score counts them (defaults for
 // containers without requests); otherwise the real requests, as the balanced score uses.
-std::vector<Allocation> AllocationsOf(const std::vector<ResourceWeight>& resources,
-                                      const api::Pod& pod, const framework::NodeInfo& node,
-                                      bool non_zero);
+Allocations AllocationsOf(const std::vector<ResourceWeight>& resources, const PodDemand& demand,
+                          const framework::NodeInfo& node, bool non_zero);
 
 }  // namespace mkube::scheduler::plugins

@@ -40,6 +40,10 @@ absl::StatusOr<Constraint> MakeConstraint(const api::TopologySpreadConstraint& c
   auto parsed = api::Selector::FromLabelSelector(selector);
   if (!parsed.ok()) return parsed.status();
   out.selector = std::move(*parsed);
+  if (auto label = framework::SingleLabel(out.selector)) {
+    out.index_key =
+        framework::LabelIndexKey(pod.metadata().namespace_(), label->first, label->second);
+  }
   return out;
 }
 
@@ -64,6 +68,7 @@ bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
 
 // The pods on the node the constraint selects: in the pod's namespace, not being deleted.
 int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::string& ns) {
+  if (!c.index_key.empty()) return node.PodsWithLabel(c.index_key);
   int64_t n = 0;
   for (const auto& p : node.pods()) {
     if (p->metadata().namespace_() != ns || !p->metadata().deletion_timestamp().empty()) continue;
@@ -80,7 +85,8 @@ const std::string* ValueOf(const api::Node& node, const std::string& key) {
 struct FilterState : framework::CycleState::Data {
   std::vector<Constraint> constraints;
   std::vector<DomainCounts> counts;
-  std::vector<int64_t> min;  // the emptiest domain's count, per constraint
+  std::vector<int64_t> min;   // the emptiest domain's count, per constraint
+  std::vector<int64_t> self;  // 1 when the constraint selects the pod itself
 };
 
 struct ScoreState : framework::CycleState::Data {
@@ -170,6 +176,7 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
     for (const auto& [value, n] : s->counts[i]) min = std::min(min, n);
     if (static_cast<int64_t>(s->counts[i].size()) < s->constraints[i].min_domains) min = 0;
     s->min.push_back(min);
+    s->self.push_back(s->constraints[i].selector.Matches(pod.metadata().labels()) ? 1 : 0);
   }
   state.Write(kName, std::move(s));
   return {};
@@ -185,8 +192,9 @@ framework::Status PodTopologySpread::Filter(const framework::CycleState& state, 
     if (!value) return framework::Status::Unresolvable(kMissingLabelReason);
     auto it = s->counts[i].find(*value);
     const int64_t here = it == s->counts[i].end() ? 0 : it->second;
-    const int64_t self = c.selector.Matches(pod.metadata().labels()) ? 1 : 0;
-    if (here + self - s->min[i] > c.max_skew) return framework::Status::Unschedulable(kReason);
+    if (here + s->self[i] - s->min[i] > c.max_skew) {
+      return framework::Status::Unschedulable(kReason);
+    }
   }
   return {};
 }

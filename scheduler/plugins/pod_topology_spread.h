@@ -59,6 +59,9 @@ class PodTopologySpread final : public framework::PreFilterPlugin,
     int32_t min_domains = 1;
     bool honor_node_affinity = true;
     bool honor_taints = false;
+    // When the selector asks for one label: its NodeInfo::PodsWithLabel key in the pod's
+    // namespace (counted without looking at each pod).
+    std::string index_key;
   };
 
  private:

@@ -31,8 +31,8 @@ TEST(RunFilters, TheFailedSchedulingMessageCountsTheReasonsAsKubeSchedulerDoes) 
       RunFilters(chain, state, MakePod().NodeSelector("disktype", "ssd").Obj(), nodes);
   EXPECT_TRUE(d.feasible.empty());
   ASSERT_EQ(d.rejected.size(), 3u);
-  EXPECT_EQ(d.rejected.at("master01").plugin(), "TaintToleration") << "the first filter to say no";
-  EXPECT_EQ(d.rejected.at("node01").plugin(), "NodeAffinity");
+  EXPECT_EQ(d.RejectionOf("master01")->plugin(), "TaintToleration") << "the first filter to say no";
+  EXPECT_EQ(d.RejectionOf("node01")->plugin(), "NodeAffinity");
   // The seeds' own example.
   EXPECT_EQ(FitErrorMessage(nodes.nodes().size(), d),
             "0/3 nodes are available: 1 node(s) had untolerated taint "
