@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/scheduler/wrappers.h"
 
 namespace mkube::scheduler {
@@ -75,6 +77,37 @@ TEST(Cache, SnapshotsCopyOnlyTheNodesThatChanged) {
   EXPECT_EQ(snap.nodes().size(), 2u);
   EXPECT_EQ(snap.Get("node01"), nullptr);
   EXPECT_NE(snap.Get("node03"), nullptr);
+}
+
+TEST(Cache, SnapshotsKnowWhichNodesHavePodsWithAffinityAndTheirDistinctTerms) {
+  Cache cache;
+  for (const char* n : {"node01", "node02", "node03"}) cache.AddNode(Node(n));
+  framework::Snapshot snap;
+  cache.UpdateSnapshot(&snap);
+  auto names = [](const std::vector<framework::NodeInfoPtr>& nodes) {
+    std::set<std::string> out;
+    for (const auto& n : nodes) out.insert(n->name());
+    return out;
+  };
+  auto apart = [](const std::string& name, const std::string& node) {
+    return MakePod(name).Namespace("default").NodeName(node).Label("app", "web")
+        .PodAffinity(true, 0, "kubernetes.io/hostname", {{"app", "web"}}).Ptr();
+  };
+  cache.AddPod(apart("a", "node01"));
+  cache.AddPod(apart("b", "node02"));
+  cache.AddPod(apart("c", "node02"));
+  cache.AddPod(PodOn("plain", "node03"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(names(snap.have_pods_with_required_anti_affinity()),
+            (std::set<std::string>{"node01", "node02"}));
+  ASSERT_EQ(snap.Get("node02")->affinity_terms().size(), 1u) << "one distinct term";
+  EXPECT_EQ(snap.Get("node02")->affinity_terms()[0].count, 2);
+  cache.RemovePod(*apart("a", "node01"));
+  cache.RemovePod(*apart("b", "node02"));
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(names(snap.have_pods_with_affinity()), (std::set<std::string>{"node02"}));
+  EXPECT_EQ(snap.Get("node02")->affinity_terms()[0].count, 1);
+  EXPECT_TRUE(snap.Get("node01")->affinity_terms().empty());
 }
 
 TEST(Cache, PodsOfANodeNotYetKnownJoinItWhenItComes) {
