@@ -101,6 +101,7 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
     }
     run.containers.push_back(std::move(c));
   }
+  if (!Terminal(*pod)) OpenHostPorts(&run);
   run.mount_error = UnmountableVolumes(*pod);
   if (!run.mount_error.empty() && !Terminal(*pod)) {
     for (auto& c : run.containers) c.waiting_message = run.mount_error;

@@ -218,6 +218,7 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
       Log().info("pod {}/{}: stopped and removed", run.ns, run.name);
       work->removals.push_back(run.sandbox);
       ReleaseIp(run.ip);
+      CloseHostPorts(&run);
       it = runs_.erase(it);
       continue;
     }
@@ -331,6 +332,37 @@ std::string PodManager::AllocateIp(const std::string& wanted) {
 
 std::string PodManager::SandboxOf(const std::string& uid) const {
   return (fs::path(options_.root_dir) / "pods" / uid).string();
+}
+
+void PodManager::OpenHostPorts(PodRun* run) {
+  for (const auto& c : run->pod->spec().containers()) {
+    for (const auto& p : c.ports()) {
+      if (p.host_port() <= 0) continue;
+      if (!p.protocol().empty() && p.protocol() != "TCP") {
+        Log().warn("pod {}/{}: hostPort {}/{} is not forwarded (only TCP is)", run->ns, run->name,
+                   p.host_port(), p.protocol());
+        continue;
+      }
+      // Every address means the node's own: nothing listens beyond it unless asked.
+      const std::string ip =
+          p.host_ip().empty() || p.host_ip() == "0.0.0.0" ? options_.node_ip : p.host_ip();
+      const std::string id = fmt::format("{}/{}", run->uid, p.host_port());
+      const int target = p.container_port() > 0 ? p.container_port() : p.host_port();
+      if (auto st = host_ports_.Open(id, ip, p.host_port(), run->ip, target); !st.ok()) {
+        events_->Record(*run->pod, "Warning", "FailedHostPort", std::string(st.message()));
+        Log().warn("pod {}/{}: {}", run->ns, run->name, st.ToString());
+        continue;
+      }
+      run->host_ports.push_back(id);
+      Log().info("pod {}/{}: hostPort {}:{} forwarded to {}:{}", run->ns, run->name, ip,
+                 p.host_port(), run->ip, target);
+    }
+  }
+}
+
+void PodManager::CloseHostPorts(PodRun* run) {
+  for (const auto& id : run->host_ports) host_ports_.Close(id);
+  run->host_ports.clear();
 }
 
 void PodManager::ReleaseIp(const std::string& ip) {

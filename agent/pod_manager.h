@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/image.h"
 #include "agent/pod_run.h"
+#include "agent/port_proxy.h"
 #include "agent/process.h"
 #include "agent/process_runner.h"
 #include "client/client.h"
@@ -148,6 +149,9 @@ class PodManager {
   // A free pod address: `wanted` (the one the pod had) when it is free.
   std::string AllocateIp(const std::string& wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseIp(const std::string& ip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forwards the pod's hostPorts to its address (TCP), and stops forwarding them.
+  void OpenHostPorts(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseHostPorts(PodRun* run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pod's run and the named container (null when the pod has no such container).
   absl::StatusOr<std::pair<PodRun*, ContainerRun*>> FindContainer(
       const std::string& ns, const std::string& pod, const std::string& uid,
@@ -171,6 +175,7 @@ class PodManager {
   std::map<std::string, PodRun> runs_ ABSL_GUARDED_BY(mu_);  // by pod uid
   std::set<uint32_t> ips_in_use_ ABSL_GUARDED_BY(mu_);
   std::vector<pid_t> monitors_ ABSL_GUARDED_BY(mu_);  // ended, not yet reaped
+  PortProxy host_ports_;
   bool swept_ = false;  // only the syncing thread touches it
   // Only the thread that calls Start and Stop (the owner) touches these.
   std::thread worker_;

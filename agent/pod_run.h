@@ -83,6 +83,8 @@ struct PodRun {
   // Why the pod's volumes cannot be set up here (empty when they can): its containers wait
   // in ContainerCreating, as the kubelet's do when a mount fails.
   std::string mount_error;
+  // The hostPorts forwarded to it (PortProxy ids).
+  std::vector<std::string> host_ports;
 
   ContainerRun* Find(const std::string& container);
   const ContainerRun* Find(const std::string& container) const;

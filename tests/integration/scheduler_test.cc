@@ -15,6 +15,7 @@
 #include "proto/api/core.pb.h"
 #include "tests/util/agent_process.h"
 #include "tests/util/apiserver_process.h"
+#include "tests/util/etcd_client.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 #include "tests/util/scheduler_process.h"
@@ -47,9 +48,12 @@ class SchedulerTest : public ::testing::Test {
       o.node = node;
       o.registry = dir_->Sub("registry");
       o.pod_cidr = fmt::format("127.1.{}.0/24", ++i);
+      // Each node its own address, as hostPorts are forwarded from it.
+      o.extra = {"--node-ip", fmt::format("127.0.1.{}", i)};
       if (node == "master01") {
-        o.extra = {"--node-labels", "node-role.kubernetes.io/master=", "--register-with-taints",
-                   "node-role.kubernetes.io/master:NoSchedule"};
+        o.extra.insert(o.extra.end(), {"--node-labels",
+                                       "node-role.kubernetes.io/master=", "--register-with-taints",
+                                       "node-role.kubernetes.io/master:NoSchedule"});
       }
       agents_[i - 1] = new AgentProcess(o);
       auto st = agents_[i - 1]->Start();
@@ -319,6 +323,47 @@ TEST_F(SchedulerTest, OneReadWriteDiskPerNodeAndTheAgentSaysItCannotMountIt) {
   EXPECT_THAT(Ctl({"describe", "pod", "d1"}).out,
               HasSubstr("mkube-agent cannot attach gcePersistentDisk volumes"));
   EXPECT_THAT(Ctl({"get", "pod", "d1", "--no-headers"}).out, HasSubstr("ContainerCreating"));
+}
+
+TEST_F(SchedulerTest, TwoPodsWithOneHostPortNeverShareANodeAndTheNodeForwardsIt) {
+  const int port = PickFreePort();
+  auto pod = [port](const std::string& name) {
+    return fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  containers:\n  - name: c\n"
+        "    image: soscscs/myapp:v1\n    ports: [{{containerPort: 8080, hostPort: {}}}]\n",
+        name, port);
+  };
+  for (const char* name : {"hp1", "hp2"}) {
+    ASSERT_EQ(Ctl({"create", "-f", "-"}, pod(name)).exit_code, 0);
+  }
+  ASSERT_TRUE(
+      Eventually([] { return Running("hp1") && Running("hp2"); }, std::chrono::seconds(20)));
+  EXPECT_NE(NodeColumn("hp1"), NodeColumn("hp2"));
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, pod("hp3")).exit_code, 0);
+  ASSERT_TRUE(DescribeSays("hp3",
+                           "0/3 nodes are available: 1 node(s) had untolerated taint "
+                           "{node-role.kubernetes.io/master: }, 2 node(s) didn't have free ports "
+                           "for the requested pod ports."));
+  // nodeIP:hostPort reaches the pod on that node.
+  for (const char* name : {"hp1", "hp2"}) {
+    auto p = client_->Get<api::Pod>("pods", "default", name);
+    ASSERT_TRUE(p.ok());
+    const std::string host_ip = p->status().host_ip();
+    EXPECT_THAT(host_ip, ::testing::StartsWith("127.0.1."));
+    std::string body;
+    ASSERT_TRUE(Eventually([&] {
+      body = HttpGet(host_ip, port, "/hostname.html");
+      return !body.empty();
+    })) << host_ip
+        << ":" << port;
+    EXPECT_EQ(body, std::string(name) + "\n");
+  }
+  // The pod gone, its port is free again: the pending pod takes it.
+  ASSERT_EQ(Ctl({"delete", "pod", "hp1"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([] { return Running("hp3"); }, std::chrono::seconds(20)))
+      << Ctl({"describe", "pod", "hp3"}).out;
+  const std::string ip = client_->Get<api::Pod>("pods", "default", "hp3")->status().host_ip();
+  ASSERT_TRUE(Eventually([&] { return HttpGet(ip, port, "/hostname.html") == "hp3\n"; }));
 }
 
 TEST_F(SchedulerTest, APodWithNodeNameNeverPassesThroughTheScheduler) {

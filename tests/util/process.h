@@ -69,6 +69,9 @@ std::string ReadFile(const std::string& path);
 
 // Where the project's binaries and the peer tools are.
 std::string BinDir();
+
+// GET http://ip:port/path (HTTP/1.0): the response's body, or empty when nothing answered.
+std::string HttpGet(const std::string& ip, int port, const std::string& path);
 std::string EtcdctlPath();
 std::string EtcdPath();
 
