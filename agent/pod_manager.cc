@@ -8,9 +8,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "api/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
-#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
@@ -224,6 +224,8 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
     }
     if (!run.gone) {
       api::PodStatus status = BuildStatus(run, options_.node_ip, now);
+      // An ended pod holds no port (the scheduler may place another pod asking for it).
+      if (status.phase() == "Succeeded" || status.phase() == "Failed") CloseHostPorts(&run);
       if (!run.posted_status || !api::Equal(*run.posted_status, status)) {
         run.posted_status = status;
         work->actions.push_back({Action::kPostStatus, run.pod, std::move(status)});
@@ -268,7 +270,7 @@ bool PodManager::Do(const Action& a) {
       return true;
     }
     Log().warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(),
-                 r.status().ToString());
+               r.status().ToString());
     return false;
   }
   api::Pod pod;
@@ -278,7 +280,7 @@ bool PodManager::Do(const Action& a) {
   auto r = client_->Update<api::Pod>("pods", meta.namespace_(), pod, "status");
   if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) return true;
   Log().warn("pod {}/{}: status update failed: {}", meta.namespace_(), meta.name(),
-               r.status().ToString());
+             r.status().ToString());
   absl::MutexLock lock(&mu_);
   if (auto it = runs_.find(meta.uid()); it != runs_.end()) it->second.posted_status.reset();
   return false;
@@ -303,8 +305,7 @@ void PodManager::SweepLeftovers() {
     for (auto it = fs::recursive_directory_iterator(entry.path() / "logs", ec);
          !ec && it != fs::end(it); it.increment(ec)) {
       if (it->path().extension() != ".pid") continue;
-      if (auto rec = runner_->ReadRecord(it->path().string());
-          rec.ok() && runner_->Alive(*rec)) {
+      if (auto rec = runner_->ReadRecord(it->path().string()); rec.ok() && runner_->Alive(*rec)) {
         Log().info("pod {}: stopping process {} left from before a restart", uid, rec->pid);
         runner_->Signal(rec->pid, SIGKILL);
       }
@@ -335,6 +336,8 @@ std::string PodManager::SandboxOf(const std::string& uid) const {
 }
 
 void PodManager::OpenHostPorts(PodRun* run) {
+  // On the node's own network the pod's process holds the port itself.
+  if (run->pod->spec().host_network() || run->ip == options_.node_ip) return;
   for (const auto& c : run->pod->spec().containers()) {
     for (const auto& p : c.ports()) {
       if (p.host_port() <= 0) continue;
@@ -346,7 +349,7 @@ void PodManager::OpenHostPorts(PodRun* run) {
       // Every address means the node's own: nothing listens beyond it unless asked.
       const std::string ip =
           p.host_ip().empty() || p.host_ip() == "0.0.0.0" ? options_.node_ip : p.host_ip();
-      const std::string id = fmt::format("{}/{}", run->uid, p.host_port());
+      const std::string id = fmt::format("{}/{}:{}", run->uid, ip, p.host_port());
       const int target = p.container_port() > 0 ? p.container_port() : p.host_port();
       if (auto st = host_ports_.Open(id, ip, p.host_port(), run->ip, target); !st.ok()) {
         events_->Record(*run->pod, "Warning", "FailedHostPort", std::string(st.message()));
@@ -377,9 +380,8 @@ absl::StatusOr<std::pair<PodRun*, ContainerRun*>> PodManager::FindContainer(
   for (auto& [id, run] : runs_) {
     if (run.ns != ns || run.name != pod || (!uid.empty() && uid != id)) continue;
     // No name: the pod's only container.
-    ContainerRun* c = run.Find(container.empty() && run.containers.size() == 1
-                                   ? run.containers[0].name
-                                   : container);
+    ContainerRun* c = run.Find(
+        container.empty() && run.containers.size() == 1 ? run.containers[0].name : container);
     return std::make_pair(&run, c);
   }
   return absl::NotFoundError(fmt::format("pod \"{}\" in namespace \"{}\" is not running on node {}",
@@ -406,9 +408,9 @@ absl::StatusOr<LogTarget> PodManager::Logs(const std::string& ns, const std::str
     return LogTarget{c->LogPath(c->restart_count - 1), [] { return false; }};
   }
   if (!c->Running() && !c->last) {
-    return absl::FailedPreconditionError(fmt::format(
-        "container \"{}\" in pod \"{}\" is waiting to start: {}", container, pod,
-        c->waiting_reason.empty() ? "ContainerCreating" : c->waiting_reason));
+    return absl::FailedPreconditionError(
+        fmt::format("container \"{}\" in pod \"{}\" is waiting to start: {}", container, pod,
+                    c->waiting_reason.empty() ? "ContainerCreating" : c->waiting_reason));
   }
   const std::string uid_copy = run->uid, name = c->name;
   const pid_t pid = c->pid;

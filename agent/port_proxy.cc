@@ -44,6 +44,7 @@ struct PortProxy::Conn {
   bool connected = false;
   bool client_eof = false, server_eof = false;
   bool client_shut = false, server_shut = false;
+  bool client_unwatched = false, server_unwatched = false;  // out of the epoll set
   bool dead = false;
   std::string to_server, to_client;
 };
@@ -103,11 +104,7 @@ absl::Status PortProxy::Open(const std::string& id, const std::string& ip, int p
   ev.events = EPOLLIN;
   ev.data.u64 = reinterpret_cast<uint64_t>(l.get()) | kListenerTag;
   epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
-  if (auto old = listeners_.find(id); old != listeners_.end()) {
-    old->second->closed = true;
-    closing_[id + "#" + std::to_string(old->second->fd)] = std::move(old->second);
-    listeners_.erase(old);
-  }
+  if (auto old = listeners_.find(id); old != listeners_.end()) Retire(std::move(old->second));
   listeners_[id] = std::move(l);
   return absl::OkStatus();
 }
@@ -117,27 +114,51 @@ void PortProxy::Close(const std::string& id) {
     absl::MutexLock lock(&mu_);
     auto it = listeners_.find(id);
     if (it == listeners_.end()) return;
-    it->second->closed = true;
-    closing_[id + "#" + std::to_string(it->second->fd)] = std::move(it->second);
+    Retire(std::move(it->second));
     listeners_.erase(it);
   }
   uint64_t one = 1;
   (void)!write(wake_, &one, sizeof one);
 }
 
+void PortProxy::Retire(std::unique_ptr<Listener> l) {
+  // The port is free as soon as this returns; its connections go in the loop's next round.
+  l->closed = true;
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, l->fd, nullptr);
+  close(l->fd);
+  l->fd = -1;
+  closing_.push_back(std::move(l));
+  uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof one);
+}
+
 void PortProxy::Watch(Conn* c) {
+  // A side that is done both ways hangs up for ever (EPOLLHUP cannot be masked): out of the
+  // set it goes, while the other side drains.
+  auto unwatch = [&](int fd, bool& unwatched) {
+    if (!unwatched) epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    unwatched = true;
+  };
   uint32_t client = 0, server = 0;
   if (!c->client_eof && c->to_server.size() < kBuffer) client |= EPOLLIN;
   if (!c->to_client.empty()) client |= EPOLLOUT;
   if (c->connected && !c->server_eof && c->to_client.size() < kBuffer) server |= EPOLLIN;
   if (!c->connected || !c->to_server.empty()) server |= EPOLLOUT;
   epoll_event ev{};
-  ev.events = client;
-  ev.data.u64 = reinterpret_cast<uint64_t>(c) | kClientSide;
-  epoll_ctl(epoll_, EPOLL_CTL_MOD, c->client, &ev);
-  ev.events = server;
-  ev.data.u64 = reinterpret_cast<uint64_t>(c);
-  epoll_ctl(epoll_, EPOLL_CTL_MOD, c->server, &ev);
+  if (c->client_eof && c->client_shut) {
+    unwatch(c->client, c->client_unwatched);
+  } else {
+    ev.events = client;
+    ev.data.u64 = reinterpret_cast<uint64_t>(c) | kClientSide;
+    epoll_ctl(epoll_, EPOLL_CTL_MOD, c->client, &ev);
+  }
+  if (c->server_eof && c->server_shut) {
+    unwatch(c->server, c->server_unwatched);
+  } else {
+    ev.events = server;
+    ev.data.u64 = reinterpret_cast<uint64_t>(c);
+    epoll_ctl(epoll_, EPOLL_CTL_MOD, c->server, &ev);
+  }
 }
 
 void PortProxy::Accept(Listener* l) {
@@ -201,7 +222,10 @@ void PortProxy::Flush(Conn* c, bool to_client) {
 }
 
 void PortProxy::Drop(Conn* c) {
-  close(c->client);  // closing takes them out of the epoll set
+  // Out of the set first: a forked child holding a copy of an fd would keep it in.
+  if (!c->client_unwatched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->client, nullptr);
+  if (!c->server_unwatched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->server, nullptr);
+  close(c->client);
   close(c->server);
   c->listener->conns.erase(c);
   delete c;
@@ -257,9 +281,8 @@ void PortProxy::Loop() {
       }
     }
     for (Conn* c : done) Drop(c);
-    for (auto& [key, l] : closing_) {
+    for (auto& l : closing_) {
       for (Conn* c : std::set<Conn*>(l->conns)) Drop(c);
-      close(l->fd);
     }
     closing_.clear();
     if (stopping_) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -37,6 +38,7 @@ class PortProxy {
   void Flush(Conn* c, bool to_client);
   void Drop(Conn* c);
   void Watch(Conn* c);
+  void Retire(std::unique_ptr<Listener> l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   int epoll_ = -1;
   int wake_ = -1;  // eventfd: Open/Close/stop have something for the loop
@@ -44,7 +46,7 @@ class PortProxy {
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<Listener>> listeners_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::unique_ptr<Listener>> closing_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Listener>> closing_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mkube::agent

@@ -117,13 +117,14 @@ void NodeInfo::CountTerms(const AffinityTerms& terms, int sign) {
 }
 
 void NodeInfo::Account(const api::Pod& pod, int sign) {
-  if (pod.metadata().deletion_timestamp().empty()) {
+  auto count = [&](absl::flat_hash_map<std::string, int64_t>& counts) {
     for (const auto& [k, v] : pod.metadata().labels()) {
-      auto it =
-          label_counts_.try_emplace(LabelIndexKey(pod.metadata().namespace_(), k, v), 0).first;
-      if ((it->second += sign) == 0) label_counts_.erase(it);
+      auto it = counts.try_emplace(LabelIndexKey(pod.metadata().namespace_(), k, v), 0).first;
+      if ((it->second += sign) == 0) counts.erase(it);
     }
-  }
+  };
+  count(label_counts_);
+  if (Terminating(pod)) count(terminating_label_counts_);
   for (const auto& [name, milli] : PodRequests(pod)) {
     int64_t& total = requested_[name];
     total += sign * milli;
@@ -152,7 +153,7 @@ void NodeInfo::AddPod(PodPtr pod) {
     auto terms = ParseAffinityTerms(*pod);
     auto info = std::make_shared<AffinityPod>(
         AffinityPod{pod, terms.ok() ? std::move(*terms) : AffinityTerms()});
-    if (!Terminating(*pod)) CountTerms(info->terms, +1);
+    CountTerms(info->terms, +1);
     if (!info->terms.empty()) pods_with_affinity_.push_back(info);
     if (!info->terms.required_anti_affinity.empty()) {
       pods_with_required_anti_affinity_.push_back(std::move(info));
@@ -166,9 +167,7 @@ bool NodeInfo::RemovePod(const std::string& key) {
       std::find_if(pods_.begin(), pods_.end(), [&](const PodPtr& p) { return PodKey(*p) == key; });
   if (it == pods_.end()) return false;
   Account(**it, -1);
-  if (AffinityPodPtr gone = Erase(pods_with_affinity_, key); gone && !Terminating(*gone->pod)) {
-    CountTerms(gone->terms, -1);
-  }
+  if (AffinityPodPtr gone = Erase(pods_with_affinity_, key)) CountTerms(gone->terms, -1);
   Erase(pods_with_required_anti_affinity_, key);
   pods_.erase(it);
   return true;

@@ -63,7 +63,8 @@ class NodeInfo {
   const std::vector<AffinityPodPtr>& pods_with_required_anti_affinity() const {
     return pods_with_required_anti_affinity_;
   }
-  // Their terms, each distinct (kind, term, weight) once.
+  // Their terms, each distinct (kind, term, weight) once (pods being deleted included, as
+  // Kubernetes' InterPodAffinity counts them).
   const std::vector<TermCount>& affinity_terms() const { return affinity_terms_; }
   const ResourceList& allocatable() const { return allocatable_; }
   // The sum of the pods' requests.
@@ -72,11 +73,14 @@ class NodeInfo {
   // ephemeral-storage and pods: the filters and scores ask for them for every node.
   int64_t AllocatableOf(std::string_view name) const { return Of(allocatable_, alloc_fast_, name); }
   int64_t RequestedOf(std::string_view name) const { return Of(requested_, req_fast_, name); }
-  // How many of its pods (not being deleted) are in the namespace with the label, by
-  // LabelIndexKey.
-  int64_t PodsWithLabel(const std::string& index_key) const {
+  // How many of its pods are in the namespace with the label, by LabelIndexKey; with
+  // `terminating` false, not those being deleted.
+  int64_t PodsWithLabel(const std::string& index_key, bool terminating) const {
     auto it = label_counts_.find(index_key);
-    return it == label_counts_.end() ? 0 : it->second;
+    if (it == label_counts_.end()) return 0;
+    if (terminating || terminating_label_counts_.empty()) return it->second;
+    auto t = terminating_label_counts_.find(index_key);
+    return it->second - (t == terminating_label_counts_.end() ? 0 : t->second);
   }
   // Whether the node says how many pods it takes.
   bool limits_pods() const { return limits_pods_; }
@@ -108,6 +112,7 @@ class NodeInfo {
   std::array<int64_t, 4> req_fast_{};
   bool limits_pods_ = false;
   absl::flat_hash_map<std::string, int64_t> label_counts_;
+  absl::flat_hash_map<std::string, int64_t> terminating_label_counts_;
   int64_t non_zero_cpu_ = 0;
   int64_t non_zero_memory_ = 0;
   std::vector<HostPort> used_ports_;

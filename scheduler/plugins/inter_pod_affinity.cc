@@ -39,8 +39,6 @@ bool AnyInDomain(const DomainCounts& counts, const std::string& key, const api::
   return c != values->second.end() && c->second > 0;
 }
 
-bool Terminating(const api::Pod& pod) { return !pod.metadata().deletion_timestamp().empty(); }
-
 // The pod's terms as the node's label index answers them: for a term selecting one label in
 // named namespaces, the index keys (one per namespace); empty for others.
 using IndexKeys = std::vector<std::vector<std::string>>;
@@ -74,16 +72,17 @@ class SelectsPod {
   absl::flat_hash_map<std::string_view, bool> memo_;
 };
 
-// How many pods on the node (not being deleted) the pod's term selects.
+// How many pods on the node the pod's term selects (those being deleted too, as Kubernetes
+// counts them).
 int64_t Selected(const AffinityTerm& term, const std::vector<std::string>& keys,
                  const NodeInfo& node) {
   int64_t n = 0;
   if (!keys.empty()) {
-    for (const auto& k : keys) n += node.PodsWithLabel(k);
+    for (const auto& k : keys) n += node.PodsWithLabel(k, true);
     return n;
   }
   for (const auto& placed : node.pods()) {
-    if (!Terminating(*placed) && term.Matches(*placed, kNoLabels)) ++n;
+    if (term.Matches(*placed, kNoLabels)) ++n;
   }
   return n;
 }
@@ -115,13 +114,17 @@ absl::StatusOr<AffinityTerms> InterPodAffinity::TermsOf(const api::Pod& pod) con
     for (AffinityTerm& t : *list) {
       // An empty namespace selector is every namespace, labels or not; others are the
       // namespaces that have such labels now.
-      if (!t.namespace_selector || t.namespace_selector->empty()) continue;
-      if (handle_) {
-        for (auto& ns : handle_->NamespacesMatching(*t.namespace_selector)) {
-          t.namespaces.push_back(std::move(ns));
+      if (t.namespace_selector && !t.namespace_selector->empty()) {
+        if (handle_) {
+          for (auto& ns : handle_->NamespacesMatching(*t.namespace_selector)) {
+            t.namespaces.push_back(std::move(ns));
+          }
         }
+        t.namespace_selector.reset();
       }
-      t.namespace_selector.reset();
+      // Each namespace once: the index counts a pod per namespace named.
+      std::sort(t.namespaces.begin(), t.namespaces.end());
+      t.namespaces.erase(std::unique(t.namespaces.begin(), t.namespaces.end()), t.namespaces.end());
     }
   }
   return terms;
@@ -151,9 +154,19 @@ framework::Status InterPodAffinity::PreFilter(framework::CycleState& state, cons
   if (!affinity.empty() || !anti.empty()) {
     const IndexKeys affinity_keys = IndexKeysOf(affinity), anti_keys = IndexKeysOf(anti);
     for (const auto& node : snapshot.nodes()) {
-      for (size_t i = 0; i < affinity.size(); ++i) {
-        if (int64_t n = Selected(affinity[i], affinity_keys[i], *node)) {
-          Count(s->affinity, affinity[i], node->node(), n);
+      // A placed pod counts for the pod's affinity when it matches every term (one term:
+      // the index can count them).
+      if (affinity.size() == 1) {
+        if (int64_t n = Selected(affinity[0], affinity_keys[0], *node)) {
+          Count(s->affinity, affinity[0], node->node(), n);
+        }
+      } else if (affinity.size() > 1) {
+        for (const auto& placed : node->pods()) {
+          if (!std::all_of(affinity.begin(), affinity.end(),
+                           [&](const auto& t) { return t.Matches(*placed, kNoLabels); })) {
+            continue;
+          }
+          for (const AffinityTerm& t : affinity) Count(s->affinity, t, node->node(), 1);
         }
       }
       for (size_t i = 0; i < anti.size(); ++i) {

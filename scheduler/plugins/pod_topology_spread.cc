@@ -40,6 +40,10 @@ absl::StatusOr<Constraint> MakeConstraint(const api::TopologySpreadConstraint& c
   auto parsed = api::Selector::FromLabelSelector(selector);
   if (!parsed.ok()) return parsed.status();
   out.selector = std::move(*parsed);
+  // Without a selector, or with an empty one, no placed pod counts (and only an empty one
+  // selects the pod itself), as in Kubernetes.
+  out.selects_nothing = out.selector.empty();
+  out.selects_self_if_empty = c.has_label_selector();
   if (auto label = framework::SingleLabel(out.selector)) {
     out.index_key =
         framework::LabelIndexKey(pod.metadata().namespace_(), label->first, label->second);
@@ -68,7 +72,8 @@ bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
 
 // The pods on the node the constraint selects: in the pod's namespace, not being deleted.
 int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::string& ns) {
-  if (!c.index_key.empty()) return node.PodsWithLabel(c.index_key);
+  if (c.selects_nothing) return 0;
+  if (!c.index_key.empty()) return node.PodsWithLabel(c.index_key, false);
   int64_t n = 0;
   for (const auto& p : node.pods()) {
     if (p->metadata().namespace_() != ns || !p->metadata().deletion_timestamp().empty()) continue;
@@ -176,7 +181,10 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
     for (const auto& [value, n] : s->counts[i]) min = std::min(min, n);
     if (static_cast<int64_t>(s->counts[i].size()) < s->constraints[i].min_domains) min = 0;
     s->min.push_back(min);
-    s->self.push_back(s->constraints[i].selector.Matches(pod.metadata().labels()) ? 1 : 0);
+    const Constraint& c = s->constraints[i];
+    const bool self =
+        c.selects_nothing ? c.selects_self_if_empty : c.selector.Matches(pod.metadata().labels());
+    s->self.push_back(self ? 1 : 0);
   }
   state.Write(kName, std::move(s));
   return {};

@@ -62,6 +62,8 @@ class PodTopologySpread final : public framework::PreFilterPlugin,
     // When the selector asks for one label: its NodeInfo::PodsWithLabel key in the pod's
     // namespace (counted without looking at each pod).
     std::string index_key;
+    bool selects_nothing = false;        // no selector, or an empty one: counts no pod
+    bool selects_self_if_empty = false;  // an empty selector still matches the pod itself
   };
 
  private:

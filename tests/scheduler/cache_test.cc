@@ -90,8 +90,12 @@ TEST(Cache, SnapshotsKnowWhichNodesHavePodsWithAffinityAndTheirDistinctTerms) {
     return out;
   };
   auto apart = [](const std::string& name, const std::string& node) {
-    return MakePod(name).Namespace("default").NodeName(node).Label("app", "web")
-        .PodAffinity(true, 0, "kubernetes.io/hostname", {{"app", "web"}}).Ptr();
+    return MakePod(name)
+        .Namespace("default")
+        .NodeName(node)
+        .Label("app", "web")
+        .PodAffinity(true, 0, "kubernetes.io/hostname", {{"app", "web"}})
+        .Ptr();
   };
   cache.AddPod(apart("a", "node01"));
   cache.AddPod(apart("b", "node02"));

@@ -26,9 +26,9 @@ TEST(LoadConfig, NoConfigIsKubernetesDefaultProfile) {
   EXPECT_EQ(p.scheduler_name, "default-scheduler");
   EXPECT_EQ(p.percentage_of_nodes_to_score, 0);
   EXPECT_EQ(Filters(p), (std::vector<std::string>{"NodeUnschedulable", "NodeName",
-                                                    "TaintToleration", "NodeAffinity", "NodePorts",
-                                                    "NodeResourcesFit", "VolumeRestrictions",
-                                                    "PodTopologySpread", "InterPodAffinity"}));
+                                                  "TaintToleration", "NodeAffinity", "NodePorts",
+                                                  "NodeResourcesFit", "VolumeRestrictions",
+                                                  "PodTopologySpread", "InterPodAffinity"}));
   EXPECT_EQ(Scores(p).size(), 7u);
   for (const auto& [name, weight] : Scores(p)) {
     const std::map<std::string, int64_t> want = {

@@ -82,13 +82,33 @@ TEST(InterPodAffinity, RequiredAffinityNeedsAMatchingPodInTheDomain) {
                .Obj(),
            {Node("node01", "a").Ptr(), Node("node02").Ptr()},
            {"", kAff}},
-          {"a pod being deleted does not count",
+          {"a pod being deleted still counts, as in Kubernetes",
            pod5.Obj(),
            {Node("node01", "a")
                 .Pod(
                     MakePod("old").Namespace("default").Label("app", "myapp01").Terminating().Obj())
                 .Ptr()},
-           {kAff}},
+           {""}},
+          {"two terms: one pod must match both, not one pod each",
+           MakePod()
+               .Namespace("default")
+               .PodAffinity(false, 0, "cht", {{"tier", "web"}})
+               .PodAffinity(false, 0, "cht", {{"env", "prod"}})
+               .Obj(),
+           {Node("node01", "a")
+                .Pod(MakePod("w").Namespace("default").Label("tier", "web").Obj())
+                .Ptr(),
+            Node("node02", "a")
+                .Pod(MakePod("p").Namespace("default").Label("env", "prod").Obj())
+                .Ptr(),
+            Node("node03", "b")
+                .Pod(MakePod("both")
+                         .Namespace("default")
+                         .Label("tier", "web")
+                         .Label("env", "prod")
+                         .Obj())
+                .Ptr()},
+           {kAff, kAff, ""}},
           {"a pod in another namespace does not count",
            pod5.Obj(),
            {Node("node01", "a")

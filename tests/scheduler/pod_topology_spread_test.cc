@@ -57,6 +57,10 @@ TEST(PodTopologySpread, DoNotScheduleKeepsTheSkew) {
            MakePod().Namespace("default").Spread(1, kHost, "DoNotSchedule", {{"app", "web"}}).Obj(),
            {Node("node01").Pod(Web(1)).Ptr(), Node("node02").Ptr()},
            {"", ""}},
+          {"a constraint without a selector counts no pod",
+           NewWeb().Spread(1, kHost, "DoNotSchedule", {}).Obj(),
+           {Node("node01").Pod(Web(1)).Pod(Web(2)).Ptr(), Node("node02").Ptr()},
+           {"", ""}},
           {"pods of other namespaces and pods being deleted are not counted",
            by_host.Obj(),
            {Node("node01")
