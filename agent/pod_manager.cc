@@ -258,20 +258,11 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
 bool PodManager::Do(const Action& a) {
   const auto& meta = a.pod->metadata();
   if (a.kind == Action::kDelete) {
-    apiserver::DeleteRequest req;
-    req.set_resource("pods");
-    req.set_namespace_(meta.namespace_());
-    req.set_name(meta.name());
-    req.set_grace_period_seconds(0);
-    req.mutable_preconditions()->set_uid(meta.uid());
-    auto r = client_->Delete(req);
-    if (r.ok() || r.status().code() == absl::StatusCode::kNotFound ||
-        r.status().code() == absl::StatusCode::kAborted) {
-      return true;
+    absl::Status st = FinalDelete(client_, meta);
+    if (!st.ok()) {
+      Log().warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(), st.ToString());
     }
-    Log().warn("pod {}/{}: delete failed: {}", meta.namespace_(), meta.name(),
-               r.status().ToString());
-    return false;
+    return st.ok();
   }
   api::Pod pod;
   *pod.mutable_metadata() = meta;

@@ -47,6 +47,21 @@ bool PodRun::AnyRunning() const {
   return false;
 }
 
+absl::Status FinalDelete(client::ApiClient* client, const api::ObjectMeta& meta) {
+  apiserver::DeleteRequest req;
+  req.set_resource("pods");
+  req.set_namespace_(meta.namespace_());
+  req.set_name(meta.name());
+  req.set_grace_period_seconds(0);
+  req.mutable_preconditions()->set_uid(meta.uid());
+  auto r = client->Delete(req);
+  if (r.ok() || r.status().code() == absl::StatusCode::kNotFound ||
+      r.status().code() == absl::StatusCode::kAborted) {
+    return absl::OkStatus();
+  }
+  return r.status();
+}
+
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
@@ -107,8 +122,8 @@ api::PodStatus BuildStatus(const PodRun& run, const std::string& host_ip, absl::
     if (spec) cs->set_image(spec->image());
     // Started once its startup probe (if any) succeeded; ready once its readiness probe did.
     const bool started = c.Running() && (!spec || !spec->has_startup_probe() || c.startup.ok);
-    const bool running = started && !run.terminating &&
-                         (!spec || !spec->has_readiness_probe() || c.readiness.ok);
+    const bool running =
+        started && !run.terminating && (!spec || !spec->has_readiness_probe() || c.readiness.ok);
     cs->set_ready(running);
     cs->set_started(started);
     if (c.Running()) {
@@ -128,12 +143,14 @@ api::PodStatus BuildStatus(const PodRun& run, const std::string& host_ip, absl::
   const bool completed = st.phase() == "Succeeded" || st.phase() == "Failed";
   const std::string not_ready_reason = completed ? "PodCompleted" : "ContainersNotReady";
   const std::string not_ready_message =
-      completed ? "" : fmt::format("containers with unready status: [{}]", absl::StrJoin(unready, " "));
+      completed ? ""
+                : fmt::format("containers with unready status: [{}]", absl::StrJoin(unready, " "));
   SetCondition(&st, before, "Initialized", true, "", "", now);
   SetCondition(&st, before, "Ready", unready.empty(), unready.empty() ? "" : not_ready_reason,
                unready.empty() ? "" : not_ready_message, now);
   SetCondition(&st, before, "ContainersReady", unready.empty(),
-               unready.empty() ? "" : not_ready_reason, unready.empty() ? "" : not_ready_message, now);
+               unready.empty() ? "" : not_ready_reason, unready.empty() ? "" : not_ready_message,
+               now);
   SetCondition(&st, before, "PodScheduled", true, "", "", now);
   return st;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "agent/image.h"
+#include "client/client.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::agent {
@@ -33,7 +34,7 @@ struct ProbeState {
 struct ContainerRun {
   std::string name;
   int restart_count = 0;
-  pid_t pid = 0;  // the running instance's process group leader; 0 when none runs
+  pid_t pid = 0;         // the running instance's process group leader; 0 when none runs
   pid_t monitor = 0;     // the process that waits for it (ours unless adopted)
   bool adopted = false;  // started by an earlier run of the agent
   std::string container_id;
@@ -94,6 +95,10 @@ struct PodRun {
 };
 
 std::string Rfc3339(absl::Time t);
+
+// The node's last word on a pod it has stopped: delete it now (grace 0), this very pod (its
+// uid). Ok also when it is gone already or was replaced by another of the same name.
+absl::Status FinalDelete(client::ApiClient* client, const api::ObjectMeta& meta);
 
 // Pod phase from its containers, as the kubelet computes it: Pending until every container has
 // started once; Running while any runs or will be restarted; then Succeeded when every one

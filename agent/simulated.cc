@@ -137,17 +137,7 @@ bool SimulatedNodes::SyncPod(const std::string& key) {
   auto pod = pods_.Get(key);
   if (!pod || !ours_.contains(pod->spec().node_name())) return true;
   const auto& meta = pod->metadata();
-  if (!meta.deletion_timestamp().empty()) {
-    apiserver::DeleteRequest req;
-    req.set_resource("pods");
-    req.set_namespace_(meta.namespace_());
-    req.set_name(meta.name());
-    req.set_grace_period_seconds(0);
-    req.mutable_preconditions()->set_uid(meta.uid());
-    auto r = client_->Delete(req);
-    return r.ok() || r.status().code() == absl::StatusCode::kNotFound ||
-           r.status().code() == absl::StatusCode::kAborted;
-  }
+  if (!meta.deletion_timestamp().empty()) return FinalDelete(client_, meta).ok();
   if (Ended(*pod)) return true;
   if (pod->status().phase() != "Running") return PostStatus(*pod, "Running", 0).ok();
   const std::string& policy = pod->spec().restart_policy();
