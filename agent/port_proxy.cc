@@ -110,15 +110,11 @@ absl::Status PortProxy::Open(const std::string& id, const std::string& ip, int p
 }
 
 void PortProxy::Close(const std::string& id) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = listeners_.find(id);
-    if (it == listeners_.end()) return;
-    Retire(std::move(it->second));
-    listeners_.erase(it);
-  }
-  uint64_t one = 1;
-  (void)!write(wake_, &one, sizeof one);
+  absl::MutexLock lock(&mu_);
+  auto it = listeners_.find(id);
+  if (it == listeners_.end()) return;
+  Retire(std::move(it->second));  // wakes the loop for its connections
+  listeners_.erase(it);
 }
 
 void PortProxy::Retire(std::unique_ptr<Listener> l) {

@@ -13,7 +13,7 @@
 namespace mkube::agent {
 
 // hostPort: TCP connections to hostIP:hostPort are forwarded to podIP:containerPort, by one
-// thread for every port (epoll; each direction buffered up to 64 KiB, so a slow reader slows
+// thread for all ports (epoll; each direction buffered up to 64 KiB, so a slow reader slows
 // its writer rather than filling memory).
 class PortProxy {
  public:

@@ -37,15 +37,7 @@ class ListedCluster : public fw::Handle {
   std::vector<std::shared_ptr<const api::Namespace>> namespaces;
 
   std::vector<api::LabelSelector> OwnerSelectors(const api::Pod& pod) const override {
-    std::vector<api::LabelSelector> out;
-    for (const auto& rs : replica_sets) {
-      if (rs->metadata().namespace_() != pod.metadata().namespace_()) continue;
-      auto selector = api::Selector::FromLabelSelector(rs->spec().selector());
-      if (selector.ok() && !selector->empty() && selector->Matches(pod.metadata().labels())) {
-        out.push_back(rs->spec().selector());
-      }
-    }
-    return out;
+    return fw::ReplicaSetSelectorsOf(pod, replica_sets);
   }
   fw::LabelMap NamespaceLabels(const std::string& name) const override {
     for (const auto& ns : namespaces) {
@@ -54,11 +46,7 @@ class ListedCluster : public fw::Handle {
     return {};
   }
   std::vector<std::string> NamespacesMatching(const api::Selector& selector) const override {
-    std::vector<std::string> out;
-    for (const auto& ns : namespaces) {
-      if (selector.Matches(ns->metadata().labels())) out.push_back(ns->metadata().name());
-    }
-    return out;
+    return fw::NamespacesSelected(selector, namespaces);
   }
 };
 

@@ -47,7 +47,7 @@ struct AffinityTerms {
 // pods, so only a pod stored before it can have one).
 absl::StatusOr<AffinityTerms> ParseAffinityTerms(const api::Pod& pod);
 
-// The terms of a node's pods (not being deleted), each distinct one once with how many pods
+// The terms of a node's pods (those being deleted too), each distinct one once with how many pods
 // carry it: what the pod being scheduled is checked against, per term rather than per pod.
 struct TermCount {
   enum Kind {

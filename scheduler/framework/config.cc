@@ -363,4 +363,27 @@ absl::StatusOr<std::vector<Profile>> LoadConfig(const std::string& text, const H
   return profiles;
 }
 
+std::vector<api::LabelSelector> ReplicaSetSelectorsOf(
+    const api::Pod& pod, const std::vector<std::shared_ptr<const api::ReplicaSet>>& replica_sets) {
+  std::vector<api::LabelSelector> out;
+  for (const auto& rs : replica_sets) {
+    if (rs->metadata().namespace_() != pod.metadata().namespace_()) continue;
+    auto selector = api::Selector::FromLabelSelector(rs->spec().selector());
+    if (selector.ok() && !selector->empty() && selector->Matches(pod.metadata().labels())) {
+      out.push_back(rs->spec().selector());
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NamespacesSelected(
+    const api::Selector& selector,
+    const std::vector<std::shared_ptr<const api::Namespace>>& namespaces) {
+  std::vector<std::string> out;
+  for (const auto& ns : namespaces) {
+    if (selector.Matches(ns->metadata().labels())) out.push_back(ns->metadata().name());
+  }
+  return out;
+}
+
 }  // namespace mkube::scheduler::framework

@@ -2,10 +2,12 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/api/apps.pb.h"
 #include "scheduler/framework/framework.h"
 #include "yaml-cpp/yaml.h"
 
@@ -26,6 +28,16 @@ class Handle {
     return {};
   }
 };
+
+// What a Handle answers from the cluster's objects, for the scheduler's informers and
+// mkubectl's lists alike. The selectors of the ReplicaSets of the pod's namespace that select
+// it (Kubernetes' DefaultSelector, as far as mkube has its kinds):
+std::vector<api::LabelSelector> ReplicaSetSelectorsOf(
+    const api::Pod& pod, const std::vector<std::shared_ptr<const api::ReplicaSet>>& replica_sets);
+// The names of the namespaces whose labels the selector matches.
+std::vector<std::string> NamespacesSelected(
+    const api::Selector& selector,
+    const std::vector<std::shared_ptr<const api::Namespace>>& namespaces);
 
 // A plugin the scheduler knows, and how to make it from its pluginConfig args (an empty node
 // when none are given). Errors name the field.

@@ -149,7 +149,8 @@ void NodeInfo::AddPod(PodPtr pod) {
   Account(*pod, +1);
   const auto& a = pod->spec().affinity();
   if (a.has_pod_affinity() || a.has_pod_anti_affinity()) {
-    // Terms that cannot be parsed are left out: they select nothing.
+    // A pod whose terms cannot be parsed (stored before validation refused them) counts as
+    // having none.
     auto terms = ParseAffinityTerms(*pod);
     auto info = std::make_shared<AffinityPod>(
         AffinityPod{pod, terms.ok() ? std::move(*terms) : AffinityTerms()});

@@ -142,16 +142,8 @@ void Scheduler::OnPodDelete(const PodPtr& pod) {
 }
 
 std::vector<api::LabelSelector> Scheduler::OwnerSelectors(const api::Pod& pod) const {
-  std::vector<api::LabelSelector> out;
-  if (!replica_sets_) return out;
-  // As Kubernetes' DefaultSelector: the ReplicaSets of the pod's namespace that select it.
-  for (const auto& rs : replica_sets_->List()) {
-    if (rs->metadata().namespace_() != pod.metadata().namespace_()) continue;
-    auto selector = api::Selector::FromLabelSelector(rs->spec().selector());
-    if (!selector.ok() || selector->empty()) continue;
-    if (selector->Matches(pod.metadata().labels())) out.push_back(rs->spec().selector());
-  }
-  return out;
+  if (!replica_sets_) return {};
+  return framework::ReplicaSetSelectorsOf(pod, replica_sets_->List());
 }
 
 framework::LabelMap Scheduler::NamespaceLabels(const std::string& name) const {
@@ -161,12 +153,8 @@ framework::LabelMap Scheduler::NamespaceLabels(const std::string& name) const {
 }
 
 std::vector<std::string> Scheduler::NamespacesMatching(const api::Selector& selector) const {
-  std::vector<std::string> out;
-  if (!namespaces_) return out;
-  for (const auto& ns : namespaces_->List()) {
-    if (selector.Matches(ns->metadata().labels())) out.push_back(ns->metadata().name());
-  }
-  return out;
+  if (!namespaces_) return {};
+  return framework::NamespacesSelected(selector, namespaces_->List());
 }
 
 void Scheduler::Run() {

@@ -4,14 +4,10 @@
 
 namespace mkube::scheduler::plugins {
 
-namespace {
-constexpr char kDemandKey[] = "NodeResourcesBalancedAllocation/demand";
-}  // namespace
-
 framework::Status BalancedAllocation::PreScore(framework::CycleState& state, const api::Pod& pod,
                                                const std::vector<const framework::NodeInfo*>&,
                                                const framework::Snapshot&) const {
-  state.Write(kDemandKey, std::make_unique<PodDemand>(DemandOf(pod)));
+  WriteDemand(state, pod);
   return {};
 }
 
@@ -20,7 +16,7 @@ int64_t BalancedAllocation::Score(const framework::CycleState& state, const api:
   absl::InlinedVector<double, 4> fractions;
   double total = 0;
   std::optional<PodDemand> scratch;
-  const PodDemand& demand = DemandIn(state, kDemandKey, pod, scratch);
+  const PodDemand& demand = DemandIn(state, kPodDemandKey, pod, scratch);
   for (const Allocation& a : AllocationsOf(args_.resources, demand, node, false)) {
     if (a.allocatable == 0) continue;
     const double f = std::min(1.0, static_cast<double>(a.requested) / a.allocatable);

@@ -15,7 +15,6 @@ using framework::AffinityTerms;
 using framework::LabelMap;
 using framework::NodeInfo;
 
-// A domain: a topology key and the node's value of it.
 // Counts by domain: by topology key, then by the nodes' value of it (looked up without
 // building a key: few keys, found by string_view).
 using DomainCounts = absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int64_t>>;
@@ -96,8 +95,7 @@ struct FilterState : framework::CycleState::Data {
 };
 
 struct ScoreState : framework::CycleState::Data {
-  // Per topology key, per value: the sum of the weights.
-  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, int64_t>> by_key;
+  DomainCounts by_key;  // the sum of the weights, by domain
 };
 
 }  // namespace
@@ -218,8 +216,14 @@ framework::Status InterPodAffinity::Filter(const framework::CycleState& state, c
 framework::Status InterPodAffinity::PreScore(framework::CycleState& state, const api::Pod& pod,
                                              const std::vector<const NodeInfo*>&,
                                              const framework::Snapshot& snapshot) const {
-  auto terms = TermsOf(pod);
-  if (!terms.ok()) return framework::Status::Skip();
+  // The terms PreFilter parsed, or (when it skipped the pod) parsed now.
+  const FilterState* filtered = state.Read<FilterState>(kName);
+  absl::StatusOr<AffinityTerms> parsed;
+  if (!filtered) {
+    parsed = TermsOf(pod);
+    if (!parsed.ok()) return framework::Status::Skip();
+  }
+  const AffinityTerms* terms = filtered ? &filtered->terms : &*parsed;
   const bool has_preferred =
       !terms->preferred_affinity.empty() || !terms->preferred_anti_affinity.empty();
   const LabelMap ns_labels = NamespaceLabels(pod);

@@ -8,12 +8,6 @@
 namespace mkube::scheduler::plugins {
 namespace {
 
-constexpr char kScoreKey[] = "NodeResourcesFit/score";
-
-struct Requests : framework::CycleState::Data {
-  framework::ResourceList requests;
-};
-
 int64_t Find(const framework::ResourceList& list, const std::string& name) {
   auto it = list.find(name);
   return it == list.end() ? 0 : it->second;
@@ -36,6 +30,12 @@ PodDemand DemandOf(const api::Pod& pod) {
   d.requests = framework::PodRequests(pod);
   d.non_zero = framework::NonZeroRequests(pod);
   return d;
+}
+
+void WriteDemand(framework::CycleState& state, const api::Pod& pod) {
+  if (!state.Read<PodDemand>(kPodDemandKey)) {
+    state.Write(kPodDemandKey, std::make_unique<PodDemand>(DemandOf(pod)));
+  }
 }
 
 const PodDemand& DemandIn(const framework::CycleState& state, std::string_view key,
@@ -62,20 +62,14 @@ Allocations AllocationsOf(const std::vector<ResourceWeight>& resources, const Po
 
 framework::Status NodeResourcesFit::PreFilter(framework::CycleState& state, const api::Pod& pod,
                                               const framework::Snapshot&) const {
-  auto r = std::make_unique<Requests>();
-  r->requests = framework::PodRequests(pod);
-  state.Write(kName, std::move(r));
+  state.Write(kPodDemandKey, std::make_unique<PodDemand>(DemandOf(pod)));
   return {};
 }
 
 framework::Status NodeResourcesFit::Filter(const framework::CycleState& state, const api::Pod& pod,
                                            const framework::NodeInfo& node) const {
-  const Requests* pre = state.Read<Requests>(kName);
-  Requests own;
-  if (!pre) {  // run without its PreFilter
-    own.requests = framework::PodRequests(pod);
-    pre = &own;
-  }
+  std::optional<PodDemand> scratch;  // run without its PreFilter
+  const PodDemand* pre = &DemandIn(state, kPodDemandKey, pod, scratch);
   std::vector<std::string> reasons;
   bool unresolvable = false;
   if (node.limits_pods() &&
@@ -100,7 +94,7 @@ framework::Status NodeResourcesFit::Filter(const framework::CycleState& state, c
 framework::Status NodeResourcesFit::PreScore(framework::CycleState& state, const api::Pod& pod,
                                              const std::vector<const framework::NodeInfo*>&,
                                              const framework::Snapshot&) const {
-  state.Write(kScoreKey, std::make_unique<PodDemand>(DemandOf(pod)));
+  WriteDemand(state, pod);
   return {};
 }
 
@@ -108,7 +102,7 @@ int64_t NodeResourcesFit::Score(const framework::CycleState& state, const api::P
                                 const framework::NodeInfo& node) const {
   std::optional<PodDemand> scratch;
   const Allocations allocations =
-      AllocationsOf(args_.resources, DemandIn(state, kScoreKey, pod, scratch), node, true);
+      AllocationsOf(args_.resources, DemandIn(state, kPodDemandKey, pod, scratch), node, true);
   int64_t sum = 0, weights = 0;
   for (size_t i = 0; i < allocations.size(); ++i) {
     if (allocations[i].allocatable == 0) continue;  // the node has none: not weighed

@@ -71,6 +71,10 @@ struct PodDemand : framework::CycleState::Data {
   framework::NonZero non_zero;
 };
 PodDemand DemandOf(const api::Pod& pod);
+// Where the cycle keeps it: NodeResourcesFit's PreFilter writes it, the scores' PreScore when
+// it is not there yet (WriteDemand), so that one cycle computes it once.
+inline constexpr char kPodDemandKey[] = "PodDemand";
+void WriteDemand(framework::CycleState& state, const api::Pod& pod);
 // The demand a PreScore wrote under `key`, or (when it did not run) computed into `scratch`.
 const PodDemand& DemandIn(const framework::CycleState& state, std::string_view key,
                           const api::Pod& pod, std::optional<PodDemand>& scratch);
