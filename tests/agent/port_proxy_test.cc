@@ -80,7 +80,8 @@ TEST(PortProxy, ForwardsBothWaysAndPassesOnHalfCloses) {
   std::thread writer([&] {
     for (size_t off = 0; off < big.size();) {
       const ssize_t n = write(c, big.data() + off, big.size() - off);
-      ASSERT_GT(n, 0);
+      EXPECT_GT(n, 0);
+      if (n <= 0) break;  // and still half-close, so the reader below ends
       off += static_cast<size_t>(n);
     }
     shutdown(c, SHUT_WR);

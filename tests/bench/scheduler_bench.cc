@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "client/informer.h"
 #include "fmt/format.h"
@@ -90,7 +89,6 @@ int main(int argc, char** argv) {
   std::vector<Clock::time_point> sent(pods), bound(pods);
   std::vector<std::atomic<bool>> seen(pods);
   std::atomic<int> bound_count{0};
-  absl::Mutex mu;
   auto on_pod = [&](const mkube::client::Informer<mkube::api::Pod>::Ptr& pod) {
     if (pod->spec().node_name().empty()) return;
     const std::string& name = pod->metadata().name();

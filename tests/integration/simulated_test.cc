@@ -121,7 +121,7 @@ TEST_F(SimulatedTest, SimulatedNodesAreOrdinaryReadyNodesBesideARealOne) {
   auto d = Ctl({"describe", "node", "sim-0007"});
   EXPECT_THAT(d.out, ::testing::ContainsRegex("cpu: +4"));
   EXPECT_THAT(d.out, ::testing::ContainsRegex("pods: +10"));
-  // Leases are kept fresh like a real agent's.
+  // Each node has its own Lease, held by it, as a real agent's.
   auto lease = client_->Get<api::Lease>("leases", "kube-node-lease", "sim-0019");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(lease->spec().holder_identity(), "sim-0019");
@@ -159,9 +159,10 @@ TEST_F(SimulatedTest, PodsRunEndAndGoWithoutProcesses) {
   ASSERT_TRUE(Eventually([] { return Phase("done") == "Succeeded"; }, std::chrono::seconds(15)));
   ASSERT_TRUE(Eventually([] { return Phase("broken") == "Failed"; }, std::chrono::seconds(15)));
   EXPECT_THAT(Ctl({"get", "pod", "done", "--no-headers"}).out, HasSubstr("Completed"));
-  // Deleted with the default grace: gone as soon as the node hears of it.
-  ASSERT_EQ(Ctl({"delete", "pod", "p0"}).exit_code, 0);
-  EXPECT_FALSE(client_->Get<api::Pod>("pods", "default", "p0").ok());
+  // Deleted with the default grace (30 s): gone as soon as the node hears of it.
+  ASSERT_EQ(Ctl({"delete", "pod", "p0", "--wait=false"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([] { return !client_->Get<api::Pod>("pods", "default", "p0").ok(); },
+                         std::chrono::seconds(10)));
   // The real node still runs real processes.
   ASSERT_EQ(Ctl({"create", "-f", "-"},
                 PodYaml("real", "  nodeSelector: {kubernetes.io/hostname: node01}\n"))

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "tests/scheduler/wrappers.h"
+
 namespace mkube::scheduler::framework {
 namespace {
 
@@ -71,17 +75,33 @@ profiles:
   ASSERT_EQ(profiles->size(), 2u);
   const auto first = Scores((*profiles)[0]);
   EXPECT_EQ((*profiles)[0].percentage_of_nodes_to_score, 30);
-  for (const auto& [name, weight] : first) {
-    EXPECT_NE(name, "ImageLocality");
-    if (name == "NodeAffinity") {
-      EXPECT_EQ(weight, 10);
-    }
-  }
+  EXPECT_EQ((std::map<std::string, int64_t>(first.begin(), first.end())),
+            (std::map<std::string, int64_t>{{"TaintToleration", 3},
+                                            {"NodeAffinity", 10},
+                                            {"NodeResourcesFit", 1},
+                                            {"PodTopologySpread", 2},
+                                            {"InterPodAffinity", 2},
+                                            {"NodeResourcesBalancedAllocation", 1}}))
+      << "ImageLocality disabled, NodeAffinity weighed 10, the rest as by default";
+  EXPECT_EQ(first.size(), 6u);
   EXPECT_EQ((*profiles)[1].scheduler_name, "packer");
   EXPECT_EQ((*profiles)[1].percentage_of_nodes_to_score, 100);
   EXPECT_EQ(Scores((*profiles)[1]),
             (std::vector<std::pair<std::string, int64_t>>{{"NodeResourcesFit", 1}}));
   EXPECT_EQ(Filters((*profiles)[1]), Filters((*profiles)[0])) << "filters stay";
+  // Its args took: MostAllocated prefers the fuller node.
+  const ScorePlugin* packer = (*profiles)[1].scores.at(0).plugin;
+  const api::Pod pod = testing::MakePod().Container({{"cpu", "1"}, {"memory", "1Gi"}}).Obj();
+  auto node = [](const std::string& name) {
+    return testing::MakeNode(name).Allocatable({{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}});
+  };
+  const NodeInfo empty = node("empty").Info();
+  const NodeInfo fuller =
+      node("fuller")
+          .Pod(testing::MakePod("x").Container({{"cpu", "2"}, {"memory", "4Gi"}}).Obj())
+          .Info();
+  CycleState state;
+  EXPECT_GT(packer->Score(state, pod, fuller), packer->Score(state, pod, empty));
 }
 
 TEST(LoadConfig, ABrokenConfigSaysTheLineAndTheReason) {

@@ -126,9 +126,8 @@ class PodWrapper {
       term = w->mutable_pod_affinity_term();
     }
     term->set_topology_key(key);
-    if (!labels.empty()) {
-      for (const auto& [k, v] : labels)
-        (*term->mutable_label_selector()->mutable_match_labels())[k] = v;
+    for (const auto& [k, v] : labels) {
+      (*term->mutable_label_selector()->mutable_match_labels())[k] = v;
     }
     for (const auto& ns : namespaces) term->add_namespaces(ns);
     if (namespace_selector) *term->mutable_namespace_selector() = *namespace_selector;
