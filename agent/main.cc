@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "client/credentials.h"
 #include "client/event_recorder.h"
+#include "client/daemon.h"
 #include "client/informer.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -35,17 +36,7 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-std::string Hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-void WriteReady(const std::string& file) {
-  if (file.empty()) return;
-  std::ofstream(file + ".tmp") << "ready\n";
-  std::filesystem::rename(file + ".tmp", file);
-}
+void WriteReady(const std::string& file) { mkube::client::WriteReadyFile(file, "ready"); }
 
 // --simulated: many nodes, no processes, until a signal.
 int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,
@@ -85,7 +76,7 @@ int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* im
 int main(int argc, char** argv) {
   std::string apiserver = "127.0.0.1:6443", token_file, ca_file;
   bool insecure = false;
-  std::string node_name = Hostname(), node_ip = "127.0.0.1", listen, address_file;
+  std::string node_name = mkube::client::Hostname(), node_ip = "127.0.0.1", listen, address_file;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::string node_labels, taints, log_level = "info";
   int simulated = 0, simulated_zones = 0;

@@ -62,10 +62,6 @@ absl::Status FinalDelete(client::ApiClient* client, const api::ObjectMeta& meta)
   return r.status();
 }
 
-std::string Rfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-
 std::string PodPhase(const PodRun& run) {
   bool all_done = true, all_ok = true;
   for (const auto& c : run.containers) {

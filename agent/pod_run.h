@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "agent/image.h"
+#include "api/object.h"
 #include "client/client.h"
 #include "proto/api/core.pb.h"
 
@@ -94,7 +95,7 @@ struct PodRun {
   bool AnyRunning() const;
 };
 
-std::string Rfc3339(absl::Time t);
+using api::Rfc3339;
 
 // The node's last word on a pod it has stopped: delete it now (grace 0), this very pod (its
 // uid). Ok also when it is gone already or was replaced by another of the same name.

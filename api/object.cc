@@ -1,5 +1,7 @@
 #include "api/object.h"
 
+#include "absl/time/clock.h"
+
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -66,14 +68,11 @@ void SetTypeMeta(google::protobuf::Message* obj, const std::string& api_version,
   r->SetString(obj, Field(*obj, "kind"), kind);
 }
 
-std::string NowRfc3339() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
+
+std::string NowRfc3339() { return Rfc3339(absl::Now()); }
 
 std::string NewUid() {
   static thread_local std::mt19937_64 rng(std::random_device{}());

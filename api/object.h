@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/time/time.h"
 #include "google/protobuf/map.h"
 #include "google/protobuf/message.h"
 #include "proto/api/meta.pb.h"
@@ -28,6 +29,7 @@ void SetTypeMeta(google::protobuf::Message* obj, const std::string& api_version,
                  const std::string& kind);
 
 // RFC 3339 in UTC with seconds, as Kubernetes writes times.
+std::string Rfc3339(absl::Time t);
 std::string NowRfc3339();
 std::string NewUid();
 

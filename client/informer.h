@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,10 @@ class Informer {
 
   // Before Start.
   void AddHandlers(Handlers h) { handlers_.push_back(std::move(h)); }
+  // The values an object is filed under in one index (client-go's IndexFunc).
+  using IndexFunc = std::function<std::vector<std::string>(const T&)>;
+  // Before Start: keeps the cache indexed by `fn`, for ByIndex.
+  void AddIndex(const std::string& name, IndexFunc fn) { index_funcs_[name] = std::move(fn); }
 
   void Start() {
     thread_ = std::thread([this] { Run(); });
@@ -89,6 +94,19 @@ class Informer {
     std::vector<Ptr> out;
     out.reserve(items_.size());
     for (const auto& [k, v] : items_) out.push_back(v);
+    return out;
+  }
+  // The cached objects filed under `value` in the index `name` (added by AddIndex).
+  std::vector<Ptr> ByIndex(const std::string& name, const std::string& value) const
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    std::vector<Ptr> out;
+    auto idx = indices_.find(name);
+    if (idx == indices_.end()) return out;
+    auto keys = idx->second.find(value);
+    if (keys == idx->second.end()) return out;
+    out.reserve(keys->second.size());
+    for (const auto& key : keys->second) out.push_back(items_.at(key));
     return out;
   }
   std::string LastSyncResourceVersion() const ABSL_LOCKS_EXCLUDED(mu_) {
@@ -163,6 +181,8 @@ class Informer {
         }
       }
       items_ = std::move(fresh);
+      indices_.clear();
+      for (const auto& entry : items_) Index(entry.first, nullptr, entry.second.get());
       resource_version_ = rv;
       synced_ = true;
     }
@@ -185,8 +205,10 @@ class Informer {
       auto it = items_.find(key);
       if (it != items_.end()) old = it->second;
       if (ev.type() == "DELETED") {
+        Index(key, old.get(), nullptr);
         items_.erase(key);
       } else {
+        Index(key, old.get(), obj.get());
         items_[key] = obj;
       }
       resource_version_ = ev.resource_version();
@@ -198,6 +220,26 @@ class Informer {
         if (h.on_update) h.on_update(old, obj);
       } else if (h.on_add) {
         h.on_add(obj);
+      }
+    }
+  }
+
+  // Moves `key` in every index from where `before` filed it to where `after` does (either may
+  // be null).
+  void Index(const std::string& key, const T* before, const T* after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [name, fn] : index_funcs_) {
+      auto& index = indices_[name];
+      if (before) {
+        for (const auto& v : fn(*before)) {
+          auto it = index.find(v);
+          if (it == index.end()) continue;
+          it->second.erase(key);
+          if (it->second.empty()) index.erase(it);
+        }
+      }
+      if (after) {
+        for (const auto& v : fn(*after)) index[v].insert(key);
       }
     }
   }
@@ -262,6 +304,10 @@ class Informer {
   const std::string resource_;
   const InformerOptions options_;
   std::vector<Handlers> handlers_;  // set before Start, then only read
+  std::map<std::string, IndexFunc> index_funcs_;  // likewise
+  // Index name -> value -> keys of the objects filed under it.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> indices_
+      ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, Ptr> items_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);

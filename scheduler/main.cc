@@ -14,6 +14,7 @@
 #include "api/log.h"
 #include "client/client.h"
 #include "client/credentials.h"
+#include "client/daemon.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
 #include "client/leader_election.h"
@@ -28,21 +29,6 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-absl::StatusOr<absl::Duration> Duration(const std::string& flag, const std::string& text) {
-  absl::Duration d;
-  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: \"{}\" is not a positive duration (e.g. 15s)", flag, text));
-  }
-  return d;
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +36,7 @@ int main(int argc, char** argv) {
   bool insecure = false, leader_elect = true;
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
   std::string lease_name = "kube-scheduler", lease_namespace = "kube-system";
-  std::string identity = Hostname() + "_" + std::to_string(getpid()), log_level = "info";
+  std::string identity = mkube::client::Hostname() + "_" + std::to_string(getpid()), log_level = "info";
   int bind_workers = 8;
 
   CLI::App app{"mkube-scheduler: assigns pods to nodes"};
@@ -88,9 +74,9 @@ int main(int argc, char** argv) {
   mkube::log::Setup("scheduler", spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 
-  auto lease = Duration("--leader-elect-lease-duration", lease_duration);
-  auto renew = Duration("--leader-elect-renew-deadline", renew_deadline);
-  auto retry = Duration("--leader-elect-retry-period", retry_period);
+  auto lease = mkube::client::PositiveDuration("--leader-elect-lease-duration", lease_duration);
+  auto renew = mkube::client::PositiveDuration("--leader-elect-renew-deadline", renew_deadline);
+  auto retry = mkube::client::PositiveDuration("--leader-elect-retry-period", retry_period);
   for (const auto* d : {&lease, &renew, &retry}) {
     if (!d->ok()) return Fail(std::string(d->status().message()));
   }
@@ -191,10 +177,7 @@ int main(int argc, char** argv) {
   } else {
     start_scheduling();
   }
-  if (!ready_file.empty()) {
-    std::ofstream(ready_file + ".tmp") << identity << "\n";
-    std::filesystem::rename(ready_file + ".tmp", ready_file);
-  }
+  mkube::client::WriteReadyFile(ready_file, identity);
   log.info("mkube-scheduler {} watching apiserver {}", identity, apiserver);
 
   int sig = 0;

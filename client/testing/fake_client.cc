@@ -49,9 +49,7 @@ absl::Status Conflict(const api::KindInfo& kind, const std::string& name) {
       Qualified(kind), name));
 }
 
-std::string Rfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
+using api::Rfc3339;
 
 // What a list or watch selects.
 struct Selection {
@@ -367,7 +365,7 @@ absl::StatusOr<std::string> FakeClient::Bind(const apiserver::CreateRequest& req
         "node \"{}\"",
         name, name, pod->spec().node_name()));
   }
-  api::ApplyBinding(binding, pod.get(), api::NowRfc3339());
+  api::ApplyBinding(binding, pod.get(), Rfc3339(clock_->Now()));
   const Stored before = it->second;
   return Write(kind, req.namespace_(), std::move(pod), &before);
 }

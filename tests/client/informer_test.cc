@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
 #include "proto/api/core.pb.h"
@@ -156,6 +158,48 @@ TEST(Informer, AFailedListIsRetriedAfterABackOff) {
   ASSERT_TRUE(pods.WaitForCacheSync(std::chrono::seconds(10)));
   ASSERT_EQ(pods.List().size(), 1u);
   EXPECT_EQ(pods.List()[0]->metadata().name(), "a");
+}
+
+TEST(Informer, IndexesFollowAddsUpdatesDeletesAndRelists) {
+  testing::FakeClient fake;
+  ASSERT_TRUE(fake.Create<api::Pod>("pods", "default", MakePod("a", "node01")).ok());
+  Informer<api::Pod> informer(&fake, "pods");
+  informer.AddIndex("node", [](const api::Pod& p) {
+    return p.spec().node_name().empty() ? std::vector<std::string>{}
+                                        : std::vector<std::string>{p.spec().node_name()};
+  });
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForCacheSync(std::chrono::seconds(5)));
+  auto names = [&](const std::string& node) {
+    std::vector<std::string> out;
+    for (const auto& p : informer.ByIndex("node", node)) out.push_back(p->metadata().name());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names("node01"), std::vector<std::string>{"a"});
+  ASSERT_TRUE(fake.Create<api::Pod>("pods", "default", MakePod("b")).ok());
+  ASSERT_TRUE(Eventually([&] { return informer.List().size() == 2; }));
+  EXPECT_TRUE(names("").empty()) << "an unbound pod is filed nowhere";
+  api::Binding bind;
+  bind.mutable_metadata()->set_name("b");
+  bind.mutable_target()->set_name("node02");
+  apiserver::CreateRequest req;
+  req.set_resource("pods");
+  req.set_namespace_("default");
+  req.set_name("b");
+  req.set_subresource("binding");
+  req.set_object(bind.SerializeAsString());
+  ASSERT_TRUE(fake.CreateRaw(req).ok());
+  ASSERT_TRUE(Eventually([&] { return names("node02") == std::vector<std::string>{"b"}; }));
+  Delete(fake, "a");
+  ASSERT_TRUE(Eventually([&] { return names("node01").empty(); }));
+  // A relist rebuilds the indexes from what the server has.
+  ASSERT_TRUE(fake.Create<api::Pod>("pods", "default", MakePod("c", "node02")).ok());
+  fake.Compact();
+  fake.EndWatches(absl::OutOfRangeError("too old"));
+  ASSERT_TRUE(Eventually([&] { return names("node02") == std::vector<std::string>{"b", "c"}; }));
+  EXPECT_TRUE(informer.ByIndex("no-such-index", "node02").empty());
+  informer.Stop();
 }
 
 }  // namespace
