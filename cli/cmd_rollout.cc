@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "api/codec.h"
+#include "api/object.h"
 #include "api/printers.h"
 #include "cli/commands.h"
 #include "fmt/format.h"
@@ -173,6 +174,45 @@ absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64
     patch["spec"]["template"] = api::EncodeJson(tmpl);
     MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump())).status());
     std::cout << KindName(*t.kind) << "/" << t.name << " rolled back\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RolloutControl(Session& s, const std::string& verb,
+                            const std::vector<std::string>& args) {
+  MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, true));
+  for (const auto& t : targets) {
+    MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*t.kind, s.ns(), t.name)));
+    if (t.kind->kind != "Deployment") {
+      return UserError(fmt::format("error: {}s are not supported for {}", verb, t.kind->kind));
+    }
+    const auto& d = static_cast<const api::Deployment&>(*obj);
+    const std::string qualified = t.kind->resource + "." + t.kind->group;
+    json patch;
+    patch["metadata"]["resourceVersion"] = d.metadata().resource_version();
+    std::string done;
+    if (verb == "pause" || verb == "resume") {
+      const bool pause = verb == "pause";
+      if (d.spec().paused() == pause) {
+        return UserError(fmt::format("error: {} \"{}\" is {}", qualified, t.name,
+                                     pause ? "already paused" : "not paused"));
+      }
+      patch["spec"]["paused"] = pause;
+      done = pause ? "paused" : "resumed";
+    } else {
+      if (d.spec().paused()) {
+        return UserError(fmt::format(
+            "error: {} \"{}\" is paused: can't restart paused deployment (run rollout resume "
+            "first)",
+            qualified, t.name));
+      }
+      // A changed template annotation: a new revision with the same pods.
+      patch["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] =
+          api::NowRfc3339();
+      done = "restarted";
+    }
+    MKUBE_RETURN_IF_ERROR(s.Worded(s.res().Patch(*t.kind, s.ns(), t.name, patch.dump())).status());
+    std::cout << KindName(*t.kind) << "/" << t.name << " " << done << "\n";
   }
   return absl::OkStatus();
 }

@@ -45,6 +45,9 @@ absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args,
                            const std::string& timeout);
 absl::Status RolloutHistory(Session& s, const std::vector<std::string>& args);
 absl::Status RolloutUndo(Session& s, const std::vector<std::string>& args, int64_t to_revision);
+// rollout pause, resume and restart: `verb` is the subcommand.
+absl::Status RolloutControl(Session& s, const std::string& verb,
+                            const std::vector<std::string>& args);
 
 struct LogsFlags {
   std::string container, selector;

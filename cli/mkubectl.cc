@@ -251,6 +251,18 @@ int Run(int argc, char** argv) {
       return WithSession(g, [&](Session& s) { return RolloutUndo(s, args, to_revision); });
     };
   });
+  for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
+           {"pause", "Mark the provided resource as paused"},
+           {"resume", "Resume a paused resource"},
+           {"restart", "Restart a resource (its pods are replaced by a rollout)"}}) {
+    auto* sub = rollout->add_subcommand(verb, help);
+    sub->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
+    sub->callback([&, verb = verb] {
+      action = [&, verb] {
+        return WithSession(g, [&](Session& s) { return RolloutControl(s, verb, args); });
+      };
+    });
+  }
   auto* set = app.add_subcommand("set", "Set specific features on objects");
   set->require_subcommand(1);
   auto* set_image = set->add_subcommand("image", "Update the image of a pod template");

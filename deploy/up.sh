@@ -130,6 +130,12 @@ start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$state/pki/scheduler.token" \
   --ready-file "$state/run/scheduler.ready"
 
+# The controller-manager: Deployments, ReplicaSets and ReplicationControllers become pods.
+(umask 077; awk -F, '$2 == "system:kube-controller-manager" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/controller-manager.token")
+start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-controller-manager" \
+  --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
+  --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready"
+
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
 i=0
@@ -182,6 +188,7 @@ mkube is up (state in $state, logs in $state/logs).
   store ($store_kind, etcd v3 API): $store_addr
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
   scheduler: $(cat "$state/run/scheduler.ready")
+  controller-manager: $(cat "$state/run/controller-manager.ready")
   agents: master01 $(cat "$state/run/agent-master01.addr"), node01 $(cat "$state/run/agent-node01.addr"), node02 $(cat "$state/run/agent-node02.addr")
   images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:

@@ -16,7 +16,7 @@
 #include "tests/util/apiserver_process.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
-#include "tests/util/scheduler_process.h"
+#include "tests/util/control_plane_process.h"
 #include "tests/util/store_process.h"
 
 namespace mkube::testing {

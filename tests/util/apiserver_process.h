@@ -15,7 +15,8 @@ inline constexpr char kTokens[] =
     "node01-token,system:node:node01,2,\"system:nodes\"\n"
     "sched-token,system:kube-scheduler,3,\n"
     "node02-token,system:node:node02,4,\"system:nodes\"\n"
-    "master01-token,system:node:master01,5,\"system:nodes\"\n";
+    "master01-token,system:node:master01,5,\"system:nodes\"\n"
+    "cm-token,system:kube-controller-manager,6,\n";
 // What the test apiserver presents to node agents (in <dir>/agent.token).
 inline constexpr char kAgentToken[] = "agent-token";
 

@@ -1,0 +1,85 @@
+#include "controller/internal/pods.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "api/printers.h"
+
+namespace mkube::controller {
+namespace {
+
+const api::Condition* ReadyCondition(const api::Pod& pod) {
+  for (const auto& c : pod.status().conditions()) {
+    if (c.type() == "Ready") return &c;
+  }
+  return nullptr;
+}
+
+int PhaseRank(const std::string& phase) {
+  if (phase == "Pending") return 0;
+  if (phase == "Unknown") return 1;
+  if (phase == "Running") return 2;
+  return 3;
+}
+
+int DeletionCost(const api::Pod& pod) {
+  auto it = pod.metadata().annotations().find("controller.kubernetes.io/pod-deletion-cost");
+  int cost = 0;
+  if (it != pod.metadata().annotations().end() && absl::SimpleAtoi(it->second, &cost)) return cost;
+  return 0;
+}
+
+int Restarts(const api::Pod& pod) {
+  int most = 0;
+  for (const auto& s : pod.status().container_statuses()) most = std::max(most, s.restart_count());
+  return most;
+}
+
+}  // namespace
+
+bool IsActive(const api::Pod& pod) {
+  const std::string& phase = pod.status().phase();
+  return phase != "Succeeded" && phase != "Failed" && pod.metadata().deletion_timestamp().empty();
+}
+
+bool IsReady(const api::Pod& pod) {
+  const api::Condition* c = ReadyCondition(pod);
+  return c && c->status() == "True";
+}
+
+std::optional<absl::Time> ReadySince(const api::Pod& pod) {
+  const api::Condition* c = ReadyCondition(pod);
+  if (!c || c->status() != "True") return std::nullopt;
+  return api::ParseRfc3339(c->last_transition_time());
+}
+
+bool IsAvailable(const api::Pod& pod, int32_t min_ready_seconds, absl::Time now) {
+  if (!IsReady(pod)) return false;
+  if (min_ready_seconds <= 0) return true;
+  auto since = ReadySince(pod);
+  return since && *since + absl::Seconds(min_ready_seconds) <= now;
+}
+
+void SortForDeletion(std::vector<PodPtr>* pods) {
+  std::map<std::string, int> per_node;
+  for (const auto& p : *pods) {
+    if (!p->spec().node_name().empty()) ++per_node[p->spec().node_name()];
+  }
+  auto rank = [&](const PodPtr& p) {
+    const bool assigned = !p->spec().node_name().empty();
+    const auto ready = ReadySince(*p);
+    // Each element: smaller means deleted sooner.
+    return std::make_tuple(
+        assigned, PhaseRank(p->status().phase()), ready.has_value(), DeletionCost(*p),
+        assigned ? -per_node[p->spec().node_name()] : 0,
+        ready ? -absl::ToUnixSeconds(*ready) : int64_t{0}, -Restarts(*p),
+        -absl::ToUnixSeconds(api::ParseRfc3339(p->metadata().creation_timestamp())
+                                 .value_or(absl::UnixEpoch())));
+  };
+  std::stable_sort(pods->begin(), pods->end(),
+                   [&](const PodPtr& a, const PodPtr& b) { return rank(a) < rank(b); });
+}
+
+}  // namespace mkube::controller

@@ -1,0 +1,104 @@
+#include "controller/manager.h"
+
+#include <algorithm>
+
+#include "controller/deployment/deployment.h"
+#include "controller/replicaset/replicaset.h"
+#include "fmt/format.h"
+
+namespace mkube::controller {
+
+const std::vector<std::string>& Manager::KnownControllers() {
+  static const std::vector<std::string> names = {"deployment", "replicaset",
+                                                 "replicationcontroller"};
+  return names;
+}
+
+absl::Status Manager::CheckControllers(const std::vector<std::string>& list) {
+  const auto& known = KnownControllers();
+  for (const auto& entry : list) {
+    const std::string name = entry.starts_with("-") ? entry.substr(1) : entry;
+    if (name == "*") continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--controllers: \"{}\" is not a known controller (known: {})", name,
+          fmt::join(known, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Manager::Enabled(const std::string& name) const {
+  bool all = false;
+  for (const auto& entry : options_.controllers) {
+    if (entry == name) return true;
+    if (entry == "-" + name) return false;
+    if (entry == "*") all = true;
+  }
+  return all;
+}
+
+Manager::Manager(client::ApiClient* client, ManagerOptions options)
+    : client_(client), options_(std::move(options)) {
+  client::InformerOptions io;
+  io.clock = options_.clock;
+  events_ = std::make_unique<client::EventRecorder>(client_, "controller-manager", "", 1000,
+                                                    options_.clock);
+  pods_ = std::make_unique<client::Informer<api::Pod>>(client_, "pods", io);
+  replica_sets_ = std::make_unique<client::Informer<api::ReplicaSet>>(client_, "replicasets", io);
+  replication_controllers_ = std::make_unique<client::Informer<api::ReplicationController>>(
+      client_, "replicationcontrollers", io);
+  deployments_ = std::make_unique<client::Informer<api::Deployment>>(client_, "deployments", io);
+  // Controllers add their handlers and indexes now, before the informers start.
+  if (Enabled("replicaset")) {
+    controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
+                                  client_, replica_sets_.get(), pods_.get(), events_.get(),
+                                  options_.clock, ReplicaSetControllerImpl::Options{}),
+                              options_.replicaset_workers);
+    names_.push_back("replicaset");
+  }
+  if (Enabled("replicationcontroller")) {
+    controllers_.emplace_back(std::make_unique<ReplicationManager>(
+                                  client_, replication_controllers_.get(), pods_.get(),
+                                  events_.get(), options_.clock, ReplicationManager::Options{}),
+                              options_.replicaset_workers);
+    names_.push_back("replicationcontroller");
+  }
+  if (Enabled("deployment")) {
+    controllers_.emplace_back(
+        std::make_unique<deployment::DeploymentController>(client_, deployments_.get(),
+                                                           replica_sets_.get(), pods_.get(),
+                                                           events_.get(), options_.clock),
+        options_.deployment_workers);
+    names_.push_back("deployment");
+  }
+}
+
+Manager::~Manager() { Stop(); }
+
+bool Manager::StartInformers(std::chrono::milliseconds timeout) {
+  pods_->Start();
+  replica_sets_->Start();
+  replication_controllers_->Start();
+  deployments_->Start();
+  return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
+         replication_controllers_->WaitForCacheSync(timeout) &&
+         deployments_->WaitForCacheSync(timeout);
+}
+
+void Manager::StartControllers() {
+  for (auto& [c, workers] : controllers_) c->Start(workers);
+}
+
+void Manager::Stop() {
+  for (auto& [c, workers] : controllers_) c->Stop();
+  if (deployments_) deployments_->Stop();
+  if (replication_controllers_) replication_controllers_->Stop();
+  if (replica_sets_) replica_sets_->Stop();
+  if (pods_) pods_->Stop();
+  if (events_) events_->Flush();
+}
+
+std::vector<std::string> Manager::Running() const { return names_; }
+
+}  // namespace mkube::controller

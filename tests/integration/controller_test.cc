@@ -1,0 +1,346 @@
+// mkube-controller-manager through the real binaries: the seeds' Deployment with 3 replicas
+// on a cluster of real agents; scaling; a rolling update to a new image that never has fewer
+// available pods than maxUnavailable allows (checked on every pod event) and its undo;
+// pause, resume and restart; a ReplicationController replacing a deleted pod; leader
+// election with kill -9.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "api/labels.h"
+#include "proto/api/apps.pb.h"
+#include "proto/api/core.pb.h"
+#include "tests/util/cluster.h"
+#include "tests/util/eventually.h"
+
+namespace mkube::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kMyapp[] = R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: myapp
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: myapp
+  template:
+    metadata:
+      labels:
+        app: myapp
+    spec:
+      containers:
+      - name: myapp
+        image: soscscs/myapp:v1
+        ports:
+        - containerPort: 80
+)";
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster();
+    auto st = cluster_->Start({});
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  static void TearDownTestSuite() { delete cluster_; }
+  void TearDown() override {
+    for (const char* kind : {"deployments", "replicasets", "replicationcontrollers"}) {
+      Ctl({"delete", kind, "--all"});
+    }
+    Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
+    Eventually([] { return Pods("").empty(); }, std::chrono::seconds(20));
+  }
+
+  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",
+                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    return cluster_->Ctl(std::move(args), stdin_text, timeout);
+  }
+  // Pods (not being deleted) whose labels match `selector`.
+  static std::vector<api::Pod> Pods(const std::string& selector) {
+    apiserver::ListRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_label_selector(selector);
+    std::vector<api::Pod> out;
+    auto list = cluster_->client()->List(req);
+    if (!list.ok()) return out;
+    for (const auto& bytes : list->items()) {
+      api::Pod p;
+      p.ParseFromString(bytes);
+      if (p.metadata().deletion_timestamp().empty()) out.push_back(std::move(p));
+    }
+    return out;
+  }
+  static int RunningWith(const std::string& selector, const std::string& image) {
+    int n = 0;
+    for (const auto& p : Pods(selector)) {
+      if (p.status().phase() == "Running" && p.spec().containers(0).image() == image) ++n;
+    }
+    return n;
+  }
+  static ::testing::AssertionResult RolledOut(const std::string& name) {
+    auto r = Ctl({"rollout", "status", "deployment/" + name, "--timeout=60s"}, "",
+                 std::chrono::seconds(70));
+    if (r.exit_code == 0 && r.out.find("successfully rolled out") != std::string::npos) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << r.out << r.err << cluster_->Logs();
+  }
+
+  static Cluster* cluster_;
+};
+Cluster* ControllerTest::cluster_ = nullptr;
+
+// Follows the pods of `selector` from now on and remembers the fewest that were ready and
+// not being deleted, checked on every event.
+class AvailabilityWatch {
+ public:
+  AvailabilityWatch(client::ApiClient* client, const std::string& selector) {
+    apiserver::ListRequest list;
+    list.set_resource("pods");
+    list.set_namespace_("default");
+    list.set_label_selector(selector);
+    auto pods = client->List(list);
+    if (pods.ok()) {
+      for (const auto& bytes : pods->items()) Apply("ADDED", bytes);
+    }
+    apiserver::WatchRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_label_selector(selector);
+    req.set_resource_version(pods.ok() ? pods->resource_version() : "");
+    stream_ = client->Watch(req);
+    thread_ = std::thread([this] {
+      apiserver::WatchEvent ev;
+      while (stream_->Read(&ev)) {
+        if (ev.type() == "BOOKMARK") continue;
+        Apply(ev.type(), ev.object());
+        ++events_;
+        fewest_ = std::min(fewest_.load(), Available());
+      }
+    });
+  }
+  ~AvailabilityWatch() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stream_->Cancel();
+    thread_.join();
+  }
+  int fewest() const { return fewest_.load(); }
+  int events() const { return events_.load(); }
+  std::set<std::string> images_seen_ready() const { return ready_images_; }
+
+ private:
+  void Apply(const std::string& type, const std::string& bytes) {
+    api::Pod p;
+    p.ParseFromString(bytes);
+    const std::string& name = p.metadata().name();
+    if (type == "DELETED") {
+      pods_.erase(name);
+      return;
+    }
+    pods_[name] = p;
+    bool ready = false;
+    for (const auto& c : p.status().conditions()) {
+      if (c.type() == "Ready") ready = c.status() == "True";
+    }
+    if (ready) ready_images_.insert(p.spec().containers(0).image());
+  }
+  int Available() const {
+    int n = 0;
+    for (const auto& [name, p] : pods_) {
+      if (!p.metadata().deletion_timestamp().empty()) continue;
+      for (const auto& c : p.status().conditions()) {
+        if (c.type() == "Ready" && c.status() == "True") ++n;
+      }
+    }
+    return n;
+  }
+
+  std::map<std::string, api::Pod> pods_;  // only the watch thread, after construction
+  std::set<std::string> ready_images_;
+  std::atomic<int> fewest_{1 << 30};
+  std::atomic<int> events_{0};
+  client::WatchStreamPtr stream_;
+  std::thread thread_;
+};
+
+TEST_F(ControllerTest, SeedsDeploymentRunsScalesRollsOutAndRollsBack) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 3; },
+                         std::chrono::seconds(30)));
+  for (const auto& p : Pods("app=myapp")) {
+    EXPECT_NE(p.spec().node_name(), "master01") << "the master is tainted";
+    EXPECT_EQ(p.metadata().owner_references(0).kind(), "ReplicaSet");
+    EXPECT_THAT(p.metadata().name(), ::testing::StartsWith("myapp-"));
+  }
+  EXPECT_THAT(Ctl({"get", "deployment", "myapp"}).out, ::testing::ContainsRegex("myapp +3/3 +3 +3"));
+  auto rs = Ctl({"get", "rs"}).out;
+  EXPECT_THAT(rs, ::testing::ContainsRegex("myapp-[a-z0-9]+ +3 +3 +3")) << rs;
+
+  // Scale to 5 and back to 1.
+  EXPECT_THAT(Ctl({"scale", "deployment", "myapp", "--replicas=5"}).out,
+              HasSubstr("deployment.apps/myapp scaled"));
+  EXPECT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 5; },
+                         std::chrono::seconds(30)));
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_EQ(Ctl({"scale", "deployment/myapp", "--replicas=1"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([] { return Pods("app=myapp").size() == 1; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_EQ(Ctl({"scale", "deployment/myapp", "--replicas=3"}).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 3; },
+                         std::chrono::seconds(30)));
+
+  // The seeds' image upgrade: 3 replicas, maxSurge 1, maxUnavailable 0 - never fewer than 3.
+  AvailabilityWatch watch(cluster_->client(), "app=myapp");
+  EXPECT_THAT(Ctl({"set", "image", "deployment/myapp", "myapp=soscscs/myapp:v2"}).out,
+              HasSubstr("deployment.apps/myapp image updated"));
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v2") == 3; },
+                         std::chrono::seconds(30)));
+  ASSERT_TRUE(Eventually([] { return Pods("app=myapp").size() == 3; }, std::chrono::seconds(30)));
+  watch.Stop();
+  EXPECT_GE(watch.fewest(), 3) << "more than maxUnavailable (0) went down";
+  EXPECT_GE(watch.events(), 6) << "three pods made ready and three deleted, at least";
+  EXPECT_TRUE(watch.images_seen_ready().contains("soscscs/myapp:v2"));
+  auto history = Ctl({"rollout", "history", "deployment/myapp"}).out;
+  EXPECT_THAT(history, ::testing::ContainsRegex("REVISION +CHANGE-CAUSE\n1 +<none>\n2 +<none>"))
+      << history;
+
+  // Undo: back to v1 as revision 3.
+  EXPECT_THAT(Ctl({"rollout", "undo", "deployment/myapp"}).out,
+              HasSubstr("deployment.apps/myapp rolled back"));
+  ASSERT_TRUE(RolledOut("myapp"));
+  EXPECT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 3; },
+                         std::chrono::seconds(30)));
+  history = Ctl({"rollout", "history", "deployment/myapp"}).out;
+  EXPECT_THAT(history, ::testing::ContainsRegex("\n2 +<none>\n3 +<none>")) << history;
+  auto d = cluster_->client()->Get<api::Deployment>("deployments", "default", "myapp");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->metadata().annotations().at("deployment.kubernetes.io/revision"), "3");
+  EXPECT_THAT(Ctl({"get", "events"}).out, HasSubstr("Scaled up replica set myapp-"));
+}
+
+TEST_F(ControllerTest, PausedDeploymentWaitsResumeRollsOutRestartReplacesThePods) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  EXPECT_THAT(Ctl({"rollout", "pause", "deployment/myapp"}).out,
+              HasSubstr("deployment.apps/myapp paused"));
+  EXPECT_THAT(Ctl({"rollout", "pause", "deployment/myapp"}).err,
+              HasSubstr("deployments.apps \"myapp\" is already paused"));
+  ASSERT_EQ(Ctl({"set", "image", "deployment/myapp", "myapp=soscscs/myapp:v2"}).exit_code, 0);
+  // Paused: the controller writes the condition, and no second ReplicaSet appears.
+  ASSERT_TRUE(Eventually([] {
+    return Ctl({"get", "deployment", "myapp", "-o", "yaml"}).out.find("DeploymentPaused") !=
+           std::string::npos;
+  }));
+  EXPECT_EQ(RunningWith("app=myapp", "soscscs/myapp:v2"), 0);
+  apiserver::ListRequest req;
+  req.set_resource("replicasets");
+  req.set_namespace_("default");
+  auto sets = cluster_->client()->List(req);
+  ASSERT_TRUE(sets.ok()) << sets.status();
+  EXPECT_EQ(sets->items_size(), 1);
+  EXPECT_THAT(Ctl({"rollout", "resume", "deployment/myapp"}).out,
+              HasSubstr("deployment.apps/myapp resumed"));
+  ASSERT_TRUE(RolledOut("myapp"));
+  EXPECT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v2") == 3; },
+                         std::chrono::seconds(30)));
+  ASSERT_TRUE(Eventually([] { return Pods("app=myapp").size() == 3; }, std::chrono::seconds(30)));
+  std::set<std::string> before;
+  for (const auto& p : Pods("app=myapp")) before.insert(p.metadata().name());
+  EXPECT_THAT(Ctl({"rollout", "restart", "deployment/myapp"}).out,
+              HasSubstr("deployment.apps/myapp restarted"));
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_TRUE(Eventually([&] {
+    auto pods = Pods("app=myapp");
+    if (pods.size() != 3) return false;
+    for (const auto& p : pods) {
+      if (before.contains(p.metadata().name())) return false;
+    }
+    return true;
+  }, std::chrono::seconds(40)));
+}
+
+TEST_F(ControllerTest, AReplicationControllerReplacesADeletedPod) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: nginx
+spec:
+  replicas: 2
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: nginx
+        image: nginx
+)").exit_code,
+            0);
+  ASSERT_TRUE(Eventually([] { return RunningWith("app=nginx", "nginx") == 2; },
+                         std::chrono::seconds(30)));
+  const std::string victim = Pods("app=nginx").at(0).metadata().name();
+  ASSERT_EQ(Ctl({"delete", "pod", victim}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] {
+    auto pods = Pods("app=nginx");
+    int running = 0;
+    for (const auto& p : pods) {
+      if (p.metadata().name() != victim && p.status().phase() == "Running") ++running;
+    }
+    return running == 2;
+  }, std::chrono::seconds(30)));
+  EXPECT_THAT(Ctl({"get", "rc", "nginx"}).out, ::testing::ContainsRegex("nginx +2 +2 +2"));
+}
+
+TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {
+  std::unique_ptr<ControllerManagerProcess> standby;
+  ASSERT_TRUE(cluster_->StartControllerManager("cm-b", &standby).ok());
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  cluster_->controller_manager().Kill9();
+  ASSERT_EQ(Ctl({"scale", "deployment/myapp", "--replicas=5"}).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  EXPECT_EQ(Pods("app=myapp").size(), 5u);
+  EXPECT_THAT(standby->log(), HasSubstr("leading"));
+  // Every pod the deployment's set made is one of the five.
+  std::set<std::string> sets;
+  apiserver::ListRequest req;
+  req.set_resource("replicasets");
+  req.set_namespace_("default");
+  auto list = cluster_->client()->List(req);
+  ASSERT_TRUE(list.ok()) << list.status();
+  for (const auto& bytes : list->items()) {
+    api::ReplicaSet rs;
+    rs.ParseFromString(bytes);
+    sets.insert(rs.metadata().uid());
+  }
+  int created = 0;
+  req.set_resource("events");
+  list = cluster_->client()->List(req);
+  ASSERT_TRUE(list.ok()) << list.status();
+  for (const auto& bytes : list->items()) {
+    api::Event e;
+    e.ParseFromString(bytes);
+    if (e.reason() == "SuccessfulCreate" && sets.contains(e.involved_object().uid())) {
+      created += e.count() > 0 ? e.count() : 1;
+    }
+  }
+  EXPECT_EQ(created, 5);
+  // The first controller-manager back, as a standby.
+  ASSERT_TRUE(cluster_->controller_manager().Start().ok());
+}
+
+}  // namespace
+}  // namespace mkube::testing

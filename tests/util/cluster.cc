@@ -1,0 +1,98 @@
+#include "tests/util/cluster.h"
+
+#include <fstream>
+
+#include "fmt/format.h"
+
+namespace mkube::testing {
+
+Cluster::~Cluster() { Stop(); }
+
+absl::Status Cluster::Start(Options options) {
+  store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
+  if (auto st = store_->Start(); !st.ok()) return st;
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+  if (auto st = api_->Start(); !st.ok()) return st;
+  // The registry up.sh writes: busybox, nginx, soscscs/myapp:v1 and :v2.
+  auto images = RunCommand({std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/images.sh",
+                            dir_.Sub("registry"), BinDir()});
+  if (images.exit_code != 0) {
+    return absl::InternalError("images.sh failed: " + images.err);
+  }
+  int i = 0;
+  for (const std::string node : {"master01", "node01", "node02"}) {
+    ++i;
+    AgentProcess::Options o;
+    o.dir = dir_.Sub(node);
+    o.apiserver = api_->address();
+    o.agent_token_file = api_->agent_token_file();
+    o.node = node;
+    o.registry = dir_.Sub("registry");
+    o.pod_cidr = fmt::format("127.1.{}.0/24", i);
+    o.extra = {"--node-ip", fmt::format("127.0.1.{}", i)};
+    if (node == "master01") {
+      o.extra.insert(o.extra.end(),
+                     {"--node-labels", "node-role.kubernetes.io/master=", "--register-with-taints",
+                      "node-role.kubernetes.io/master:NoSchedule"});
+    }
+    auto agent = std::make_unique<AgentProcess>(o);
+    if (auto st = agent->Start(); !st.ok()) return st;
+    agents_.emplace_back(node, std::move(agent));
+  }
+  if (options.scheduler) {
+    scheduler_ = std::make_unique<SchedulerProcess>(dir_.Sub("sched-a"), api_->address());
+    if (auto st = scheduler_->Start(); !st.ok()) return st;
+  }
+  cm_flags_ = options.controller_manager_flags;
+  if (options.controller_manager) {
+    if (auto st = StartControllerManager("cm-a", &controller_manager_); !st.ok()) return st;
+  }
+  client::ClientOptions co;
+  co.address = api_->address();
+  co.token = "admin-token";
+  client_ = std::make_unique<client::GrpcClient>(co);
+  std::ofstream(dir_.Sub("config"))
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
+      << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
+      << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::StartControllerManager(
+    const std::string& identity, std::unique_ptr<ControllerManagerProcess>* out) const {
+  *out = std::make_unique<ControllerManagerProcess>(dir_.Sub(identity), api_->address(), identity);
+  (*out)->extra = cm_flags_;
+  return (*out)->Start();
+}
+
+void Cluster::Stop() {
+  client_.reset();
+  controller_manager_.reset();
+  scheduler_.reset();
+  for (auto it = agents_.rbegin(); it != agents_.rend(); ++it) it->second.reset();
+  agents_.clear();
+  api_.reset();
+  store_.reset();
+}
+
+CommandResult Cluster::Ctl(std::vector<std::string> args, const std::string& stdin_text,
+                           std::chrono::milliseconds timeout) const {
+  args.insert(args.begin(), BinDir() + "/mkubectl");
+  return RunCommand(args, {{"MKUBECONFIG", dir_.Sub("config")}}, stdin_text, timeout);
+}
+
+AgentProcess& Cluster::agent(const std::string& node) {
+  for (auto& [name, agent] : agents_) {
+    if (name == node) return *agent;
+  }
+  std::abort();
+}
+
+std::string Cluster::Logs() const {
+  std::string out;
+  if (controller_manager_) out += "--- controller-manager\n" + controller_manager_->log();
+  if (scheduler_) out += "--- scheduler\n" + scheduler_->log();
+  return out;
+}
+
+}  // namespace mkube::testing
