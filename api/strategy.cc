@@ -1,5 +1,8 @@
 #include "api/strategy.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "api/codec.h"
 #include "api/defaults.h"
 #include "fmt/format.h"
@@ -67,6 +70,82 @@ std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
   const int64_t grace = requested.value_or(pod->spec().termination_grace_period_seconds());
   if (grace <= 0) return std::nullopt;
   return grace;
+}
+
+absl::StatusOr<DeleteDecision> DecideDelete(const google::protobuf::Message& current,
+                                            std::optional<int64_t> requested,
+                                            const std::string& propagation,
+                                            const std::string& now) {
+  std::string policy = propagation;
+  if (policy.empty()) policy = current.GetDescriptor()->name() == "Job" ? "Orphan" : "Background";
+  if (policy != "Orphan" && policy != "Background" && policy != "Foreground") {
+    return absl::InvalidArgumentError(fmt::format(
+        "propagationPolicy: Unsupported value: \"{}\": supported values: \"Foreground\", "
+        "\"Background\", \"Orphan\"",
+        propagation));
+  }
+  const ObjectMeta& meta = MetaOf(current);
+  std::vector<std::string> finalizers(meta.finalizers().begin(), meta.finalizers().end());
+  auto drop = [&finalizers](const char* f) {
+    finalizers.erase(std::remove(finalizers.begin(), finalizers.end(), f), finalizers.end());
+  };
+  auto add = [&finalizers](const char* f) {
+    if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
+      finalizers.push_back(f);
+    }
+  };
+  if (policy == "Orphan") {
+    drop(kForegroundFinalizer);
+    add(kOrphanFinalizer);
+  } else if (policy == "Foreground") {
+    drop(kOrphanFinalizer);
+    add(kForegroundFinalizer);
+  }
+  const std::optional<int64_t> grace = GracefulDeletion(current, requested);
+  const bool deleting = !meta.deletion_timestamp().empty();
+  if (!grace && finalizers.empty()) return DeleteDecision{};
+  const int64_t grace_seconds = grace.value_or(0);
+  const bool same_finalizers =
+      std::equal(finalizers.begin(), finalizers.end(), meta.finalizers().begin(),
+                 meta.finalizers().end());
+  // A second delete may shorten a grace period, or change what propagation asks for.
+  if (deleting && same_finalizers && grace_seconds >= meta.deletion_grace_period_seconds()) {
+    return DeleteDecision{.unchanged = true};
+  }
+  DeleteDecision d;
+  d.marked.reset(current.New());
+  d.marked->CopyFrom(current);
+  ObjectMeta* m = MutableMetaOf(d.marked.get());
+  if (!deleting) m->set_deletion_timestamp(now);
+  if (!deleting || grace_seconds < meta.deletion_grace_period_seconds()) {
+    m->set_deletion_grace_period_seconds(grace_seconds);
+  }
+  m->clear_finalizers();
+  for (const auto& f : finalizers) m->add_finalizers(f);
+  return d;
+}
+
+bool ReadyToRemove(const google::protobuf::Message& obj) {
+  const ObjectMeta& meta = MetaOf(obj);
+  return !meta.deletion_timestamp().empty() && meta.finalizers().empty() &&
+         meta.deletion_grace_period_seconds() == 0;
+}
+
+absl::Status CheckFinalizers(const google::protobuf::Message& current,
+                             const google::protobuf::Message& updated) {
+  const ObjectMeta& cur = MetaOf(current);
+  if (cur.deletion_timestamp().empty()) return absl::OkStatus();
+  std::vector<std::string> added;
+  for (const auto& f : MetaOf(updated).finalizers()) {
+    if (std::find(cur.finalizers().begin(), cur.finalizers().end(), f) == cur.finalizers().end()) {
+      added.push_back("\"" + f + "\"");
+    }
+  }
+  if (added.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "{} \"{}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if "
+      "the object is being deleted, found new finalizers []string{{{}}}",
+      current.GetDescriptor()->name(), cur.name(), fmt::join(added, ", ")));
 }
 
 void ApplyBinding(const Binding& binding, Pod* pod, const std::string& now) {

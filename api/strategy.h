@@ -35,6 +35,33 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
 std::optional<int64_t> GracefulDeletion(const google::protobuf::Message& obj,
                                         std::optional<int64_t> requested);
 
+// Finalizers of the garbage collector: set by a delete that asks for orphaning or foreground
+// propagation, removed by the garbage collector once it has done that work.
+inline constexpr char kOrphanFinalizer[] = "orphan";
+inline constexpr char kForegroundFinalizer[] = "foregroundDeletion";
+
+// What a delete does to the object `current`: it goes at once, or it is marked (a deletion
+// timestamp; the finalizers the propagation policy asks for) and stays until its finalizers
+// are gone and, for a pod on a node, its node has stopped it. `requested`: the grace period
+// the request named; `propagation`: "Orphan", "Background", "Foreground" or empty (the kind's
+// default: Orphan for Jobs, as batch/v1 has it, Background for the others).
+struct DeleteDecision {
+  // Null: remove the object now. Otherwise the object to store instead.
+  std::unique_ptr<google::protobuf::Message> marked;
+  // Already being deleted and nothing to change: the current object is the answer.
+  bool unchanged = false;
+};
+absl::StatusOr<DeleteDecision> DecideDelete(const google::protobuf::Message& current,
+                                            std::optional<int64_t> requested,
+                                            const std::string& propagation,
+                                            const std::string& now);
+// An object being deleted whose finalizers are all gone and that waits for no node: what an
+// update leaving it so must remove instead of storing.
+bool ReadyToRemove(const google::protobuf::Message& obj);
+// An update may remove finalizers of an object being deleted, never add one.
+absl::Status CheckFinalizers(const google::protobuf::Message& current,
+                             const google::protobuf::Message& updated);
+
 // A pod bound by a Binding to its target node, as Kubernetes' binding: spec.nodeName set,
 // the binding's annotations added, the PodScheduled condition True. The caller has checked
 // that the pod is neither bound nor being deleted.

@@ -178,6 +178,20 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
     }
   }
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(f.timeout, "--timeout"));
+  // kubectl's --cascade values, with its older true/false spellings.
+  std::string propagation;
+  if (f.cascade == "background" || f.cascade == "true") {
+    propagation = "Background";
+  } else if (f.cascade == "foreground") {
+    propagation = "Foreground";
+  } else if (f.cascade == "orphan" || f.cascade == "false") {
+    propagation = "Orphan";
+  } else {
+    return UserError(fmt::format(
+        "error: invalid cascade value ({}). Must be \"background\", \"foreground\", or "
+        "\"orphan\"",
+        f.cascade));
+  }
   struct One {
     const api::KindInfo* kind;
     std::string ns, name;
@@ -208,7 +222,7 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
   bool failed = false;
   std::vector<One> deleted;
   for (const auto& d : todo) {
-    auto r = s.res().Delete(*d.kind, d.ns, d.name, grace);
+    auto r = s.res().Delete(*d.kind, d.ns, d.name, grace, propagation);
     if (!r.ok()) {
       if (f.ignore_not_found && r.status().code() == absl::StatusCode::kNotFound) continue;
       s.PrintError(r.status());

@@ -18,6 +18,7 @@ struct DeleteFlags {
   bool all = false, force = false, wait = true, ignore_not_found = false;
   int64_t grace = -1;
   std::string timeout = "0s";
+  std::string cascade = "background";
 };
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f);
 
@@ -39,6 +40,7 @@ struct DrainFlags {
   bool ignore_daemonsets = false, delete_emptydir_data = false, force = false;
   int64_t grace = -1;
   std::string timeout = "0s";
+  std::string cascade = "background";
 };
 absl::Status Drain(Session& s, const std::string& node, const DrainFlags& f);
 absl::Status RolloutStatus(Session& s, const std::vector<std::string>& args,

@@ -113,6 +113,10 @@ int Run(int argc, char** argv) {
   del->add_option("--wait", df.wait, "Wait for the resources to be gone before returning")
       ->capture_default_str();
   del->add_option("--timeout", df.timeout, "How long to wait before giving up (0: a week)");
+  del->add_option("--cascade", df.cascade,
+                  "background: dependents are deleted after the owner; foreground: before it "
+                  "(waited for); orphan: they are left")
+      ->capture_default_str();
   del->add_flag("--ignore-not-found", df.ignore_not_found,
                 "Treat \"resource not found\" as a successful delete");
   del->callback([&] {

@@ -114,8 +114,10 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
 
 absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,
                                              const std::string& name,
-                                             std::optional<int64_t> grace) {
+                                             std::optional<int64_t> grace,
+                                             const std::string& propagation) {
   apiserver::DeleteRequest req;
+  req.set_propagation_policy(propagation);
   req.set_resource(kind.resource);
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);

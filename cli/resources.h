@@ -37,8 +37,10 @@ class Resources {
   absl::StatusOr<MessagePtr> Patch(const api::KindInfo& kind, const std::string& ns,
                                    const std::string& name, const std::string& merge_patch,
                                    const std::string& subresource = "");
+  // `propagation`: "Background", "Foreground", "Orphan", or empty for the kind's default.
   absl::StatusOr<MessagePtr> Delete(const api::KindInfo& kind, const std::string& ns,
-                                    const std::string& name, std::optional<int64_t> grace);
+                                    const std::string& name, std::optional<int64_t> grace,
+                                    const std::string& propagation = "");
   // An object the server sent: the kind's message, or a Scale for the scale subresource.
   absl::StatusOr<MessagePtr> Decode(const api::KindInfo& kind, const std::string& bytes,
                                     const std::string& subresource = "");

@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
                  "ReplicaSets (and ReplicationControllers) synced at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  app.add_option("--concurrent-gc-syncs", mo.gc_workers,
+                 "Objects the garbage collector looks at at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app.add_option("--leader-elect", leader_elect,
                  "Take part in leader election (one controller-manager of several acts)")
       ->capture_default_str();

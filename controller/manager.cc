@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "controller/deployment/deployment.h"
+#include "controller/garbage/garbage_collector.h"
+#include "controller/garbage/pod_gc.h"
 #include "controller/replicaset/replicaset.h"
 #include "fmt/format.h"
 
@@ -10,7 +12,8 @@ namespace mkube::controller {
 
 const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
-                                                 "replicationcontroller"};
+                                                 "replicationcontroller", "garbagecollector",
+                                                 "podgc"};
   return names;
 }
 
@@ -49,6 +52,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   replication_controllers_ = std::make_unique<client::Informer<api::ReplicationController>>(
       client_, "replicationcontrollers", io);
   deployments_ = std::make_unique<client::Informer<api::Deployment>>(client_, "deployments", io);
+  nodes_ = std::make_unique<client::Informer<api::Node>>(client_, "nodes", io);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -72,6 +76,21 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
         options_.deployment_workers);
     names_.push_back("deployment");
   }
+  if (Enabled("garbagecollector")) {
+    auto gc = std::make_unique<garbage::GarbageCollector>(client_, options_.clock);
+    gc->Follow(pods_.get(), "pods");
+    gc->Follow(replica_sets_.get(), "replicasets");
+    gc->Follow(replication_controllers_.get(), "replicationcontrollers");
+    gc->Follow(deployments_.get(), "deployments");
+    controllers_.emplace_back(std::move(gc), options_.gc_workers);
+    names_.push_back("garbagecollector");
+  }
+  if (Enabled("podgc")) {
+    controllers_.emplace_back(std::make_unique<garbage::PodGC>(client_, nodes_.get(), pods_.get(),
+                                                               options_.clock),
+                              1);
+    names_.push_back("podgc");
+  }
 }
 
 Manager::~Manager() { Stop(); }
@@ -81,9 +100,10 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   replica_sets_->Start();
   replication_controllers_->Start();
   deployments_->Start();
+  nodes_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
-         deployments_->WaitForCacheSync(timeout);
+         deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -92,6 +112,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (nodes_) nodes_->Stop();
   if (deployments_) deployments_->Stop();
   if (replication_controllers_) replication_controllers_->Stop();
   if (replica_sets_) replica_sets_->Stop();

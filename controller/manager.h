@@ -22,6 +22,7 @@ struct ManagerOptions {
   std::vector<std::string> controllers = {"*"};
   int deployment_workers = 5;
   int replicaset_workers = 5;
+  int gc_workers = 20;
   client::Clock* clock = client::RealClock();
 };
 
@@ -54,6 +55,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::ReplicaSet>> replica_sets_;
   std::unique_ptr<client::Informer<api::ReplicationController>> replication_controllers_;
   std::unique_ptr<client::Informer<api::Deployment>> deployments_;
+  std::unique_ptr<client::Informer<api::Node>> nodes_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

@@ -233,8 +233,14 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
   }
   api::PrepareForUpdate(*(*cur)->object, req.subresource() == "status", &obj);
   if (auto st = api::Validate(obj); !st.ok()) return st;
+  if (auto st = api::CheckFinalizers(*(*cur)->object, *obj.message); !st.ok()) return st;
   if (req.dry_run()) return obj.message->SerializeAsString();
-  return Store(**kind, key, api::MetaOf(*obj.message).name(), (*cur)->revision, *obj.message);
+  const std::string& name = api::MetaOf(*obj.message).name();
+  // The last finalizer of an object being deleted is gone: so is the object.
+  if (api::ReadyToRemove(*obj.message)) {
+    return Remove(**kind, key, name, (*cur)->revision, *obj.message);
+  }
+  return Store(**kind, key, name, (*cur)->revision, *obj.message);
 }
 
 absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
@@ -280,24 +286,31 @@ absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
         "meta: {}",
         pre.resource_version(), meta.resource_version()));
   }
-  // Pods on a node terminate gracefully: marked now, removed by their node when stopped.
+  // Pods on a node terminate gracefully, and objects with finalizers wait for them: marked
+  // now, removed once their node has stopped them and their finalizers are gone.
   const std::optional<int64_t> requested =
       req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
                                      : std::nullopt;
-  if (auto grace = api::GracefulDeletion(*(*cur)->object, requested)) {
-    if (!meta.deletion_timestamp().empty()) return (*cur)->bytes;  // already terminating
-    api::Pod marked = static_cast<const api::Pod&>(*(*cur)->object);
-    marked.mutable_metadata()->set_deletion_timestamp(api::NowRfc3339());
-    marked.mutable_metadata()->set_deletion_grace_period_seconds(*grace);
-    if (req.dry_run()) return marked.SerializeAsString();
-    return Store(**kind, key, req.name(), (*cur)->revision, marked);
+  auto decision =
+      api::DecideDelete(*(*cur)->object, requested, req.propagation_policy(), api::NowRfc3339());
+  if (!decision.ok()) return decision.status();
+  if (decision->unchanged) return (*cur)->bytes;
+  if (decision->marked) {
+    if (req.dry_run()) return decision->marked->SerializeAsString();
+    return Store(**kind, key, req.name(), (*cur)->revision, *decision->marked);
   }
   if (req.dry_run()) return (*cur)->bytes;
-  auto r = store_->Delete(key, (*cur)->revision);
+  return Remove(**kind, key, req.name(), (*cur)->revision, *(*cur)->object);
+}
+
+absl::StatusOr<std::string> Registry::Remove(const api::KindInfo& kind, const std::string& key,
+                                             const std::string& name, int64_t revision,
+                                             const google::protobuf::Message& obj) {
+  auto r = store_->Delete(key, revision);
   if (!r.ok()) return r.status();
-  if (!r->succeeded()) return Conflict(**kind, req.name());
-  std::unique_ptr<google::protobuf::Message> gone((*cur)->object->New());
-  gone->CopyFrom(*(*cur)->object);
+  if (!r->succeeded()) return Conflict(kind, name);
+  std::unique_ptr<google::protobuf::Message> gone(obj.New());
+  gone->CopyFrom(obj);
   api::MutableMetaOf(gone.get())->set_resource_version(std::to_string(r->header().revision()));
   return gone->SerializeAsString();
 }

@@ -60,6 +60,10 @@ class Registry {
   absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
                                     const std::string& name, int64_t revision,
                                     google::protobuf::Message& obj);
+  // Deletes the object at `key` if its revision is still `revision`; returns `obj` as deleted.
+  absl::StatusOr<std::string> Remove(const api::KindInfo& kind, const std::string& key,
+                                     const std::string& name, int64_t revision,
+                                     const google::protobuf::Message& obj);
   static absl::Status NoSubresource(const api::KindInfo& kind, const std::string& sub);
   absl::StatusOr<std::string> CreateSubresource(const api::KindInfo& kind,
                                                 const CreateRequest& req);

@@ -321,6 +321,11 @@ absl::StatusOr<std::string> FakeClient::CreateRaw(const apiserver::CreateRequest
     del.set_resource(req.resource());
     del.set_namespace_(req.namespace_());
     del.set_name(req.name());
+    api::Eviction eviction;
+    if (eviction.ParseFromString(req.object()) &&
+        eviction.delete_options().has_grace_period_seconds()) {
+      del.set_grace_period_seconds(eviction.delete_options().grace_period_seconds());
+    }
     return DeleteLocked(del);
   }
   if (!req.subresource().empty()) {
@@ -403,6 +408,9 @@ absl::StatusOr<std::string> FakeClient::UpdateLocked(const apiserver::UpdateRequ
   }
   api::PrepareForUpdate(*current.object, req.subresource() == "status", &obj);
   if (auto st = api::Validate(obj); !st.ok()) return st;
+  if (auto st = api::CheckFinalizers(*current.object, *obj.message); !st.ok()) return st;
+  // The last finalizer of an object being deleted is gone: so is the object.
+  if (api::ReadyToRemove(*obj.message)) return Remove(**kind, KeyOf(**kind, ns, name), obj.message.get());
   return Write(**kind, ns, std::move(obj.message), &current);
 }
 
@@ -453,20 +461,25 @@ absl::StatusOr<std::string> FakeClient::DeleteLocked(const apiserver::DeleteRequ
   const std::optional<int64_t> requested =
       req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
                                      : std::nullopt;
-  if (auto grace = api::GracefulDeletion(*current.object, requested)) {
-    if (!meta.deletion_timestamp().empty()) return current.bytes;
-    auto marked = std::make_unique<api::Pod>(static_cast<const api::Pod&>(*current.object));
-    marked->mutable_metadata()->set_deletion_timestamp(Rfc3339(clock_->Now()));
-    marked->mutable_metadata()->set_deletion_grace_period_seconds(*grace);
-    return Write(**kind, req.namespace_(), std::move(marked), &current);
-  }
+  auto decision = api::DecideDelete(*current.object, requested, req.propagation_policy(),
+                                    Rfc3339(clock_->Now()));
+  if (!decision.ok()) return decision.status();
+  if (decision->unchanged) return current.bytes;
+  if (decision->marked) return Write(**kind, req.namespace_(), std::move(decision->marked), &current);
+  return Remove(**kind, key);
+}
+
+absl::StatusOr<std::string> FakeClient::Remove(const api::KindInfo& kind, const std::string& key,
+                                               const google::protobuf::Message* last_state) {
+  auto it = objects_.find(key);
+  const Stored current = it->second;
   objects_.erase(it);
   std::unique_ptr<google::protobuf::Message> gone(current.object->New());
-  gone->CopyFrom(*current.object);
+  gone->CopyFrom(last_state ? *last_state : *current.object);
   api::MutableMetaOf(gone.get())->set_resource_version(std::to_string(++revision_));
   Stored last{nullptr, gone->SerializeAsString()};
   last.object = std::move(gone);
-  Record(Change{revision_, (*kind)->resource, "DELETED", last, current});
+  Record(Change{revision_, kind.resource, "DELETED", last, current});
   return last.bytes;
 }
 

@@ -99,6 +99,11 @@ class FakeClient final : public ApiClient {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> UpdateLocked(const apiserver::UpdateRequest& req)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the object stored at `key` (it must be there) and records its deletion, as
+  // `last_state` when given (an update that removed its last finalizer).
+  absl::StatusOr<std::string> Remove(const api::KindInfo& kind, const std::string& key,
+                                     const google::protobuf::Message* last_state = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Record(Change change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Deliver(FakeWatch& watch, const Change& change);
 

@@ -304,6 +304,45 @@ spec:
   EXPECT_THAT(Ctl({"get", "rc", "nginx"}).out, ::testing::ContainsRegex("nginx +2 +2 +2"));
 }
 
+TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsUnlessOrphaned) {
+  apiserver::ListRequest sets;
+  sets.set_resource("replicasets");
+  sets.set_namespace_("default");
+  auto count_sets = [&] {
+    auto l = cluster_->client()->List(sets);
+    return l.ok() ? l->items_size() : -1;
+  };
+  // Orphan: the deployment goes, its ReplicaSet and pods stay, no longer owned.
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  EXPECT_THAT(Ctl({"delete", "deployment", "myapp", "--cascade=orphan"}).out,
+              HasSubstr("deployment.apps \"myapp\" deleted"));
+  ASSERT_TRUE(Eventually([&] {
+    auto l = cluster_->client()->List(sets);
+    if (!l.ok() || l->items_size() != 1) return false;
+    api::ReplicaSet rs;
+    rs.ParseFromString(l->items(0));
+    return rs.metadata().owner_references_size() == 0;
+  }));
+  EXPECT_EQ(Pods("app=myapp").size(), 3u);
+  // The orphaned set, deleted in the foreground: the pods go first, then the set.
+  auto rs = Ctl({"get", "rs", "-o", "name"}).out;
+  rs.erase(rs.find_last_not_of('\n') + 1);
+  auto r = Ctl({"delete", rs, "--cascade=foreground"}, "", std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_sets(), 0);
+  EXPECT_TRUE(Pods("app=myapp").empty()) << "a foreground delete returns once the pods are gone";
+  // Background (the default): everything goes.
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_EQ(Ctl({"delete", "deployment", "myapp"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] { return count_sets() == 0 && Pods("app=myapp").empty(); },
+                         std::chrono::seconds(30)));
+  EXPECT_THAT(Ctl({"delete", "deployment", "x", "--cascade=sideways"}).err,
+              HasSubstr("error: invalid cascade value (sideways). Must be \"background\", "
+                        "\"foreground\", or \"orphan\""));
+}
+
 TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {
   std::unique_ptr<ControllerManagerProcess> standby;
   ASSERT_TRUE(cluster_->StartControllerManager("cm-b", &standby).ok());
