@@ -103,6 +103,12 @@ int main(int argc, char** argv) {
   app.add_option("--node-labels", node_labels, "Labels to register the node with: k=v,k2=v2");
   app.add_option("--register-with-taints", taints,
                  "Taints to register the node with: key=value:Effect,...");
+  int lease_seconds = 40;
+  app.add_option("--node-lease-duration-seconds", lease_seconds,
+                 "The node's Lease lasts this long; it is renewed every quarter of it (the node "
+                 "lifecycle controller counts a node lost after its grace period without one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   app.add_option("--simulated", simulated,
                  "Register this many simulated nodes instead (named <node-name>-0000, ...; "
                  "default prefix sim): pods bound to them are reported Running without "
@@ -127,6 +133,8 @@ int main(int argc, char** argv) {
   node.ip = node_ip;
   node.pod_cidr = pod_cidr;
   node.version = kVersion;
+  node.lease_duration_seconds = lease_seconds;
+  node.renew_interval = absl::Milliseconds(lease_seconds * 1000 / 4);
   for (absl::string_view kv : absl::StrSplit(node_labels, ',', absl::SkipEmpty())) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2 || !mkube::api::ValidateLabelKey(p[0]).ok() ||

@@ -7,7 +7,6 @@ namespace mkube::api {
 namespace {
 
 constexpr int64_t kDefaultGracePeriod = 30;
-constexpr int64_t kDefaultTolerationSeconds = 300;
 
 void DefaultProbe(Probe* p) {
   if (p->timeout_seconds() == 0) p->set_timeout_seconds(1);
@@ -38,15 +37,7 @@ void DefaultContainer(Container* c) {
   if (c->has_startup_probe()) DefaultProbe(c->mutable_startup_probe());
 }
 
-bool Tolerates(const PodSpec& spec, const std::string& key) {
-  for (const auto& t : spec.tolerations()) {
-    const bool key_matches = t.key() == key || (t.key().empty() && t.operator_() == "Exists");
-    if (key_matches && (t.effect().empty() || t.effect() == "NoExecute")) return true;
-  }
-  return false;
-}
-
-void DefaultPodSpec(PodSpec* spec, bool add_eviction_tolerations) {
+void DefaultPodSpec(PodSpec* spec) {
   if (spec->restart_policy().empty()) spec->set_restart_policy("Always");
   if (!spec->has_termination_grace_period_seconds()) {
     spec->set_termination_grace_period_seconds(kDefaultGracePeriod);
@@ -58,23 +49,11 @@ void DefaultPodSpec(PodSpec* spec, bool add_eviction_tolerations) {
   for (auto& t : *spec->mutable_tolerations()) {
     if (t.operator_().empty()) t.set_operator_("Equal");
   }
-  if (add_eviction_tolerations) {
-    // What Kubernetes' DefaultTolerationSeconds admission adds to every pod.
-    for (const char* key :
-         {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
-      if (Tolerates(*spec, key)) continue;
-      Toleration* t = spec->add_tolerations();
-      t->set_key(key);
-      t->set_operator_("Exists");
-      t->set_effect("NoExecute");
-      t->set_toleration_seconds(kDefaultTolerationSeconds);
-    }
-  }
 }
 
-// Pod templates get the pod defaults except the admission-time tolerations, which each pod
-// receives when it is created from the template.
-void DefaultTemplate(PodTemplateSpec* t) { DefaultPodSpec(t->mutable_spec(), false); }
+// Pod templates get the pod defaults; the admission-time tolerations (AddDefaultTolerations)
+// come to each pod when it is created from the template.
+void DefaultTemplate(PodTemplateSpec* t) { DefaultPodSpec(t->mutable_spec()); }
 
 IntOrString Percent(int p) {
   IntOrString v;
@@ -104,7 +83,7 @@ void Default(Object& obj) {
 
   const std::string& kind = obj.info->kind;
   if (kind == "Pod") {
-    DefaultPodSpec(static_cast<Pod*>(m)->mutable_spec(), true);
+    DefaultPodSpec(static_cast<Pod*>(m)->mutable_spec());
   } else if (kind == "Deployment") {
     auto* spec = static_cast<Deployment*>(m)->mutable_spec();
     if (!spec->has_replicas()) spec->set_replicas(1);

@@ -288,9 +288,10 @@ std::string PodStatusReason(const Pod& pod) {
   }
   // A completed container next to a running one: the pod is still running.
   if (reason == "Completed" && has_running) reason = PodReady(pod) ? "Running" : "NotReady";
-  if (!pod.metadata().deletion_timestamp().empty()) {
-    reason = pod.status().reason() == "NodeLost" ? "Unknown" : "Terminating";
-  }
+  // Its node is lost (the node lifecycle controller says so): nobody can tell how it is.
+  // kubectl prints this only once such a pod is being deleted; mkube as soon as it is known.
+  if (pod.status().reason() == "NodeLost") return "Unknown";
+  if (!pod.metadata().deletion_timestamp().empty()) reason = "Terminating";
   return reason;
 }
 

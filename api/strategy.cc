@@ -148,6 +148,25 @@ absl::Status CheckFinalizers(const google::protobuf::Message& current,
       current.GetDescriptor()->name(), cur.name(), fmt::join(added, ", ")));
 }
 
+void AddDefaultTolerations(Pod* pod, int64_t not_ready_seconds, int64_t unreachable_seconds) {
+  bool not_ready = false, unreachable = false;
+  for (const auto& t : pod->spec().tolerations()) {
+    if (!t.effect().empty() && t.effect() != "NoExecute") continue;
+    const bool any_key = t.key().empty() && t.operator_() == "Exists";
+    if (any_key || t.key() == "node.kubernetes.io/not-ready") not_ready = true;
+    if (any_key || t.key() == "node.kubernetes.io/unreachable") unreachable = true;
+  }
+  auto add = [pod](const char* key, int64_t seconds) {
+    Toleration* t = pod->mutable_spec()->add_tolerations();
+    t->set_key(key);
+    t->set_operator_("Exists");
+    t->set_effect("NoExecute");
+    t->set_toleration_seconds(seconds);
+  };
+  if (!not_ready) add("node.kubernetes.io/not-ready", not_ready_seconds);
+  if (!unreachable) add("node.kubernetes.io/unreachable", unreachable_seconds);
+}
+
 void ApplyBinding(const Binding& binding, Pod* pod, const std::string& now) {
   pod->mutable_spec()->set_node_name(binding.target().name());
   for (const auto& [k, v] : binding.metadata().annotations()) {

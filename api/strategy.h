@@ -62,6 +62,12 @@ bool ReadyToRemove(const google::protobuf::Message& obj);
 absl::Status CheckFinalizers(const google::protobuf::Message& current,
                              const google::protobuf::Message& updated);
 
+// Kubernetes' DefaultTolerationSeconds admission: a pod that tolerates neither
+// node.kubernetes.io/not-ready nor node.kubernetes.io/unreachable with NoExecute gets a
+// toleration of each for the given seconds, so the pods of a lost node are evicted after
+// that long rather than at once.
+void AddDefaultTolerations(Pod* pod, int64_t not_ready_seconds, int64_t unreachable_seconds);
+
 // A pod bound by a Binding to its target node, as Kubernetes' binding: spec.nodeName set,
 // the binding's annotations added, the PodScheduled condition True. The caller has checked
 // that the pod is neither bound nor being deleted.

@@ -73,6 +73,19 @@ int main(int argc, char** argv) {
                  "RESOURCE_EXHAUSTED (HTTP 429), as by Kubernetes' --max-requests-inflight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  mkube::apiserver::registry::RegistryOptions registry_options;
+  app.add_option("--default-not-ready-toleration-seconds",
+                 registry_options.default_not_ready_toleration_seconds,
+                 "The tolerationSeconds of the not-ready:NoExecute toleration every pod gets "
+                 "unless it has one")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--default-unreachable-toleration-seconds",
+                 registry_options.default_unreachable_toleration_seconds,
+                 "The tolerationSeconds of the unreachable:NoExecute toleration every pod gets "
+                 "unless it has one")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--watch-queue-events", service_options.watch_queue,
                  "Events one watch may have waiting before it is closed as too slow")
       ->capture_default_str();
@@ -158,7 +171,7 @@ int main(int argc, char** argv) {
     started = cache.Start();
   }
   if (!started.ok()) return Fail("cannot reach the store: " + started.ToString());
-  mkube::apiserver::registry::Registry registry(&store, &cache);
+  mkube::apiserver::registry::Registry registry(&store, &cache, registry_options);
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
   service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
   mkube::apiserver::server::ApiService service(&registry, &*authn, service_options);

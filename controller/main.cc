@@ -57,6 +57,28 @@ int main(int argc, char** argv) {
                  "Objects the garbage collector looks at at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  std::string grace = "50s", monitor = "5s";
+  app.add_option("--node-monitor-grace-period", grace,
+                 "How long a node may go without renewing its Lease before it is Unknown")
+      ->capture_default_str();
+  app.add_option("--node-monitor-period", monitor, "How often nodes are looked at")
+      ->capture_default_str();
+  app.add_option("--node-eviction-rate", mo.node_lifecycle.eviction_rate,
+                 "Nodes per second (per zone) given a NoExecute taint when they fail")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--secondary-node-eviction-rate", mo.node_lifecycle.secondary_eviction_rate,
+                 "The same, in a large zone that is mostly unhealthy")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--large-cluster-size-threshold", mo.node_lifecycle.large_cluster_threshold,
+                 "Zones with more nodes than this are large")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--unhealthy-zone-threshold", mo.node_lifecycle.unhealthy_zone_threshold,
+                 "The fraction of not-ready nodes (at least 3) that makes a zone unhealthy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--leader-elect", leader_elect,
                  "Take part in leader election (one controller-manager of several acts)")
       ->capture_default_str();
@@ -86,6 +108,13 @@ int main(int argc, char** argv) {
   if (auto st = mkube::controller::Manager::CheckControllers(mo.controllers); !st.ok()) {
     return Fail(std::string(st.message()));
   }
+  auto grace_period = mkube::client::PositiveDuration("--node-monitor-grace-period", grace);
+  auto monitor_period = mkube::client::PositiveDuration("--node-monitor-period", monitor);
+  for (const auto* d : {&grace_period, &monitor_period}) {
+    if (!d->ok()) return Fail(std::string(d->status().message()));
+  }
+  mo.node_lifecycle.grace_period = *grace_period;
+  mo.node_lifecycle.monitor_period = *monitor_period;
   auto lease = mkube::client::PositiveDuration("--leader-elect-lease-duration", lease_duration);
   auto renew = mkube::client::PositiveDuration("--leader-elect-renew-deadline", renew_deadline);
   auto retry = mkube::client::PositiveDuration("--leader-elect-retry-period", retry_period);

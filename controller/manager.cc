@@ -5,6 +5,7 @@
 #include "controller/deployment/deployment.h"
 #include "controller/garbage/garbage_collector.h"
 #include "controller/garbage/pod_gc.h"
+#include "controller/nodelifecycle/taint_eviction.h"
 #include "controller/replicaset/replicaset.h"
 #include "fmt/format.h"
 
@@ -13,7 +14,7 @@ namespace mkube::controller {
 const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
                                                  "replicationcontroller", "garbagecollector",
-                                                 "podgc"};
+                                                 "podgc", "nodelifecycle", "taint-eviction"};
   return names;
 }
 
@@ -53,6 +54,9 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
       client_, "replicationcontrollers", io);
   deployments_ = std::make_unique<client::Informer<api::Deployment>>(client_, "deployments", io);
   nodes_ = std::make_unique<client::Informer<api::Node>>(client_, "nodes", io);
+  client::InformerOptions lease_options = io;
+  lease_options.ns = "kube-node-lease";
+  leases_ = std::make_unique<client::Informer<api::Lease>>(client_, "leases", lease_options);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -91,6 +95,21 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
                               1);
     names_.push_back("podgc");
   }
+  if (Enabled("nodelifecycle")) {
+    // One worker: its passes and its node changes write the same nodes.
+    controllers_.emplace_back(std::make_unique<nodelifecycle::NodeLifecycleController>(
+                                  client_, nodes_.get(), leases_.get(), pods_.get(), events_.get(),
+                                  options_.clock, options_.node_lifecycle),
+                              1);
+    names_.push_back("nodelifecycle");
+  }
+  if (Enabled("taint-eviction")) {
+    controllers_.emplace_back(std::make_unique<nodelifecycle::TaintEvictionController>(
+                                  client_, nodes_.get(), pods_.get(), events_.get(),
+                                  options_.clock),
+                              4);
+    names_.push_back("taint-eviction");
+  }
 }
 
 Manager::~Manager() { Stop(); }
@@ -101,9 +120,11 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   replication_controllers_->Start();
   deployments_->Start();
   nodes_->Start();
+  leases_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
-         deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout);
+         deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout) &&
+         leases_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -112,6 +133,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (leases_) leases_->Stop();
   if (nodes_) nodes_->Stop();
   if (deployments_) deployments_->Stop();
   if (replication_controllers_) replication_controllers_->Stop();

@@ -11,6 +11,7 @@
 #include "client/event_recorder.h"
 #include "client/informer.h"
 #include "controller/internal/controller.h"
+#include "controller/nodelifecycle/node_lifecycle.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
@@ -23,6 +24,7 @@ struct ManagerOptions {
   int deployment_workers = 5;
   int replicaset_workers = 5;
   int gc_workers = 20;
+  nodelifecycle::NodeLifecycleOptions node_lifecycle;
   client::Clock* clock = client::RealClock();
 };
 
@@ -56,6 +58,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::ReplicationController>> replication_controllers_;
   std::unique_ptr<client::Informer<api::Deployment>> deployments_;
   std::unique_ptr<client::Informer<api::Node>> nodes_;
+  std::unique_ptr<client::Informer<api::Lease>> leases_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

@@ -56,8 +56,8 @@ std::string Registry::QualifiedResource(const api::KindInfo& kind) {
   return kind.group.empty() ? kind.resource : kind.resource + "." + kind.group;
 }
 
-Registry::Registry(storage::StoreClient* store, cache::WatchCache* cache)
-    : store_(store), cache_(cache) {}
+Registry::Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options)
+    : store_(store), cache_(cache), options_(options) {}
 
 absl::StatusOr<const api::KindInfo*> Registry::Resolve(const std::string& resource) const {
   const api::KindInfo* kind = api::FindResource(resource);
@@ -137,6 +137,10 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   }
   api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
   api::Default(obj);
+  if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
+    api::AddDefaultTolerations(pod, options_.default_not_ready_toleration_seconds,
+                               options_.default_unreachable_toleration_seconds);
+  }
   if (auto st = api::Validate(obj); !st.ok()) return st;
   if ((*kind)->namespaced) {
     auto ns = store_->Get(Key(*api::FindResource("namespaces"), "", meta->namespace_()));

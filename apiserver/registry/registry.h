@@ -20,9 +20,15 @@ struct Caller {
 // Request handling independent of the transport: defaulting, validation, optimistic
 // concurrency and storage. Reads of single objects go to the store; lists and watches are
 // served by the watch cache at a revision at least as new as the store's.
+struct RegistryOptions {
+  // DefaultTolerationSeconds: how long pods tolerate a not-ready or unreachable node.
+  int64_t default_not_ready_toleration_seconds = 300;
+  int64_t default_unreachable_toleration_seconds = 300;
+};
+
 class Registry {
  public:
-  Registry(storage::StoreClient* store, cache::WatchCache* cache);
+  Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options = {});
 
   // Creates the namespaces every cluster has.
   absl::Status Bootstrap();
@@ -75,6 +81,7 @@ class Registry {
 
   storage::StoreClient* store_;
   cache::WatchCache* cache_;
+  const RegistryOptions options_;
 };
 
 std::string Key(const api::KindInfo& kind, const std::string& ns, const std::string& name);

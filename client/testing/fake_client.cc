@@ -345,6 +345,9 @@ absl::StatusOr<std::string> FakeClient::CreateRaw(const apiserver::CreateRequest
   }
   api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
   api::Default(obj);
+  if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
+    api::AddDefaultTolerations(pod, 300, 300);  // the apiserver's defaults
+  }
   if (auto st = api::Validate(obj); !st.ok()) return st;
   if (objects_.contains(KeyOf(**kind, ns, meta->name()))) {
     return absl::AlreadyExistsError(

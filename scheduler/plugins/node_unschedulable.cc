@@ -1,6 +1,6 @@
 #include "scheduler/plugins/node_unschedulable.h"
 
-#include "scheduler/plugins/taints.h"
+#include "api/taints.h"
 
 namespace mkube::scheduler::plugins {
 
@@ -10,7 +10,7 @@ framework::Status NodeUnschedulable::Filter(const framework::CycleState&, const 
   api::Taint cordon;
   cordon.set_key("node.kubernetes.io/unschedulable");
   cordon.set_effect("NoSchedule");
-  if (Tolerated(pod.spec().tolerations(), cordon)) return {};
+  if (api::Tolerated(pod.spec().tolerations(), cordon)) return {};
   return framework::Status::Unresolvable(kReason);
 }
 

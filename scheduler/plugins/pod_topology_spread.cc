@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "scheduler/plugins/node_affinity.h"
-#include "scheduler/plugins/taints.h"
+#include "api/taints.h"
 
 namespace mkube::scheduler::plugins {
 namespace {
@@ -64,7 +64,7 @@ bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
   if (c.honor_taints) {
     for (const auto& taint : node.spec().taints()) {
       if (taint.effect() != "NoSchedule" && taint.effect() != "NoExecute") continue;
-      if (!Tolerated(pod.spec().tolerations(), taint)) return false;
+      if (!api::Tolerated(pod.spec().tolerations(), taint)) return false;
     }
   }
   return true;

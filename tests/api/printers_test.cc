@@ -117,6 +117,10 @@ TEST(PodStatusReasonTest, AsKubectlShowsIt) {
        "metadata: {name: p, deletionTimestamp: '2027-01-15T07:59:00Z'}\nstatus: {phase: Running, "
        "reason: NodeLost}",
        "Unknown"},
+      {"node lost, not yet deleted, with its container still said to run",
+       "status: {phase: Running, reason: NodeLost, containerStatuses: [{name: c, ready: true, "
+       "state: {running: {}}}]}",
+       "Unknown"},
       {"evicted", "status: {phase: Failed, reason: Evicted}", "Evicted"},
   };
   for (const auto& c : cases) {

@@ -8,6 +8,7 @@
 
 #include "api/codec.h"
 #include "api/defaults.h"
+#include "api/strategy.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
@@ -50,6 +51,8 @@ TEST(Defaults, WhatKubernetesFillsIn) {
   EXPECT_EQ(p.spec().termination_grace_period_seconds(), 30);
   EXPECT_EQ(p.spec().containers(0).image_pull_policy(), "IfNotPresent");
   EXPECT_EQ(p.spec().containers(0).ports(0).protocol(), "TCP");
+  EXPECT_EQ(p.spec().tolerations_size(), 0) << "tolerations are the apiserver's admission's";
+  AddDefaultTolerations(static_cast<Pod*>(pod.message.get()), 300, 300);
   ASSERT_EQ(p.spec().tolerations_size(), 2);
   EXPECT_EQ(p.spec().tolerations(0).key(), "node.kubernetes.io/not-ready");
   EXPECT_EQ(p.spec().tolerations(1).key(), "node.kubernetes.io/unreachable");
@@ -60,6 +63,7 @@ TEST(Defaults, WhatKubernetesFillsIn) {
   Object all = Decode("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
                       "  - name: c\n    image: busybox\n  tolerations:\n  - operator: Exists\n");
   Default(all);
+  AddDefaultTolerations(static_cast<Pod*>(all.message.get()), 300, 300);
   EXPECT_EQ(static_cast<const Pod&>(*all.message).spec().tolerations_size(), 1);
   EXPECT_EQ(static_cast<const Pod&>(*all.message).spec().containers(0).image_pull_policy(),
             "Always");

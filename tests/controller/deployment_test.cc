@@ -27,8 +27,8 @@ class DeploymentTest : public ::testing::Test {
     h_.Start();
   }
   void TearDown() override {
+    h_.StopInformers();  // no handler may reach the controller once it is gone
     controller_.reset();
-    h_.StopInformers();
   }
 
   api::Deployment Create(const std::string& name, int replicas,

@@ -40,8 +40,8 @@ class GarbageCollectorTest : public ::testing::Test {
     gc_->Start(2);
   }
   void TearDown() override {
+    h_.StopInformers();  // no handler may reach the controller once it is gone
     gc_.reset();
-    h_.StopInformers();
   }
 
   // A deployment owning a ReplicaSet owning two pods, as the controllers would leave them.
@@ -189,6 +189,7 @@ TEST(PodGCTest, PodsOfADeletedNodeAreDeletedAndSoAreThoseOfANodeThatNeverWas) {
   ASSERT_TRUE(h.fake.Delete(del).ok());
   ASSERT_TRUE(Eventually([&] { return h.Pods().size() == 1; }));
   EXPECT_EQ(h.Pods()[0].metadata().name(), "d") << "an unscheduled pod has no node to lose";
+  h.StopInformers();
   gc.Stop();
 }
 

@@ -30,6 +30,7 @@ class Harness {
   client::Informer<api::ReplicationController> replication_controllers{
       &fake, "replicationcontrollers", Options()};
   client::Informer<api::Deployment> deployments{&fake, "deployments", Options()};
+  client::Informer<api::Lease> leases{&fake, "leases", Options("kube-node-lease")};
 
   ~Harness() { StopInformers(); }
 
@@ -40,9 +41,11 @@ class Harness {
     replica_sets.Start();
     replication_controllers.Start();
     deployments.Start();
+    leases.Start();
     Settle();
   }
   void StopInformers() {
+    leases.Stop();
     deployments.Stop();
     replication_controllers.Stop();
     replica_sets.Stop();
@@ -55,7 +58,7 @@ class Harness {
       return Caught(pods, "pods") && Caught(nodes, "nodes") &&
              Caught(replica_sets, "replicasets") &&
              Caught(replication_controllers, "replicationcontrollers") &&
-             Caught(deployments, "deployments");
+             Caught(deployments, "deployments") && Caught(leases, "leases", "kube-node-lease");
     });
   }
 
@@ -108,15 +111,17 @@ class Harness {
   }
 
  private:
-  client::InformerOptions Options() {
+  client::InformerOptions Options(const std::string& ns = "") {
     client::InformerOptions o;
     o.clock = &clock;
+    o.ns = ns;
     return o;
   }
   template <typename T>
-  bool Caught(client::Informer<T>& informer, const std::string& resource) {
+  bool Caught(client::Informer<T>& informer, const std::string& resource,
+              const std::string& ns = "") {
     std::map<std::string, std::string> want, have;
-    for (const auto& obj : List<T>(resource, "")) {
+    for (const auto& obj : List<T>(resource, ns)) {
       want[client::KeyOf(obj)] = obj.metadata().resource_version();
     }
     for (const auto& obj : informer.List()) {

@@ -30,15 +30,15 @@ api::ReplicaSet MakeRS(const std::string& name, int replicas, int min_ready = 0)
 
 class ReplicaSetTest : public ::testing::Test {
  protected:
+  virtual ReplicaSetControllerImpl::Options Options() { return {}; }
   void SetUp() override {
     controller_ = std::make_unique<ReplicaSetControllerImpl>(
-        &h_.fake, &h_.replica_sets, &h_.pods, &h_.events, &h_.clock,
-        ReplicaSetControllerImpl::Options{});
+        &h_.fake, &h_.replica_sets, &h_.pods, &h_.events, &h_.clock, Options());
     h_.Start();
   }
   void TearDown() override {
+    h_.StopInformers();  // no handler may reach the controller once it is gone
     controller_.reset();
-    h_.StopInformers();
   }
   api::ReplicaSet Create(const api::ReplicaSet& rs) {
     auto r = h_.fake.Create<api::ReplicaSet>("replicasets", "default", rs);
@@ -134,11 +134,12 @@ TEST_F(ReplicaSetTest, CreatesInSlowStartBatchesAndStopsAtTheFirstFailure) {
   EXPECT_EQ(h_.Get<api::ReplicaSet>("replicasets", "web").status().conditions_size(), 0);
 }
 
-TEST_F(ReplicaSetTest, AtMostBurstReplicasPerSync) {
-  controller_.reset();
-  controller_ = std::make_unique<ReplicaSetControllerImpl>(
-      &h_.fake, &h_.replica_sets, &h_.pods, &h_.events, &h_.clock,
-      ReplicaSetControllerImpl::Options{.burst_replicas = 4});
+class ReplicaSetBurstTest : public ReplicaSetTest {
+ protected:
+  ReplicaSetControllerImpl::Options Options() override { return {.burst_replicas = 4}; }
+};
+
+TEST_F(ReplicaSetBurstTest, AtMostBurstReplicasPerSync) {
   Create(MakeRS("web", 10));
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   EXPECT_EQ(h_.Pods().size(), 4u);
@@ -321,6 +322,7 @@ TEST_F(ReplicationControllerTest, KeepsItsReplicasWithAMapSelector) {
   EXPECT_EQ(status.replicas(), 3);
   EXPECT_EQ(status.ready_replicas(), 3);
   EXPECT_EQ(status.available_replicas(), 3);
+  h_.StopInformers();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
@@ -47,7 +48,15 @@ class ControllerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cluster_ = new Cluster();
-    auto st = cluster_->Start({});
+    // Short times: a node is lost 3 s after its last lease renewal (every 500 ms), and its
+    // pods tolerate that for 2 s.
+    Cluster::Options o;
+    o.apiserver_flags = {"--default-not-ready-toleration-seconds=2",
+                         "--default-unreachable-toleration-seconds=2"};
+    o.agent_flags = {"--node-lease-duration-seconds=2"};
+    o.controller_manager_flags = {"--node-monitor-grace-period=3s",
+                                  "--node-monitor-period=500ms"};
+    auto st = cluster_->Start(o);
     ASSERT_TRUE(st.ok()) << st;
   }
   static void TearDownTestSuite() { delete cluster_; }
@@ -92,12 +101,24 @@ class ControllerTest : public ::testing::Test {
     if (r.exit_code == 0 && r.out.find("successfully rolled out") != std::string::npos) {
       return ::testing::AssertionSuccess();
     }
-    return ::testing::AssertionFailure() << r.out << r.err << cluster_->Logs();
+    return ::testing::AssertionFailure() << r.out << r.err << Ctl({"get", "rs", "-o", "wide"}).out
+                                         << Ctl({"get", "pods", "-o", "wide"}).out
+                                         << cluster_->Logs();
   }
 
   static Cluster* cluster_;
 };
 Cluster* ControllerTest::cluster_ = nullptr;
+
+// The NODE of each running pod matching `selector`, sorted.
+std::vector<std::string> NodesOf(const std::vector<api::Pod>& pods) {
+  std::vector<std::string> out;
+  for (const auto& p : pods) {
+    if (p.status().phase() == "Running") out.push_back(p.spec().node_name());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // Follows the pods of `selector` from now on and remembers the fewest that were ready and
 // not being deleted, checked on every event.
@@ -341,6 +362,87 @@ TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsUnlessOrphane
   EXPECT_THAT(Ctl({"delete", "deployment", "x", "--cascade=sideways"}).err,
               HasSubstr("error: invalid cascade value (sideways). Must be \"background\", "
                         "\"foreground\", or \"orphan\""));
+}
+
+TEST_F(ControllerTest, SeedsNoExecuteTaintEvictsAndTheDeploymentRecreatesThePodsElsewhere) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  // A pod that tolerates the taint for 10 s, and one that tolerates it for ever (the seeds'
+  // toleration with no tolerationSeconds), both on node02.
+  for (const auto& [name, seconds] : std::vector<std::pair<std::string, std::string>>{
+           {"patient", "\n    tolerationSeconds: 10"}, {"stays", ""}}) {
+    ASSERT_EQ(Ctl({"apply", "-f", "-"},
+                  "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name +
+                      "\nspec:\n  nodeName: node02\n  tolerations:\n  - key: cht\n"
+                      "    operator: Equal\n    value: mycht\n    effect: NoExecute" +
+                      seconds + "\n  containers:\n  - name: c\n    image: busybox\n"
+                      "    command: ['sleep', '3600']\n")
+                  .exit_code,
+              0);
+  }
+  ASSERT_TRUE(Eventually([] { return RunningWith("", "busybox") == 2; }, std::chrono::seconds(30)));
+  EXPECT_THAT(Ctl({"taint", "node", "node02", "cht=mycht:NoExecute"}).out,
+              HasSubstr("node/node02 tainted"));
+  // Every myapp pod ends up on node01: those on node02 were evicted and replaced.
+  EXPECT_TRUE(Eventually([] {
+    auto pods = Pods("app=myapp");
+    return pods.size() == 3 &&
+           NodesOf(pods) == std::vector<std::string>{"node01", "node01", "node01"};
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
+  auto patient = cluster_->client()->Get<api::Pod>("pods", "default", "patient");
+  ASSERT_TRUE(patient.ok());
+  EXPECT_TRUE(patient->metadata().deletion_timestamp().empty())
+      << "evicted before its tolerationSeconds";
+  EXPECT_TRUE(Eventually([] {
+    auto p = cluster_->client()->Get<api::Pod>("pods", "default", "patient");
+    return !p.ok() || !p->metadata().deletion_timestamp().empty();
+  }, std::chrono::seconds(30)));
+  auto stays = cluster_->client()->Get<api::Pod>("pods", "default", "stays");
+  ASSERT_TRUE(stays.ok());
+  EXPECT_TRUE(stays->metadata().deletion_timestamp().empty());
+  EXPECT_THAT(Ctl({"get", "events"}).out, HasSubstr("Marking for deletion Pod default/patient"));
+  EXPECT_THAT(Ctl({"taint", "node", "node02", "cht=mycht:NoExecute-"}).out,
+              HasSubstr("node/node02 untainted"));
+}
+
+TEST_F(ControllerTest, AKilledAgentsNodeGoesUnknownItsPodsMoveAndItsReturnClearsTheTaint) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
+  ASSERT_TRUE(RolledOut("myapp"));
+  ASSERT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 3; }));
+  // Make sure node02 holds one of them.
+  if (NodesOf(Pods("app=myapp")).back() != "node02") {
+    GTEST_SKIP() << "the scheduler put no pod on node02";
+  }
+  cluster_->agent("node02").Kill9();
+  ASSERT_TRUE(Eventually([] {
+    return Ctl({"get", "nodes"}).out.find("node02     NotReady") != std::string::npos;
+  }, std::chrono::seconds(20))) << Ctl({"get", "nodes"}).out;
+  // Its pods show Unknown; after their 2 s toleration they are replaced on node01.
+  ASSERT_TRUE(Eventually([] {
+    return Ctl({"get", "pods", "-o", "wide"}).out.find("Unknown") != std::string::npos;
+  }, std::chrono::seconds(20))) << Ctl({"get", "pods", "-o", "wide"}).out;
+  EXPECT_THAT(Ctl({"describe", "node", "node02"}).out,
+              HasSubstr("node.kubernetes.io/unreachable:NoExecute"));
+  ASSERT_TRUE(Eventually([] {
+    auto pods = Pods("app=myapp");
+    return pods.size() == 3 &&
+           NodesOf(pods) == std::vector<std::string>{"node01", "node01", "node01"};
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out << cluster_->Logs();
+  // The agent back: Ready, no taint, and the evicted pods it still ran are gone.
+  ASSERT_TRUE(cluster_->agent("node02").Start().ok());
+  EXPECT_TRUE(Eventually([] {
+    auto n = cluster_->client()->Get<api::Node>("nodes", "", "node02");
+    return n.ok() && n->spec().taints().empty();
+  }, std::chrono::seconds(20)));
+  EXPECT_THAT(Ctl({"get", "nodes"}).out, ::testing::ContainsRegex("node02 +Ready"));
+  EXPECT_TRUE(Eventually([] {
+    apiserver::ListRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_label_selector("app=myapp");
+    auto l = cluster_->client()->List(req);
+    return l.ok() && l->items_size() == 3;
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
 }
 
 TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {

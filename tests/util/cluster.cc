@@ -12,6 +12,7 @@ absl::Status Cluster::Start(Options options) {
   store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
   if (auto st = store_->Start(); !st.ok()) return st;
   api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
+  api_->extra_args = options.apiserver_flags;
   if (auto st = api_->Start(); !st.ok()) return st;
   // The registry up.sh writes: busybox, nginx, soscscs/myapp:v1 and :v2.
   auto images = RunCommand({std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/images.sh",
@@ -30,6 +31,7 @@ absl::Status Cluster::Start(Options options) {
     o.registry = dir_.Sub("registry");
     o.pod_cidr = fmt::format("127.1.{}.0/24", i);
     o.extra = {"--node-ip", fmt::format("127.0.1.{}", i)};
+    o.extra.insert(o.extra.end(), options.agent_flags.begin(), options.agent_flags.end());
     if (node == "master01") {
       o.extra.insert(o.extra.end(),
                      {"--node-labels", "node-role.kubernetes.io/master=", "--register-with-taints",

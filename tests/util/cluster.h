@@ -24,6 +24,8 @@ class Cluster {
     bool scheduler = true;
     bool controller_manager = true;
     std::vector<std::string> controller_manager_flags;
+    std::vector<std::string> apiserver_flags;
+    std::vector<std::string> agent_flags;
   };
   Cluster() = default;
   ~Cluster();

@@ -1,8 +1,8 @@
-#include "scheduler/plugins/taints.h"
+#include "api/taints.h"
 
 #include <gtest/gtest.h>
 
-namespace mkube::scheduler::plugins {
+namespace mkube::api {
 namespace {
 
 TEST(Tolerates, AsKubernetesMatchesTaints) {
@@ -40,4 +40,4 @@ TEST(Tolerates, AsKubernetesMatchesTaints) {
 }
 
 }  // namespace
-}  // namespace mkube::scheduler::plugins
+}  // namespace mkube::api
