@@ -43,6 +43,8 @@ const std::vector<KindInfo>& Kinds() {
     add("Job", "batch", "jobs", "job", {}, true, &Job::default_instance());
     add("Lease", "coordination.k8s.io", "leases", "lease", {}, true,
         &Lease::default_instance());
+    add("PodDisruptionBudget", "policy", "poddisruptionbudgets", "poddisruptionbudget", {"pdb"},
+        true, &PodDisruptionBudget::default_instance());
     return k;
   }();
   return kinds;

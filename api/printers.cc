@@ -211,6 +211,19 @@ const std::map<std::string, Printer>& Printers() {
                           return {ns.metadata().name(), ns.status().phase(),
                                   Age(ns.metadata().creation_timestamp(), o.now)};
                         })},
+      {"PodDisruptionBudget",
+       Of<PodDisruptionBudget>(
+           {"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}, {},
+           +[](const PodDisruptionBudget& p, const TableOptions& o, bool) -> Row {
+             auto value = [](const IntOrString& v, bool set) -> std::string {
+               if (!set) return "N/A";
+               return v.has_int_value() ? std::to_string(v.int_value()) : v.string_value();
+             };
+             return {p.metadata().name(), value(p.spec().min_available(), p.spec().has_min_available()),
+                     value(p.spec().max_unavailable(), p.spec().has_max_unavailable()),
+                     std::to_string(p.status().disruptions_allowed()),
+                     Age(p.metadata().creation_timestamp(), o.now)};
+           })},
       {"Lease", Of<Lease>(
                     {"NAME", "HOLDER", "AGE"}, {},
                     +[](const Lease& l, const TableOptions& o, bool) -> Row {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
@@ -515,6 +516,31 @@ absl::Status Validate(const Object& obj) {
   } else if (kind == "DaemonSet") {
     const auto& spec = static_cast<const DaemonSet*>(m)->spec();
     ValidateWorkload(spec.selector(), spec.template_(), "spec", &errs);
+  } else if (kind == "PodDisruptionBudget") {
+    const auto& spec = static_cast<const PodDisruptionBudget*>(m)->spec();
+    if (spec.has_min_available() && spec.has_max_unavailable()) {
+      errs.Invalid("spec", "", "minAvailable and maxUnavailable cannot be both set");
+    }
+    for (const auto& [v, set, path] :
+         {std::tuple{&spec.min_available(), spec.has_min_available(), "spec.minAvailable"},
+          std::tuple{&spec.max_unavailable(), spec.has_max_unavailable(), "spec.maxUnavailable"}}) {
+      if (!set) continue;
+      if (v->has_int_value() && v->int_value() < 0) {
+        errs.Invalid(path, std::to_string(v->int_value()), "must be greater than or equal to 0");
+      }
+      if (v->has_string_value()) {
+        const std::string& s = v->string_value();
+        int pct = -1;
+        if (s.empty() || s.back() != '%' || !absl::SimpleAtoi(s.substr(0, s.size() - 1), &pct) ||
+            pct < 0 || pct > 100) {
+          errs.Invalid(path, s, "a valid percent string must be a numeric string followed by an "
+                                "ending '%' between 0 and 100");
+        }
+      }
+    }
+    if (auto sel = Selector::FromLabelSelector(spec.selector()); !sel.ok()) {
+      errs.Invalid("spec.selector", "", std::string(sel.status().message()));
+    }
   } else if (kind == "Job") {
     const auto& spec = static_cast<const Job*>(m)->spec();
     ValidatePodSpec(spec.template_().spec(), "spec.template.spec", &errs);

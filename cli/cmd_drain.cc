@@ -1,5 +1,7 @@
 // drain: cordon a node, then evict its pods through the eviction subresource.
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
@@ -65,6 +67,10 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
   if (!unmanaged.empty())
     std::cerr << "Warning: deleting Pods that declare no controller: "
               << absl::StrJoin(unmanaged, ", ") << "\n";
+  // As kubectl: an eviction a disruption budget refuses (429) is tried again every 5 s, until
+  // the global --timeout (0: no limit).
+  const auto deadline = std::chrono::steady_clock::now() +
+                        (timeout.count() ? timeout : std::chrono::hours(24 * 365));
   for (const auto* pod : evict) {
     std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name()
               << "\n";
@@ -79,11 +85,24 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
     req.set_name(pod->metadata().name());
     req.set_subresource("eviction");
     req.set_object(ev.SerializeAsString());
-    auto r = s.res().client()->CreateRaw(req);
-    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
-      std::cerr << "error when evicting pods/\"" << pod->metadata().name() << "\" -n \""
-                << pod->metadata().namespace_() << "\": " << r.status().message() << "\n";
-      return Reported();
+    for (;;) {
+      auto r = s.res().client()->CreateRaw(req);
+      if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) break;
+      const std::string what = fmt::format("error when evicting pods/\"{}\" -n \"{}\"",
+                                           pod->metadata().name(), pod->metadata().namespace_());
+      if (r.status().code() != absl::StatusCode::kResourceExhausted) {
+        std::cerr << what << ": " << r.status().message() << "\n";
+        return Reported();
+      }
+      if (std::chrono::steady_clock::now() + std::chrono::seconds(5) > deadline) {
+        std::cerr << fmt::format(
+            "error: unable to drain node \"{}\" due to error: {}: global timeout reached: {}, "
+            "continuing command...\n",
+            node_name, what, f.timeout);
+        return Reported();
+      }
+      std::cerr << what << " (will retry after 5s): " << r.status().message() << "\n";
+      std::this_thread::sleep_for(std::chrono::seconds(5));
     }
   }
   for (const auto* pod : evict) {

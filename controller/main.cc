@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
     manager.StartControllers();
   };
   std::unique_ptr<mkube::client::LeaderElector> elector;
+  std::atomic<bool> shutting_down{false};
   if (leader_elect) {
     mkube::client::LeaderElector::Config lc;
     lc.lease_namespace = lease_namespace;
@@ -153,7 +155,8 @@ int main(int argc, char** argv) {
     lc.renew_deadline = *renew;
     lc.retry_period = *retry;
     lc.on_started_leading = start;
-    lc.on_stopped_leading = [&log] {
+    lc.on_stopped_leading = [&log, &shutting_down] {
+      if (shutting_down.load()) return;  // we gave the lease up ourselves
       // As kube-controller-manager: one that lost its lease may have raced another; it exits
       // and starts again as a candidate.
       log.error("leader election lost: exiting");
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   log.info("signal {}: shutting down", sig);
+  shutting_down = true;
   manager.Stop();
   if (elector) elector->Stop();
   return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "controller/deployment/deployment.h"
+#include "controller/disruption/disruption.h"
 #include "controller/garbage/garbage_collector.h"
 #include "controller/garbage/pod_gc.h"
 #include "controller/nodelifecycle/taint_eviction.h"
@@ -14,7 +15,8 @@ namespace mkube::controller {
 const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
                                                  "replicationcontroller", "garbagecollector",
-                                                 "podgc", "nodelifecycle", "taint-eviction"};
+                                                 "podgc", "nodelifecycle", "taint-eviction",
+                                                 "disruption"};
   return names;
 }
 
@@ -57,6 +59,8 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   client::InformerOptions lease_options = io;
   lease_options.ns = "kube-node-lease";
   leases_ = std::make_unique<client::Informer<api::Lease>>(client_, "leases", lease_options);
+  budgets_ = std::make_unique<client::Informer<api::PodDisruptionBudget>>(
+      client_, "poddisruptionbudgets", io);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -110,6 +114,14 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
                               4);
     names_.push_back("taint-eviction");
   }
+  if (Enabled("disruption")) {
+    controllers_.emplace_back(std::make_unique<disruption::DisruptionController>(
+                                  client_, budgets_.get(), pods_.get(), replica_sets_.get(),
+                                  replication_controllers_.get(), deployments_.get(),
+                                  options_.clock),
+                              2);
+    names_.push_back("disruption");
+  }
 }
 
 Manager::~Manager() { Stop(); }
@@ -121,10 +133,11 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   deployments_->Start();
   nodes_->Start();
   leases_->Start();
+  budgets_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
          deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout) &&
-         leases_->WaitForCacheSync(timeout);
+         leases_->WaitForCacheSync(timeout) && budgets_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -133,6 +146,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (budgets_) budgets_->Stop();
   if (leases_) leases_->Stop();
   if (nodes_) nodes_->Stop();
   if (deployments_) deployments_->Stop();

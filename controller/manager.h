@@ -59,6 +59,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::Deployment>> deployments_;
   std::unique_ptr<client::Informer<api::Node>> nodes_;
   std::unique_ptr<client::Informer<api::Lease>> leases_;
+  std::unique_ptr<client::Informer<api::PodDisruptionBudget>> budgets_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

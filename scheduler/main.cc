@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,7 @@ int main(int argc, char** argv) {
     loop = std::thread([&scheduler] { scheduler.Run(); });
   };
   std::unique_ptr<mkube::client::LeaderElector> elector;
+  std::atomic<bool> shutting_down{false};
   if (leader_elect) {
     mkube::client::LeaderElector::Config lc;
     lc.lease_namespace = lease_namespace;
@@ -166,7 +168,8 @@ int main(int argc, char** argv) {
     lc.renew_deadline = *renew;
     lc.retry_period = *retry;
     lc.on_started_leading = start_scheduling;
-    lc.on_stopped_leading = [&log] {
+    lc.on_stopped_leading = [&log, &shutting_down] {
+      if (shutting_down.load()) return;  // we gave the lease up ourselves
       // As kube-scheduler: a scheduler that lost its lease may have raced another; it exits
       // and starts again as a candidate.
       log.error("leader election lost: exiting");
@@ -183,6 +186,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   log.info("signal {}: shutting down", sig);
+  shutting_down = true;
   scheduler.Stop();
   if (loop.joinable()) loop.join();
   scheduler.WaitForBindings();

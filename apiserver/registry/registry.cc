@@ -329,21 +329,7 @@ absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kin
   if (kind.kind != "Pod" || (req.subresource() != "binding" && req.subresource() != "eviction")) {
     return NoSubresource(kind, req.subresource());
   }
-  if (req.subresource() == "eviction") {
-    api::Eviction eviction;
-    if (!eviction.ParseFromString(req.object())) {
-      return absl::InvalidArgumentError("the request body is not a valid Eviction");
-    }
-    DeleteRequest del;
-    del.set_resource("pods");
-    del.set_namespace_(req.namespace_());
-    del.set_name(req.name().empty() ? eviction.metadata().name() : req.name());
-    if (eviction.delete_options().has_grace_period_seconds()) {
-      del.set_grace_period_seconds(eviction.delete_options().grace_period_seconds());
-    }
-    del.set_dry_run(req.dry_run());
-    return Delete(del);
-  }
+  if (req.subresource() == "eviction") return Evict(kind, req);
   api::Binding binding;
   if (!binding.ParseFromString(req.object())) {
     return absl::InvalidArgumentError("the request body is not a valid Binding");
@@ -378,6 +364,74 @@ absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kin
         name));
   }
   return stored;
+}
+
+absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const CreateRequest& req) {
+  api::Eviction eviction;
+  if (!eviction.ParseFromString(req.object())) {
+    return absl::InvalidArgumentError("the request body is not a valid Eviction");
+  }
+  const std::string name = req.name().empty() ? eviction.metadata().name() : req.name();
+  DeleteRequest del;
+  del.set_resource("pods");
+  del.set_namespace_(req.namespace_());
+  del.set_name(name);
+  if (eviction.delete_options().has_grace_period_seconds()) {
+    del.set_grace_period_seconds(eviction.delete_options().grace_period_seconds());
+  }
+  del.set_dry_run(req.dry_run());
+  auto cur = Current(kind, Key(kind, req.namespace_(), name), name);
+  if (!cur.ok()) return cur.status();
+  const auto& pod = static_cast<const api::Pod&>(*(*cur)->object);
+  // Pods that are going anyway, done, or not yet running disrupt nothing.
+  const std::string& phase = pod.status().phase();
+  if (!pod.metadata().deletion_timestamp().empty() || phase == "Succeeded" ||
+      phase == "Failed" || phase == "Pending") {
+    return Delete(del);
+  }
+  if (auto st = ChargeDisruptionBudget(pod, req.dry_run()); !st.ok()) return st;
+  return Delete(del);
+}
+
+absl::Status Registry::ChargeDisruptionBudget(const api::Pod& pod, bool dry_run) {
+  const api::KindInfo& pdb_kind = *api::FindResource("poddisruptionbudgets");
+  for (int attempt = 0; attempt <= kPatchRetries; ++attempt) {
+    cache::Filter f;
+    f.kind = &pdb_kind;
+    f.ns = pod.metadata().namespace_();
+    std::vector<std::string> names;
+    for (const auto& e : cache_->List(f, 0, "").items) {
+      const auto& pdb = static_cast<const api::PodDisruptionBudget&>(*e->object);
+      auto sel = api::Selector::FromLabelSelector(pdb.spec().selector());
+      if (sel.ok() && !sel->empty() && sel->Matches(pod.metadata().labels())) {
+        names.push_back(pdb.metadata().name());
+      }
+    }
+    if (names.empty()) return absl::OkStatus();
+    if (names.size() > 1) {
+      return absl::InternalError(
+          "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
+          "not support.");
+    }
+    const std::string key = Key(pdb_kind, f.ns, names[0]);
+    auto cur = Current(pdb_kind, key, names[0]);
+    if (!cur.ok()) return cur.status();
+    api::PodDisruptionBudget pdb = static_cast<const api::PodDisruptionBudget&>(*(*cur)->object);
+    constexpr char kRefused[] = "Cannot evict pod as it would violate the pod's disruption budget.";
+    if (pdb.status().observed_generation() < pdb.metadata().generation() ||
+        pdb.status().disruptions_allowed() <= 0) {
+      return absl::ResourceExhaustedError(kRefused);
+    }
+    // One disruption fewer, and the pod remembered until the controller sees it gone.
+    pdb.mutable_status()->set_disruptions_allowed(pdb.status().disruptions_allowed() - 1);
+    (*pdb.mutable_status()->mutable_disrupted_pods())[pod.metadata().name()] = api::NowRfc3339();
+    if (dry_run) return absl::OkStatus();
+    auto stored = Store(pdb_kind, key, names[0], (*cur)->revision, pdb);
+    if (stored.ok()) return absl::OkStatus();
+    if (stored.status().code() != absl::StatusCode::kAborted) return stored.status();
+  }
+  return absl::ResourceExhaustedError(
+      "Cannot evict pod: its disruption budget is changing too fast; please try again");
 }
 
 absl::StatusOr<std::string> Registry::ScaleOf(const api::KindInfo& kind, const cache::Entry& e) {

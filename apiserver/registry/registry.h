@@ -7,6 +7,7 @@
 #include "api/kinds.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/storage/store_client.h"
+#include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.pb.h"
 
 namespace mkube::apiserver::registry {
@@ -73,6 +74,11 @@ class Registry {
   static absl::Status NoSubresource(const api::KindInfo& kind, const std::string& sub);
   absl::StatusOr<std::string> CreateSubresource(const api::KindInfo& kind,
                                                 const CreateRequest& req);
+  // pods/eviction: a graceful delete that the pod's PodDisruptionBudget may refuse (429).
+  absl::StatusOr<std::string> Evict(const api::KindInfo& kind, const CreateRequest& req);
+  // Takes one disruption from the budget that covers `pod`, if one does; the refusal when
+  // none is left.
+  absl::Status ChargeDisruptionBudget(const api::Pod& pod, bool dry_run);
   static absl::StatusOr<std::string> ScaleOf(const api::KindInfo& kind, const cache::Entry& e);
   absl::StatusOr<std::string> UpdateScale(const api::KindInfo& kind, const UpdateRequest& req);
   absl::StatusOr<cache::Filter> MakeFilter(const api::KindInfo& kind, const std::string& ns,

@@ -61,7 +61,8 @@ class ControllerTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete cluster_; }
   void TearDown() override {
-    for (const char* kind : {"deployments", "replicasets", "replicationcontrollers"}) {
+    for (const char* kind :
+         {"deployments", "replicasets", "replicationcontrollers", "poddisruptionbudgets"}) {
       Ctl({"delete", kind, "--all"});
     }
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
@@ -443,6 +444,68 @@ TEST_F(ControllerTest, AKilledAgentsNodeGoesUnknownItsPodsMoveAndItsReturnClears
     auto l = cluster_->client()->List(req);
     return l.ok() && l->items_size() == 3;
   }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
+}
+
+TEST_F(ControllerTest, SeedsDrainEvictsWithinTheDisruptionBudgetAndThePodsComeBackElsewhere) {
+  // Four replicas, two on each node, and a budget that keeps three of them available.
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 4
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: kubernetes.io/hostname
+        whenUnsatisfiable: ScheduleAnyway
+        labelSelector:
+          matchLabels: {app: web}
+      containers:
+      - name: web
+        image: soscscs/myapp:v1
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 3
+  selector:
+    matchLabels: {app: web}
+)").exit_code,
+            0);
+  ASSERT_TRUE(RolledOut("web"));
+  ASSERT_TRUE(Eventually([] {
+    return NodesOf(Pods("app=web")) ==
+           std::vector<std::string>{"node01", "node01", "node02", "node02"};
+  })) << Ctl({"get", "pods", "-o", "wide"}).out;
+  ASSERT_TRUE(Eventually([] {
+    return Ctl({"get", "pdb", "web"}).out.find("web    3               N/A               1") !=
+           std::string::npos;
+  })) << Ctl({"get", "pdb"}).out;
+  AvailabilityWatch watch(cluster_->client(), "app=web");
+  auto r = Ctl({"drain", "node02", "--ignore-daemonsets", "--delete-local-data", "--force",
+                "--timeout=90s"},
+               "", std::chrono::seconds(100));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("node/node02 cordoned"));
+  EXPECT_THAT(r.err, HasSubstr("(will retry after 5s): Cannot evict pod as it would violate the "
+                               "pod's disruption budget."));
+  EXPECT_THAT(r.out, HasSubstr("node/node02 drained"));
+  ASSERT_TRUE(Eventually([] {
+    return NodesOf(Pods("app=web")) ==
+           std::vector<std::string>{"node01", "node01", "node01", "node01"};
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
+  watch.Stop();
+  EXPECT_GE(watch.fewest(), 3) << "the budget was broken";
+  EXPECT_THAT(Ctl({"uncordon", "node02"}).out, HasSubstr("node/node02 uncordoned"));
+  Ctl({"delete", "pdb", "web"});
 }
 
 TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {
