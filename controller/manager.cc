@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "controller/deployment/deployment.h"
+#include "controller/daemon/daemonset.h"
 #include "controller/disruption/disruption.h"
 #include "controller/garbage/garbage_collector.h"
 #include "controller/garbage/pod_gc.h"
@@ -16,7 +17,7 @@ const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
                                                  "replicationcontroller", "garbagecollector",
                                                  "podgc", "nodelifecycle", "taint-eviction",
-                                                 "disruption"};
+                                                 "disruption", "daemonset"};
   return names;
 }
 
@@ -61,6 +62,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   leases_ = std::make_unique<client::Informer<api::Lease>>(client_, "leases", lease_options);
   budgets_ = std::make_unique<client::Informer<api::PodDisruptionBudget>>(
       client_, "poddisruptionbudgets", io);
+  daemon_sets_ = std::make_unique<client::Informer<api::DaemonSet>>(client_, "daemonsets", io);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -90,6 +92,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     gc->Follow(replica_sets_.get(), "replicasets");
     gc->Follow(replication_controllers_.get(), "replicationcontrollers");
     gc->Follow(deployments_.get(), "deployments");
+    gc->Follow(daemon_sets_.get(), "daemonsets");
     controllers_.emplace_back(std::move(gc), options_.gc_workers);
     names_.push_back("garbagecollector");
   }
@@ -122,6 +125,13 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
                               2);
     names_.push_back("disruption");
   }
+  if (Enabled("daemonset")) {
+    controllers_.emplace_back(std::make_unique<daemon::DaemonSetController>(
+                                  client_, daemon_sets_.get(), pods_.get(), nodes_.get(),
+                                  events_.get(), options_.clock),
+                              2);
+    names_.push_back("daemonset");
+  }
 }
 
 Manager::~Manager() { Stop(); }
@@ -134,10 +144,12 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   nodes_->Start();
   leases_->Start();
   budgets_->Start();
+  daemon_sets_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
          deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout) &&
-         leases_->WaitForCacheSync(timeout) && budgets_->WaitForCacheSync(timeout);
+         leases_->WaitForCacheSync(timeout) && budgets_->WaitForCacheSync(timeout) &&
+         daemon_sets_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -146,6 +158,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (daemon_sets_) daemon_sets_->Stop();
   if (budgets_) budgets_->Stop();
   if (leases_) leases_->Stop();
   if (nodes_) nodes_->Stop();

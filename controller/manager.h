@@ -60,6 +60,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::Node>> nodes_;
   std::unique_ptr<client::Informer<api::Lease>> leases_;
   std::unique_ptr<client::Informer<api::PodDisruptionBudget>> budgets_;
+  std::unique_ptr<client::Informer<api::DaemonSet>> daemon_sets_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

@@ -61,8 +61,8 @@ class ControllerTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete cluster_; }
   void TearDown() override {
-    for (const char* kind :
-         {"deployments", "replicasets", "replicationcontrollers", "poddisruptionbudgets"}) {
+    for (const char* kind : {"deployments", "replicasets", "replicationcontrollers",
+                             "poddisruptionbudgets", "daemonsets"}) {
       Ctl({"delete", kind, "--all"});
     }
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
@@ -506,6 +506,60 @@ spec:
   EXPECT_GE(watch.fewest(), 3) << "the budget was broken";
   EXPECT_THAT(Ctl({"uncordon", "node02"}).out, HasSubstr("node/node02 uncordoned"));
   Ctl({"delete", "pdb", "web"});
+}
+
+TEST_F(ControllerTest, ADaemonSetRunsOnEveryUntaintedNodeAndOnANodeAddedLater) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: busybox
+        command: ['sleep', '3600']
+)").exit_code,
+            0);
+  ASSERT_TRUE(Eventually([] {
+    return NodesOf(Pods("app=agent")) == std::vector<std::string>{"node01", "node02"};
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
+  EXPECT_TRUE(Eventually([] {
+    return Ctl({"get", "ds", "agent"}).out.find("agent   2         2         2       2            2") !=
+           std::string::npos;
+  })) << Ctl({"get", "ds"}).out;
+  // A node registered later (without an agent): its pod is made and bound there.
+  ASSERT_EQ(Ctl({"create", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node03\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(Eventually([] {
+    for (const auto& p : Pods("app=agent")) {
+      if (p.spec().node_name() == "node03") return true;
+    }
+    return false;
+  }, std::chrono::seconds(30))) << Ctl({"get", "pods", "-o", "wide"}).out;
+  // drain leaves daemon pods alone with --ignore-daemonsets, and refuses without it.
+  auto refused = Ctl({"drain", "node01"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("cannot delete DaemonSet-managed Pods"));
+  auto drained = Ctl({"drain", "node01", "--ignore-daemonsets"});
+  EXPECT_EQ(drained.exit_code, 0) << drained.err;
+  EXPECT_THAT(drained.err, HasSubstr("Warning: ignoring DaemonSet-managed Pods: default/agent-"));
+  EXPECT_THAT(NodesOf(Pods("app=agent")), ::testing::Contains("node01"));
+  Ctl({"uncordon", "node01"});
+  // The node goes: so does its pod.
+  ASSERT_EQ(Ctl({"delete", "node", "node03"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([] {
+    for (const auto& p : Pods("app=agent")) {
+      if (p.spec().node_name() == "node03") return false;
+    }
+    return true;
+  }, std::chrono::seconds(40)));
 }
 
 TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {
