@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "api/object.h"
+#include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::api {
@@ -25,6 +26,21 @@ void PrepareForCreate(google::protobuf::Message* obj, const std::string& now) {
   meta->set_generation(1);
   meta->clear_deletion_timestamp();
   meta->clear_deletion_grace_period_seconds();
+  if (auto* job = dynamic_cast<Job*>(obj)) {
+    job->clear_status();
+    // Kubernetes' generated selector: the Job's own uid, on the selector and the template.
+    if (!job->spec().manual_selector()) {
+      auto* labels = job->mutable_spec()->mutable_template_()->mutable_metadata()->mutable_labels();
+      for (const char* prefix : {"batch.kubernetes.io/", ""}) {
+        (*labels)[std::string(prefix) + "controller-uid"] = meta->uid();
+        (*labels)[std::string(prefix) + "job-name"] = meta->name();
+      }
+      job->mutable_spec()->mutable_selector()->clear_match_expressions();
+      auto* match = job->mutable_spec()->mutable_selector()->mutable_match_labels();
+      match->clear();
+      (*match)["batch.kubernetes.io/controller-uid"] = meta->uid();
+    }
+  }
 }
 
 void PrepareForUpdate(const google::protobuf::Message& current, bool status_only, Object* obj) {

@@ -7,6 +7,7 @@
 #include "controller/disruption/disruption.h"
 #include "controller/garbage/garbage_collector.h"
 #include "controller/garbage/pod_gc.h"
+#include "controller/job/job.h"
 #include "controller/nodelifecycle/taint_eviction.h"
 #include "controller/replicaset/replicaset.h"
 #include "fmt/format.h"
@@ -17,7 +18,7 @@ const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
                                                  "replicationcontroller", "garbagecollector",
                                                  "podgc", "nodelifecycle", "taint-eviction",
-                                                 "disruption", "daemonset"};
+                                                 "disruption", "daemonset", "job"};
   return names;
 }
 
@@ -63,6 +64,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   budgets_ = std::make_unique<client::Informer<api::PodDisruptionBudget>>(
       client_, "poddisruptionbudgets", io);
   daemon_sets_ = std::make_unique<client::Informer<api::DaemonSet>>(client_, "daemonsets", io);
+  jobs_ = std::make_unique<client::Informer<api::Job>>(client_, "jobs", io);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -93,6 +95,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     gc->Follow(replication_controllers_.get(), "replicationcontrollers");
     gc->Follow(deployments_.get(), "deployments");
     gc->Follow(daemon_sets_.get(), "daemonsets");
+    gc->Follow(jobs_.get(), "jobs");
     controllers_.emplace_back(std::move(gc), options_.gc_workers);
     names_.push_back("garbagecollector");
   }
@@ -132,6 +135,12 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
                               2);
     names_.push_back("daemonset");
   }
+  if (Enabled("job")) {
+    controllers_.emplace_back(std::make_unique<job::JobController>(client_, jobs_.get(), pods_.get(),
+                                                                   events_.get(), options_.clock),
+                              options_.job_workers);
+    names_.push_back("job");
+  }
 }
 
 Manager::~Manager() { Stop(); }
@@ -145,11 +154,12 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   leases_->Start();
   budgets_->Start();
   daemon_sets_->Start();
+  jobs_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
          deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout) &&
          leases_->WaitForCacheSync(timeout) && budgets_->WaitForCacheSync(timeout) &&
-         daemon_sets_->WaitForCacheSync(timeout);
+         daemon_sets_->WaitForCacheSync(timeout) && jobs_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -158,6 +168,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (jobs_) jobs_->Stop();
   if (daemon_sets_) daemon_sets_->Stop();
   if (budgets_) budgets_->Stop();
   if (leases_) leases_->Stop();

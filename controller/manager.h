@@ -24,6 +24,7 @@ struct ManagerOptions {
   int deployment_workers = 5;
   int replicaset_workers = 5;
   int gc_workers = 20;
+  int job_workers = 5;
   nodelifecycle::NodeLifecycleOptions node_lifecycle;
   client::Clock* clock = client::RealClock();
 };
@@ -61,6 +62,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::Lease>> leases_;
   std::unique_ptr<client::Informer<api::PodDisruptionBudget>> budgets_;
   std::unique_ptr<client::Informer<api::DaemonSet>> daemon_sets_;
+  std::unique_ptr<client::Informer<api::Job>> jobs_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

@@ -62,7 +62,7 @@ class ControllerTest : public ::testing::Test {
   static void TearDownTestSuite() { delete cluster_; }
   void TearDown() override {
     for (const char* kind : {"deployments", "replicasets", "replicationcontrollers",
-                             "poddisruptionbudgets", "daemonsets"}) {
+                             "poddisruptionbudgets", "daemonsets", "jobs"}) {
       Ctl({"delete", kind, "--all"});
     }
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
@@ -560,6 +560,63 @@ spec:
     }
     return true;
   }, std::chrono::seconds(40)));
+}
+
+TEST_F(ControllerTest, AJobRunsToCompleteAndAFailingOneToFailed) {
+  ASSERT_EQ(Ctl({"apply", "-f", "-"}, R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pi
+spec:
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: pi
+        image: busybox
+        command: ['sh', '-c', 'echo 3.14159']
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: broken
+spec:
+  backoffLimit: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: broken
+        image: busybox
+        command: ['sh', '-c', 'exit 3']
+)").exit_code,
+            0);
+  auto condition = [](const std::string& name) {
+    auto j = cluster_->client()->Get<api::Job>("jobs", "default", name);
+    if (!j.ok()) return std::string();
+    for (const auto& c : j->status().conditions()) {
+      if (c.status() == "True") return c.type() + " " + c.reason();
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(Eventually([&] { return condition("pi") == "Complete "; }, std::chrono::seconds(30)))
+      << Ctl({"get", "pods"}).out;
+  EXPECT_THAT(Ctl({"get", "job", "pi"}).out, ::testing::ContainsRegex("pi +2/2"));
+  auto pods = Ctl({"get", "pods", "-l", "job-name=pi"}).out;
+  EXPECT_THAT(pods, ::testing::ContainsRegex("pi-[a-z0-9]+ +0/1 +Completed"));
+  EXPECT_THAT(Ctl({"get", "events"}).out, HasSubstr("Job completed"));
+  EXPECT_TRUE(Eventually([&] { return condition("broken") == "Failed BackoffLimitExceeded"; },
+                         std::chrono::seconds(30)))
+      << Ctl({"get", "pods"}).out;
+  EXPECT_THAT(Ctl({"get", "pods", "-l", "job-name=broken"}).out,
+              ::testing::ContainsRegex("broken-[a-z0-9]+ +0/1 +Error"));
+  EXPECT_EQ(cluster_->client()->Get<api::Job>("jobs", "default", "broken")->status().failed(), 2);
+  // Deleting a Job (mkubectl sends Background) takes its pods along.
+  ASSERT_EQ(Ctl({"delete", "jobs", "--all"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([] {
+    return Pods("job-name=pi").empty() && Pods("job-name=broken").empty();
+  }, std::chrono::seconds(30)));
 }
 
 TEST_F(ControllerTest, KillingTheLeaderHandsOverAndNothingIsCreatedTwice) {

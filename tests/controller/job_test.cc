@@ -1,0 +1,156 @@
+// The Job controller against the fake clientset and clock: completions with parallelism,
+// BackoffLimitExceeded, DeadlineExceeded, a work queue without completions, and
+// ttlSecondsAfterFinished.
+#include "controller/job/job.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/controller/harness.h"
+
+namespace mkube::controller::job {
+namespace {
+
+using ::testing::Contains;
+using testing::Harness;
+using testing::Template;
+
+class JobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controller_ =
+        std::make_unique<JobController>(&h_.fake, &jobs_, &h_.pods, &h_.events, &h_.clock);
+    jobs_.Start();
+    h_.Start();
+  }
+  void TearDown() override {
+    jobs_.Stop();
+    h_.StopInformers();
+    controller_.reset();
+  }
+  void Settle() {
+    h_.Settle();
+    mkube::testing::Eventually([&] {
+      for (const auto& j : h_.List<api::Job>("jobs")) {
+        auto cached = jobs_.Get(client::KeyOf(j));
+        if (!cached || cached->metadata().resource_version() != j.metadata().resource_version()) {
+          return false;
+        }
+      }
+      return true;
+    });
+  }
+  void Create(api::Job job) {
+    job.mutable_metadata()->set_name("pi");
+    *job.mutable_spec()->mutable_template_() = Template({}, "busybox");
+    job.mutable_spec()->mutable_template_()->mutable_spec()->set_restart_policy("Never");
+    ASSERT_TRUE(h_.fake.Create<api::Job>("jobs", "default", job).ok());
+    Settle();
+  }
+  absl::Status Sync() {
+    absl::Status st = controller_->Sync("default/pi");
+    Settle();
+    return st;
+  }
+  std::vector<api::Pod> Running() {
+    std::vector<api::Pod> out;
+    for (const auto& p : h_.Pods()) {
+      if (p.metadata().deletion_timestamp().empty() && p.status().phase() != "Succeeded" &&
+          p.status().phase() != "Failed") {
+        out.push_back(p);
+      }
+    }
+    return out;
+  }
+  void End(const api::Pod& pod, const std::string& phase) {
+    api::Pod p = pod;
+    p.mutable_status()->set_phase(phase);
+    ASSERT_TRUE(h_.fake.Update<api::Pod>("pods", "default", p, "status").ok());
+    Settle();
+  }
+  std::string Condition() {
+    const auto job = h_.Get<api::Job>("jobs", "pi");
+    for (const auto& c : job.status().conditions()) {
+      if (c.status() == "True") return c.type() + " " + c.reason();
+    }
+    return "";
+  }
+
+  Harness h_;
+  client::Informer<api::Job> jobs_{&h_.fake, "jobs"};
+  std::unique_ptr<JobController> controller_;
+};
+
+TEST_F(JobTest, CompletionsWithParallelismThenComplete) {
+  api::Job job;
+  job.mutable_spec()->set_completions(3);
+  job.mutable_spec()->set_parallelism(2);
+  Create(job);
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  ASSERT_EQ(Running().size(), 2u);
+  const api::Pod first = Running()[0];
+  EXPECT_EQ(first.metadata().labels().at("job-name"), "pi");
+  EXPECT_EQ(first.metadata().labels().at("batch.kubernetes.io/controller-uid"),
+            h_.Get<api::Job>("jobs", "pi").metadata().uid());
+  End(first, "Succeeded");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(Running().size(), 2u) << "two more to go, two at a time";
+  for (const auto& p : Running()) End(p, "Succeeded");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  const auto done = h_.Get<api::Job>("jobs", "pi");
+  EXPECT_EQ(Condition(), "Complete ");
+  EXPECT_EQ(done.status().succeeded(), 3);
+  EXPECT_EQ(done.status().active(), 0);
+  EXPECT_FALSE(done.status().completion_time().empty());
+  EXPECT_THAT(h_.Events(), Contains("Completed: Job completed"));
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(h_.Pods().size(), 3u) << "nothing more after it completed";
+}
+
+TEST_F(JobTest, FailuresPastTheBackoffLimitFailTheJob) {
+  api::Job job;
+  job.mutable_spec()->set_backoff_limit(1);
+  Create(job);
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  End(Running().at(0), "Failed");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(Condition(), "") << "one failure is within the limit";
+  ASSERT_EQ(Running().size(), 1u);
+  End(Running().at(0), "Failed");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(Condition(), "Failed BackoffLimitExceeded");
+  EXPECT_EQ(h_.Get<api::Job>("jobs", "pi").status().failed(), 2);
+  EXPECT_THAT(h_.Events(),
+              Contains("BackoffLimitExceeded: Job has reached the specified backoff limit"));
+}
+
+TEST_F(JobTest, ADeadlinePassedFailsTheJobAndStopsItsPods) {
+  api::Job job;
+  job.mutable_spec()->set_active_deadline_seconds(10);
+  Create(job);
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  ASSERT_EQ(Running().size(), 1u);
+  h_.clock.Advance(absl::Seconds(10));
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(Condition(), "Failed DeadlineExceeded");
+  EXPECT_TRUE(Running().empty());
+}
+
+TEST_F(JobTest, AFinishedJobGoesAfterItsTtl) {
+  api::Job job;
+  job.mutable_spec()->set_ttl_seconds_after_finished(5);
+  Create(job);
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  End(Running().at(0), "Succeeded");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  ASSERT_EQ(Condition(), "Complete ");
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  EXPECT_EQ(h_.List<api::Job>("jobs").size(), 1u);
+  h_.clock.Advance(absl::Seconds(5));
+  ASSERT_EQ(Sync(), absl::OkStatus());
+  auto gone = h_.fake.Get<api::Job>("jobs", "default", "pi");
+  EXPECT_TRUE(!gone.ok() || !gone->metadata().deletion_timestamp().empty());
+}
+
+}  // namespace
+}  // namespace mkube::controller::job
