@@ -50,8 +50,6 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     : client_(client), options_(std::move(options)) {
   client::InformerOptions io;
   io.clock = options_.clock;
-  events_ = std::make_unique<client::EventRecorder>(client_, "controller-manager", "", 1000,
-                                                    options_.clock);
   pods_ = std::make_unique<client::Informer<api::Pod>>(client_, "pods", io);
   replica_sets_ = std::make_unique<client::Informer<api::ReplicaSet>>(client_, "replicasets", io);
   replication_controllers_ = std::make_unique<client::Informer<api::ReplicationController>>(
@@ -68,7 +66,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
-                                  client_, replica_sets_.get(), pods_.get(), events_.get(),
+                                  client_, replica_sets_.get(), pods_.get(), Recorder("replicaset-controller"),
                                   options_.clock, ReplicaSetControllerImpl::Options{}),
                               options_.replicaset_workers);
     names_.push_back("replicaset");
@@ -76,7 +74,8 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   if (Enabled("replicationcontroller")) {
     controllers_.emplace_back(std::make_unique<ReplicationManager>(
                                   client_, replication_controllers_.get(), pods_.get(),
-                                  events_.get(), options_.clock, ReplicationManager::Options{}),
+                                  Recorder("replication-controller"), options_.clock,
+                                  ReplicationManager::Options{}),
                               options_.replicaset_workers);
     names_.push_back("replicationcontroller");
   }
@@ -84,7 +83,8 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     controllers_.emplace_back(
         std::make_unique<deployment::DeploymentController>(client_, deployments_.get(),
                                                            replica_sets_.get(), pods_.get(),
-                                                           events_.get(), options_.clock),
+                                                           Recorder("deployment-controller"),
+                                                           options_.clock),
         options_.deployment_workers);
     names_.push_back("deployment");
   }
@@ -108,14 +108,15 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   if (Enabled("nodelifecycle")) {
     // One worker: its passes and its node changes write the same nodes.
     controllers_.emplace_back(std::make_unique<nodelifecycle::NodeLifecycleController>(
-                                  client_, nodes_.get(), leases_.get(), pods_.get(), events_.get(),
+                                  client_, nodes_.get(), leases_.get(), pods_.get(), Recorder("node-controller"),
                                   options_.clock, options_.node_lifecycle),
                               1);
     names_.push_back("nodelifecycle");
   }
   if (Enabled("taint-eviction")) {
     controllers_.emplace_back(std::make_unique<nodelifecycle::TaintEvictionController>(
-                                  client_, nodes_.get(), pods_.get(), events_.get(),
+                                  client_, nodes_.get(), pods_.get(),
+                                  Recorder("taint-eviction-controller"),
                                   options_.clock),
                               4);
     names_.push_back("taint-eviction");
@@ -131,19 +132,26 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   if (Enabled("daemonset")) {
     controllers_.emplace_back(std::make_unique<daemon::DaemonSetController>(
                                   client_, daemon_sets_.get(), pods_.get(), nodes_.get(),
-                                  events_.get(), options_.clock),
+                                  Recorder("daemonset-controller"), options_.clock),
                               2);
     names_.push_back("daemonset");
   }
   if (Enabled("job")) {
     controllers_.emplace_back(std::make_unique<job::JobController>(client_, jobs_.get(), pods_.get(),
-                                                                   events_.get(), options_.clock),
+                                                                   Recorder("deployment-controller"),
+                                                           options_.clock),
                               options_.job_workers);
     names_.push_back("job");
   }
 }
 
 Manager::~Manager() { Stop(); }
+
+client::EventRecorder* Manager::Recorder(const std::string& component) {
+  auto& r = recorders_[component];
+  if (!r) r = std::make_unique<client::EventRecorder>(client_, component, "", 1000, options_.clock);
+  return r.get();
+}
 
 bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   pods_->Start();
@@ -177,7 +185,7 @@ void Manager::Stop() {
   if (replication_controllers_) replication_controllers_->Stop();
   if (replica_sets_) replica_sets_->Stop();
   if (pods_) pods_->Stop();
-  if (events_) events_->Flush();
+  for (auto& [name, recorder] : recorders_) recorder->Flush();
 }
 
 std::vector<std::string> Manager::Running() const { return names_; }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -50,10 +51,13 @@ class Manager {
 
  private:
   bool Enabled(const std::string& name) const;
+  client::EventRecorder* Recorder(const std::string& component);
 
   client::ApiClient* const client_;
   const ManagerOptions options_;
-  std::unique_ptr<client::EventRecorder> events_;
+  // One event recorder per component name, as kube-controller-manager's controllers each
+  // have ("deployment-controller", ...): the events' "From".
+  std::map<std::string, std::unique_ptr<client::EventRecorder>> recorders_;
   std::unique_ptr<client::Informer<api::Pod>> pods_;
   std::unique_ptr<client::Informer<api::ReplicaSet>> replica_sets_;
   std::unique_ptr<client::Informer<api::ReplicationController>> replication_controllers_;
