@@ -1,10 +1,13 @@
 #include "client/daemon.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "api/log.h"
 #include "fmt/format.h"
 
 namespace mkube::client {
@@ -28,6 +31,96 @@ absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const s
         fmt::format("{}: \"{}\" is not a positive duration (e.g. 15s)", flag, text));
   }
   return d;
+}
+
+}  // namespace mkube::client
+
+namespace mkube::client {
+
+void Leadership::Register(CLI::App& app, Flags* f, const std::string& who) {
+  app.add_option("--leader-elect", f->enabled, "Take part in leader election (" + who + ")")
+      ->capture_default_str();
+  app.add_option("--leader-elect-lease-duration", f->lease_duration,
+                 "How long a leader's lease lasts unrenewed")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", f->renew_deadline,
+                 "How long a leader tries to renew before it gives up")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", f->retry_period, "How often candidates try")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-name", f->resource_name,
+                 "The Lease the candidates race for")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace", f->resource_namespace, "Its namespace")
+      ->capture_default_str();
+  app.add_option("--identity", f->identity, "This candidate's name in the Lease")
+      ->capture_default_str();
+}
+
+absl::Status Leadership::Check(const Flags& f) {
+  auto lease = PositiveDuration("--leader-elect-lease-duration", f.lease_duration);
+  auto renew = PositiveDuration("--leader-elect-renew-deadline", f.renew_deadline);
+  auto retry = PositiveDuration("--leader-elect-retry-period", f.retry_period);
+  for (const auto* d : {&lease, &renew, &retry}) {
+    if (!d->ok()) return d->status();
+  }
+  if (*renew >= *lease) {
+    return absl::InvalidArgumentError(
+        "--leader-elect-renew-deadline must be shorter than the lease duration");
+  }
+  return absl::OkStatus();
+}
+
+Leadership::Leadership(ApiClient* client, const Flags& f, std::function<void()> lead) {
+  if (!f.enabled) {
+    lead();
+    return;
+  }
+  LeaderElector::Config c;
+  c.lease_namespace = f.resource_namespace;
+  c.lease_name = f.resource_name;
+  c.identity = f.identity;
+  c.lease_duration = *PositiveDuration("", f.lease_duration);
+  c.renew_deadline = *PositiveDuration("", f.renew_deadline);
+  c.retry_period = *PositiveDuration("", f.retry_period);
+  c.on_started_leading = std::move(lead);
+  c.on_stopped_leading = [this] {
+    if (releasing_.load()) return;  // given up on purpose
+    // A leader that lost its lease may have raced another: it exits and starts again as a
+    // candidate.
+    log::Logger("leader").error("leader election lost: exiting");
+    std::_Exit(1);
+  };
+  elector_ = std::make_unique<LeaderElector>(client, c);
+  elector_->Start();
+}
+
+void Leadership::Release() {
+  releasing_ = true;
+  if (elector_) elector_->Stop();
+}
+
+namespace {
+sigset_t TerminationSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+}  // namespace
+
+void BlockTerminationSignals() {
+  sigset_t signals = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int WaitForTermination() {
+  sigset_t signals = TerminationSignals();
+  int sig = 0;
+  sigwait(&signals, &sig);
+  return sig;
 }
 
 }  // namespace mkube::client

@@ -1,9 +1,17 @@
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/client.h"
+#include "client/leader_election.h"
 
 // What every daemon's main does alike.
 namespace mkube::client {
@@ -14,5 +22,38 @@ std::string Hostname();
 void WriteReadyFile(const std::string& path, const std::string& content);
 // A duration flag ("15s", "1m30s") that must be positive; the error names the flag.
 absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text);
+
+
+// The --leader-elect* flags kube-scheduler and kube-controller-manager share, and the run
+// they govern: `lead` is called once this process holds the Lease (at once without leader
+// election); a leader that loses its Lease exits (status 1) to start again as a candidate, as
+// Kubernetes' daemons do; Release gives it up on purpose (a signal), without exiting.
+class Leadership {
+ public:
+  struct Flags {
+    bool enabled = true;
+    std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
+    std::string resource_name, resource_namespace = "kube-system";
+    std::string identity = Hostname() + "_" + std::to_string(getpid());
+  };
+  // Adds the flags to `app`; `who` names the daemon in the help ("one scheduler of several").
+  static void Register(CLI::App& app, Flags* flags, const std::string& who);
+  // Checks the flags' durations; the error names the flag.
+  static absl::Status Check(const Flags& flags);
+
+  // Starts the election (flags already checked).
+  Leadership(ApiClient* client, const Flags& flags, std::function<void()> lead);
+  ~Leadership() { Release(); }
+  void Release();
+
+ private:
+  std::atomic<bool> releasing_{false};
+  std::unique_ptr<LeaderElector> elector_;
+};
+
+// Blocks SIGTERM and SIGINT for this thread and those it starts later, and ignores SIGPIPE:
+// call first thing in main. WaitForTermination then returns the signal that came.
+void BlockTerminationSignals();
+int WaitForTermination();
 
 }  // namespace mkube::client

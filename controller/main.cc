@@ -1,10 +1,6 @@
 // mkube-controller-manager: the controllers that turn Deployments, ReplicaSets and
 // ReplicationControllers into pods, as kube-controller-manager does; with leader election,
 // one of several acts.
-#include <signal.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
@@ -13,7 +9,6 @@
 #include "client/client.h"
 #include "client/credentials.h"
 #include "client/daemon.h"
-#include "client/leader_election.h"
 #include "controller/manager.h"
 #include "fmt/format.h"
 
@@ -28,10 +23,9 @@ int Fail(const std::string& what) {
 
 int main(int argc, char** argv) {
   std::string apiserver = "127.0.0.1:6443", token_file, ca_file, ready_file, log_level = "info";
-  bool insecure = false, leader_elect = true;
-  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
-  std::string lease_name = "kube-controller-manager", lease_namespace = "kube-system";
-  std::string identity = mkube::client::Hostname() + "_" + std::to_string(getpid());
+  bool insecure = false;
+  mkube::client::Leadership::Flags election;
+  election.resource_name = "kube-controller-manager";
   std::string controllers = "*";
   mkube::controller::ManagerOptions mo;
 
@@ -80,23 +74,7 @@ int main(int argc, char** argv) {
                  "The fraction of not-ready nodes (at least 3) that makes a zone unhealthy")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--leader-elect", leader_elect,
-                 "Take part in leader election (one controller-manager of several acts)")
-      ->capture_default_str();
-  app.add_option("--leader-elect-lease-duration", lease_duration,
-                 "How long a leader's lease lasts unrenewed")
-      ->capture_default_str();
-  app.add_option("--leader-elect-renew-deadline", renew_deadline,
-                 "How long a leader tries to renew before it gives up")
-      ->capture_default_str();
-  app.add_option("--leader-elect-retry-period", retry_period, "How often candidates try")
-      ->capture_default_str();
-  app.add_option("--leader-elect-resource-name", lease_name, "The Lease the candidates race for")
-      ->capture_default_str();
-  app.add_option("--leader-elect-resource-namespace", lease_namespace, "Its namespace")
-      ->capture_default_str();
-  app.add_option("--identity", identity, "This candidate's name in the Lease")
-      ->capture_default_str();
+  mkube::client::Leadership::Register(app, &election, "one controller-manager of several acts");
   app.add_option("--ready-file", ready_file, "Write this file once the caches have synced");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -116,25 +94,13 @@ int main(int argc, char** argv) {
   }
   mo.node_lifecycle.grace_period = *grace_period;
   mo.node_lifecycle.monitor_period = *monitor_period;
-  auto lease = mkube::client::PositiveDuration("--leader-elect-lease-duration", lease_duration);
-  auto renew = mkube::client::PositiveDuration("--leader-elect-renew-deadline", renew_deadline);
-  auto retry = mkube::client::PositiveDuration("--leader-elect-retry-period", retry_period);
-  for (const auto* d : {&lease, &renew, &retry}) {
-    if (!d->ok()) return Fail(std::string(d->status().message()));
-  }
-  if (*renew >= *lease) {
-    return Fail("--leader-elect-renew-deadline must be shorter than the lease duration");
+  if (auto st = mkube::client::Leadership::Check(election); !st.ok()) {
+    return Fail(std::string(st.message()));
   }
   auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
   if (!copts.ok()) return Fail(std::string(copts.status().message()));
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  mkube::client::BlockTerminationSignals();
   mkube::client::GrpcClient client(*copts);
   mkube::controller::Manager manager(&client, mo);
   while (!manager.StartInformers(std::chrono::seconds(30))) {
@@ -144,37 +110,13 @@ int main(int argc, char** argv) {
     log.info("leading: starting controllers {}", fmt::join(manager.Running(), ", "));
     manager.StartControllers();
   };
-  std::unique_ptr<mkube::client::LeaderElector> elector;
-  std::atomic<bool> shutting_down{false};
-  if (leader_elect) {
-    mkube::client::LeaderElector::Config lc;
-    lc.lease_namespace = lease_namespace;
-    lc.lease_name = lease_name;
-    lc.identity = identity;
-    lc.lease_duration = *lease;
-    lc.renew_deadline = *renew;
-    lc.retry_period = *retry;
-    lc.on_started_leading = start;
-    lc.on_stopped_leading = [&log, &shutting_down] {
-      if (shutting_down.load()) return;  // we gave the lease up ourselves
-      // As kube-controller-manager: one that lost its lease may have raced another; it exits
-      // and starts again as a candidate.
-      log.error("leader election lost: exiting");
-      std::_Exit(1);
-    };
-    elector = std::make_unique<mkube::client::LeaderElector>(&client, lc);
-    elector->Start();
-  } else {
-    start();
-  }
-  mkube::client::WriteReadyFile(ready_file, identity);
-  log.info("mkube-controller-manager {} watching apiserver {}", identity, apiserver);
+  mkube::client::Leadership leadership(&client, election, start);
+  mkube::client::WriteReadyFile(ready_file, election.identity);
+  log.info("mkube-controller-manager {} watching apiserver {}", election.identity, apiserver);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = mkube::client::WaitForTermination();
   log.info("signal {}: shutting down", sig);
-  shutting_down = true;
   manager.Stop();
-  if (elector) elector->Stop();
+  leadership.Release();
   return 0;
 }

@@ -1,9 +1,6 @@
 // mkube-scheduler: binds pods that name no node to the node its profile's filters and scores
 // choose, as kube-scheduler does; with leader election, one of several schedules.
-#include <signal.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +15,6 @@
 #include "client/daemon.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
-#include "client/leader_election.h"
 #include "fmt/format.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/internal/scheduler.h"
@@ -34,10 +30,10 @@ int Fail(const std::string& what) {
 
 int main(int argc, char** argv) {
   std::string apiserver = "127.0.0.1:6443", token_file, ca_file, config_file, ready_file;
-  bool insecure = false, leader_elect = true;
-  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
-  std::string lease_name = "kube-scheduler", lease_namespace = "kube-system";
-  std::string identity = mkube::client::Hostname() + "_" + std::to_string(getpid()), log_level = "info";
+  bool insecure = false;
+  std::string log_level = "info";
+  mkube::client::Leadership::Flags election;
+  election.resource_name = "kube-scheduler";
   int bind_workers = 8;
 
   CLI::App app{"mkube-scheduler: assigns pods to nodes"};
@@ -47,23 +43,7 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure-plaintext", insecure, "Talk to the apiserver without TLS");
   app.add_option("--config", config_file,
                  "A KubeSchedulerConfiguration file (profiles, plugins, weights)");
-  app.add_option("--leader-elect", leader_elect,
-                 "Take part in leader election (one scheduler of several schedules)")
-      ->capture_default_str();
-  app.add_option("--leader-elect-lease-duration", lease_duration,
-                 "How long a leader's lease lasts unrenewed")
-      ->capture_default_str();
-  app.add_option("--leader-elect-renew-deadline", renew_deadline,
-                 "How long a leader tries to renew before it gives up")
-      ->capture_default_str();
-  app.add_option("--leader-elect-retry-period", retry_period, "How often candidates try")
-      ->capture_default_str();
-  app.add_option("--leader-elect-resource-name", lease_name, "The Lease the candidates race for")
-      ->capture_default_str();
-  app.add_option("--leader-elect-resource-namespace", lease_namespace, "Its namespace")
-      ->capture_default_str();
-  app.add_option("--identity", identity, "This candidate's name in the Lease")
-      ->capture_default_str();
+  mkube::client::Leadership::Register(app, &election, "one scheduler of several schedules");
   app.add_option("--bind-workers", bind_workers, "Bindings posted at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -75,23 +55,13 @@ int main(int argc, char** argv) {
   mkube::log::Setup("scheduler", spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 
-  auto lease = mkube::client::PositiveDuration("--leader-elect-lease-duration", lease_duration);
-  auto renew = mkube::client::PositiveDuration("--leader-elect-renew-deadline", renew_deadline);
-  auto retry = mkube::client::PositiveDuration("--leader-elect-retry-period", retry_period);
-  for (const auto* d : {&lease, &renew, &retry}) {
-    if (!d->ok()) return Fail(std::string(d->status().message()));
+  if (auto st = mkube::client::Leadership::Check(election); !st.ok()) {
+    return Fail(std::string(st.message()));
   }
-  if (*renew >= *lease)
-    return Fail("--leader-elect-renew-deadline must be shorter than the lease duration");
   auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
   if (!copts.ok()) return Fail(std::string(copts.status().message()));
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  mkube::client::BlockTerminationSignals();
 
   mkube::client::GrpcClient client(*copts);
   mkube::client::Informer<mkube::api::ReplicaSet> replica_sets(&client, "replicasets");
@@ -157,40 +127,16 @@ int main(int argc, char** argv) {
     log.info("scheduling pods for profiles {}", fmt::join(names, ", "));
     loop = std::thread([&scheduler] { scheduler.Run(); });
   };
-  std::unique_ptr<mkube::client::LeaderElector> elector;
-  std::atomic<bool> shutting_down{false};
-  if (leader_elect) {
-    mkube::client::LeaderElector::Config lc;
-    lc.lease_namespace = lease_namespace;
-    lc.lease_name = lease_name;
-    lc.identity = identity;
-    lc.lease_duration = *lease;
-    lc.renew_deadline = *renew;
-    lc.retry_period = *retry;
-    lc.on_started_leading = start_scheduling;
-    lc.on_stopped_leading = [&log, &shutting_down] {
-      if (shutting_down.load()) return;  // we gave the lease up ourselves
-      // As kube-scheduler: a scheduler that lost its lease may have raced another; it exits
-      // and starts again as a candidate.
-      log.error("leader election lost: exiting");
-      std::_Exit(1);
-    };
-    elector = std::make_unique<mkube::client::LeaderElector>(&client, lc);
-    elector->Start();
-  } else {
-    start_scheduling();
-  }
-  mkube::client::WriteReadyFile(ready_file, identity);
-  log.info("mkube-scheduler {} watching apiserver {}", identity, apiserver);
+  mkube::client::Leadership leadership(&client, election, start_scheduling);
+  mkube::client::WriteReadyFile(ready_file, election.identity);
+  log.info("mkube-scheduler {} watching apiserver {}", election.identity, apiserver);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = mkube::client::WaitForTermination();
   log.info("signal {}: shutting down", sig);
-  shutting_down = true;
   scheduler.Stop();
   if (loop.joinable()) loop.join();
   scheduler.WaitForBindings();
-  if (elector) elector->Stop();
+  leadership.Release();
   pods.Stop();
   nodes.Stop();
   replica_sets.Stop();
