@@ -280,7 +280,10 @@ absl::Status NodeLifecycleController::ReconcileTaints(const api::Node& node, boo
       changed = true;
     }
   }
-  for (const auto& [key, effect] : wanted) {
+  // (No structured binding: clang 14's lambdas cannot capture one.)
+  for (const auto& want : wanted) {
+    const std::string& key = want.first;
+    const std::string& effect = want.second;
     const bool present = std::any_of(taints->begin(), taints->end(), [&](const api::Taint& t) {
       return t.key() == key && t.effect() == effect;
     });

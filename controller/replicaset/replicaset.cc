@@ -20,7 +20,6 @@ ReplicaSetController<T>::ReplicaSetController(client::ApiClient* client, client:
       client_(client),
       sets_(sets),
       pods_(pods),
-      events_(events),
       options_(options),
       pod_control_(client, events),
       expectations_(clock) {

@@ -82,7 +82,6 @@ class ReplicaSetController final : public Controller {
   client::ApiClient* const client_;
   client::Informer<T>* const sets_;
   client::Informer<api::Pod>* const pods_;
-  client::EventRecorder* const events_;
   const Options options_;
   PodControl pod_control_;
   Expectations expectations_;
