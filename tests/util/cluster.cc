@@ -1,5 +1,7 @@
 #include "tests/util/cluster.h"
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "fmt/format.h"
@@ -20,6 +22,9 @@ absl::Status Cluster::Start(Options options) {
   if (images.exit_code != 0) {
     return absl::InternalError("images.sh failed: " + images.err);
   }
+  // Addresses of its own (nodes 127.B.1.i, pods 127.B+1.i.0/24), so that clusters of tests
+  // running side by side never share a pod address (the demo images all listen on port 80).
+  const int base = 20 + static_cast<int>(getpid() % 100) * 2;
   int i = 0;
   for (const std::string node : {"master01", "node01", "node02"}) {
     ++i;
@@ -29,8 +34,8 @@ absl::Status Cluster::Start(Options options) {
     o.agent_token_file = api_->agent_token_file();
     o.node = node;
     o.registry = dir_.Sub("registry");
-    o.pod_cidr = fmt::format("127.1.{}.0/24", i);
-    o.extra = {"--node-ip", fmt::format("127.0.1.{}", i)};
+    o.pod_cidr = fmt::format("127.{}.{}.0/24", base + 1, i);
+    o.extra = {"--node-ip", fmt::format("127.{}.1.{}", base, i)};
     o.extra.insert(o.extra.end(), options.agent_flags.begin(), options.agent_flags.end());
     if (node == "master01") {
       o.extra.insert(o.extra.end(),

@@ -16,7 +16,8 @@ namespace mkube::testing {
 
 // The seeds' cluster from real binaries, in a temp folder: mkube-store, mkube-apiserver,
 // agents master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 and node02 on
-// 127.0.1.1-3 with the demo images (soscscs/myapp:v1 and v2 among them), the scheduler and
+// loopback addresses of their own (127.B.1.1-3, pods in 127.B+1.1-3.0/24, B from the pid)
+// with the demo images (soscscs/myapp:v1 and v2 among them), the scheduler and
 // the controller-manager; an admin client and a kubeconfig for mkubectl.
 class Cluster {
  public:
