@@ -160,7 +160,7 @@ TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsUnlessOrphane
     api::ReplicaSet rs;
     rs.ParseFromString(l->items(0));
     return rs.metadata().owner_references_size() == 0;
-  }));
+  }, std::chrono::seconds(30))) << Ctl({"get", "rs", "-o", "yaml"}).out << cluster_->Logs();
   EXPECT_EQ(Pods("app=myapp").size(), 3u);
   // The orphaned set, deleted in the foreground: the pods go first, then the set.
   auto rs = Ctl({"get", "rs", "-o", "name"}).out;
