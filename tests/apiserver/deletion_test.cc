@@ -99,6 +99,18 @@ class DeletionTest : public ::testing::TestWithParam<std::string> {
     return d;
   }
 
+  // A pod bound to node01 with a finalizer of someone else's.
+  static api::Pod KeptPodOnNode01() {
+    api::Pod pod;
+    pod.mutable_metadata()->set_name("p");
+    pod.mutable_metadata()->add_finalizers("example.com/keep");
+    pod.mutable_spec()->set_node_name("node01");
+    auto* c = pod.mutable_spec()->add_containers();
+    c->set_name("c");
+    c->set_image("busybox");
+    return pod;
+  }
+
   mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
   client::testing::FakeClient fake_;
@@ -176,14 +188,7 @@ TEST_P(DeletionTest, NoFinalizerMayBeAddedToAnObjectBeingDeleted) {
 }
 
 TEST_P(DeletionTest, APodOnANodeWaitsForItsNodeAndForItsFinalizers) {
-  api::Pod pod;
-  pod.mutable_metadata()->set_name("p");
-  pod.mutable_metadata()->add_finalizers("example.com/keep");
-  pod.mutable_spec()->set_node_name("node01");
-  auto* c = pod.mutable_spec()->add_containers();
-  c->set_name("c");
-  c->set_image("busybox");
-  Create("pods", pod);
+  Create("pods", KeptPodOnNode01());
   ASSERT_TRUE(Delete("pods", "p").ok());
   auto p = Get<api::Pod>("pods", "p");
   ASSERT_TRUE(p.ok());
@@ -199,14 +204,7 @@ TEST_P(DeletionTest, APodOnANodeWaitsForItsNodeAndForItsFinalizers) {
 }
 
 TEST_P(DeletionTest, AFinalizerRemovedWhileTheNodeStillStopsThePodLeavesItToTheNode) {
-  api::Pod pod;
-  pod.mutable_metadata()->set_name("p");
-  pod.mutable_metadata()->add_finalizers("example.com/keep");
-  pod.mutable_spec()->set_node_name("node01");
-  auto* c = pod.mutable_spec()->add_containers();
-  c->set_name("c");
-  c->set_image("busybox");
-  Create("pods", pod);
+  Create("pods", KeptPodOnNode01());
   ASSERT_TRUE(Delete("pods", "p").ok());
   auto p = Get<api::Pod>("pods", "p");
   p->mutable_metadata()->clear_finalizers();
