@@ -461,6 +461,13 @@ absl::StatusOr<std::string> FakeClient::DeleteLocked(const apiserver::DeleteRequ
         "Precondition failed: UID in precondition: {}, UID in object meta: {}",
         req.preconditions().uid(), meta.uid()));
   }
+  if (!req.preconditions().resource_version().empty() &&
+      req.preconditions().resource_version() != meta.resource_version()) {
+    return absl::AbortedError(fmt::format(
+        "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object "
+        "meta: {}",
+        req.preconditions().resource_version(), meta.resource_version()));
+  }
   const std::optional<int64_t> requested =
       req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
                                      : std::nullopt;

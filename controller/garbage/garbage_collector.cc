@@ -141,7 +141,7 @@ absl::Status GarbageCollector::Sync(const std::string& key) {
 }
 
 absl::Status GarbageCollector::CheckOwners(const std::string& resource,
-                                           const google::protobuf::Message& obj) {
+                                           const google::protobuf::Message& obj, bool fresh) {
   const api::ObjectMeta& meta = api::MetaOf(obj);
   std::vector<std::string> dangling;
   for (const auto& ref : meta.owner_references()) {
@@ -150,8 +150,23 @@ absl::Status GarbageCollector::CheckOwners(const std::string& resource,
     if (!*exists) dangling.push_back(ref.uid());
   }
   if (dangling.empty()) return absl::OkStatus();
+  if (!fresh) {
+    // The cache may not have seen the reference go yet (an owner deleted with Orphan drops it
+    // just before it goes): read the object again.
+    apiserver::GetRequest req;
+    req.set_resource(resource);
+    req.set_namespace_(meta.namespace_());
+    req.set_name(meta.name());
+    auto bytes = client_->GetRaw(req);
+    if (!bytes.ok()) return Gone(bytes.status()) ? absl::OkStatus() : bytes.status();
+    std::unique_ptr<google::protobuf::Message> latest(obj.New());
+    if (!latest->ParseFromString(*bytes)) return absl::DataLossError("cannot decode the object");
+    const api::ObjectMeta& lm = api::MetaOf(*latest);
+    if (lm.uid() != meta.uid() || !lm.deletion_timestamp().empty()) return absl::OkStatus();
+    return CheckOwners(resource, *latest, /*fresh=*/true);
+  }
   if (dangling.size() == static_cast<size_t>(meta.owner_references_size())) {
-    return DeleteObject(resource, obj, "Background");
+    return DeleteObject(resource, obj, "Background", /*exact=*/true);
   }
   // Some owners are left: only the references to the gone ones go.
   std::unique_ptr<google::protobuf::Message> copy(obj.New());
@@ -227,7 +242,7 @@ absl::Status GarbageCollector::RemoveFinalizer(const std::string& resource,
 
 absl::Status GarbageCollector::DeleteObject(const std::string& resource,
                                             const google::protobuf::Message& obj,
-                                            const std::string& propagation) {
+                                            const std::string& propagation, bool exact) {
   const api::ObjectMeta& meta = api::MetaOf(obj);
   apiserver::DeleteRequest req;
   req.set_resource(resource);
@@ -235,6 +250,7 @@ absl::Status GarbageCollector::DeleteObject(const std::string& resource,
   req.set_name(meta.name());
   req.set_propagation_policy(propagation);
   req.mutable_preconditions()->set_uid(meta.uid());
+  if (exact) req.mutable_preconditions()->set_resource_version(meta.resource_version());
   auto r = client_->Delete(req);
   if (r.ok() || Gone(r.status())) return absl::OkStatus();
   // A uid precondition that failed: the name now holds another object, not ours to delete.

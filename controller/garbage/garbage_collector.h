@@ -98,11 +98,15 @@ class GarbageCollector final : public Controller {
   absl::Status OrphanDependents(const std::string& resource, const google::protobuf::Message& owner);
   absl::Status DeleteDependentsFirst(const std::string& resource,
                                      const google::protobuf::Message& owner);
-  absl::Status CheckOwners(const std::string& resource, const google::protobuf::Message& obj);
+  // Deletes `obj` when all its owners are gone, or drops the references to those gone. The
+  // decision is taken on the apiserver's copy (`fresh`), never on a cache that may be behind.
+  absl::Status CheckOwners(const std::string& resource, const google::protobuf::Message& obj,
+                           bool fresh = false);
   absl::Status RemoveFinalizer(const std::string& resource, const google::protobuf::Message& obj,
                                const std::string& finalizer);
+  // With `exact`, only the version of obj that was read (a resourceVersion precondition).
   absl::Status DeleteObject(const std::string& resource, const google::protobuf::Message& obj,
-                            const std::string& propagation);
+                            const std::string& propagation, bool exact = false);
   std::vector<std::pair<std::string, ObjectPtr>> AllDependents(const std::string& owner_uid) const;
 
   client::ApiClient* const client_;

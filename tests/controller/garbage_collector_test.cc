@@ -1,6 +1,7 @@
 // The garbage collector and the pod garbage collector against the fake clientset: background,
 // foreground and orphan propagation down a Deployment -> ReplicaSet -> Pod chain, owners that
-// only the apiserver knows yet, partly dangling references, and pods of a deleted node.
+// only the apiserver knows yet, a cache behind an orphaning, partly dangling references, and
+// pods of a deleted node.
 #include "controller/garbage/garbage_collector.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +124,21 @@ TEST_F(GarbageCollectorTest, OrphanLeavesTheDependentsWithoutTheReference) {
   // Now an orphan: deleting it in the background takes its pods along.
   ASSERT_TRUE(Delete("replicasets", "web-1", "Background").ok());
   EXPECT_TRUE(Eventually([&] { return Count("pods") == 0; }));
+}
+
+TEST_F(GarbageCollectorTest, ACacheThatMissedAnOrphaningKeepsTheDependent) {
+  MakeChain();
+  // The ReplicaSet cache stops here, still showing the Deployment as its owner...
+  h_.replica_sets.Stop();
+  // ...while the apiserver has it orphaned (as an Orphan deletion does) and the owner gone.
+  auto rs = h_.Get<api::ReplicaSet>("replicasets", "web-1");
+  rs.mutable_metadata()->clear_owner_references();
+  ASSERT_TRUE(h_.fake.Update<api::ReplicaSet>("replicasets", "default", rs).ok());
+  ASSERT_TRUE(Delete("deployments", "web", "Background").ok());
+  ASSERT_TRUE(Eventually([&] { return h_.deployments.Get("default/web") == nullptr; }));
+  ASSERT_EQ(gc_->Sync("replicasets|default/web-1"), absl::OkStatus());
+  EXPECT_EQ(Count("replicasets"), 1u) << "decided on the apiserver's copy, not the cache's";
+  EXPECT_EQ(Count("pods"), 2u);
 }
 
 TEST_F(GarbageCollectorTest, OnlyTheReferencesToGoneOwnersGoWhenOthersAreLeft) {

@@ -141,7 +141,7 @@ spec:
   EXPECT_THAT(Ctl({"get", "rc", "nginx"}).out, ::testing::ContainsRegex("nginx +2 +2 +2"));
 }
 
-TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsInTheForegroundOrBackground) {
+TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsUnlessOrphaned) {
   apiserver::ListRequest sets;
   sets.set_resource("replicasets");
   sets.set_namespace_("default");
@@ -149,13 +149,24 @@ TEST_F(ControllerTest, DeletingADeploymentTakesItsReplicaSetAndPodsInTheForegrou
     auto l = cluster_->client()->List(sets);
     return l.ok() ? l->items_size() : -1;
   };
-  // (Orphan is covered by GarbageCollectorTest.OrphanLeavesTheDependentsWithoutTheReference:
-  // through the binaries it once lost the ReplicaSet under load, which is being looked into.)
-  // Foreground: the pods go first, then the set, then the deployment; delete waits for it.
+  // Orphan: the deployment goes, its ReplicaSet and pods stay, no longer owned.
   ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
   ASSERT_TRUE(RolledOut("myapp"));
-  auto r = Ctl({"delete", "deployment", "myapp", "--cascade=foreground"}, "",
-               std::chrono::seconds(60));
+  EXPECT_THAT(Ctl({"delete", "deployment", "myapp", "--cascade=orphan"}).out,
+              HasSubstr("deployment.apps \"myapp\" deleted"));
+  ASSERT_TRUE(Eventually([&] {
+    auto l = cluster_->client()->List(sets);
+    if (!l.ok() || l->items_size() != 1) return false;
+    api::ReplicaSet rs;
+    rs.ParseFromString(l->items(0));
+    return rs.metadata().owner_references_size() == 0;
+  }, std::chrono::seconds(30))) << Ctl({"get", "rs", "-o", "yaml"}).out << cluster_->Logs();
+  EXPECT_EQ(Pods("app=myapp").size(), 3u);
+  // The orphaned set, deleted in the foreground: the pods go first, then the set; delete
+  // waits for it.
+  auto rs = Ctl({"get", "rs", "-o", "name"}).out;
+  rs.erase(rs.find_last_not_of('\n') + 1);
+  auto r = Ctl({"delete", rs, "--cascade=foreground"}, "", std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(count_sets(), 0);
   EXPECT_TRUE(Pods("app=myapp").empty()) << "a foreground delete returns once the pods are gone";
