@@ -23,7 +23,7 @@ absl::Status AgentProcess::Start() {
                                    "--node-name",
                                    o_.node,
                                    "--listen",
-                                   "127.0.0.1:0",
+                                   o_.listen,
                                    "--root-dir",
                                    root(),
                                    "--image-registry",

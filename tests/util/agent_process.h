@@ -19,6 +19,9 @@ class AgentProcess {
     std::string node = "node01";
     std::string registry;  // image registry folder
     std::string pod_cidr = "127.1.0.0/24";
+    // Where it serves logs and exec; the apiserver reaches it at the node's address (the
+    // --node-ip in `extra`, 127.0.0.1 without one) on this port.
+    std::string listen = "127.0.0.1:0";
     std::vector<std::string> extra;
   };
   explicit AgentProcess(Options o) : o_(std::move(o)) {}

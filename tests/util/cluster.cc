@@ -35,7 +35,9 @@ absl::Status Cluster::Start(Options options) {
     o.node = node;
     o.registry = dir_.Sub("registry");
     o.pod_cidr = fmt::format("127.{}.{}.0/24", base + 1, i);
-    o.extra = {"--node-ip", fmt::format("127.{}.1.{}", base, i)};
+    const std::string ip = fmt::format("127.{}.1.{}", base, i);
+    o.extra = {"--node-ip", ip};
+    o.listen = ip + ":0";
     o.extra.insert(o.extra.end(), options.agent_flags.begin(), options.agent_flags.end());
     if (node == "master01") {
       o.extra.insert(o.extra.end(),
