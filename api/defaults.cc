@@ -1,6 +1,7 @@
 #include "api/defaults.h"
 
 #include "proto/api/apps.pb.h"
+#include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::api {
@@ -54,6 +55,19 @@ void DefaultPodSpec(PodSpec* spec) {
 // Pod templates get the pod defaults; the admission-time tolerations (AddDefaultTolerations)
 // come to each pod when it is created from the template.
 void DefaultTemplate(PodTemplateSpec* t) { DefaultPodSpec(t->mutable_spec()); }
+
+void DefaultJobSpec(JobSpec* spec) {
+  if (!spec->has_completions() && !spec->has_parallelism()) {
+    spec->set_completions(1);
+    spec->set_parallelism(1);
+  } else if (!spec->has_parallelism()) {
+    spec->set_parallelism(1);
+  }
+  if (!spec->has_backoff_limit()) spec->set_backoff_limit(6);
+  if (spec->completion_mode().empty()) spec->set_completion_mode("NonIndexed");
+  if (!spec->has_suspend()) spec->set_suspend(false);
+  DefaultTemplate(spec->mutable_template_());
+}
 
 IntOrString Percent(int p) {
   IntOrString v;
@@ -125,17 +139,14 @@ void Default(Object& obj) {
     if (!spec->has_revision_history_limit()) spec->set_revision_history_limit(10);
     DefaultTemplate(spec->mutable_template_());
   } else if (kind == "Job") {
-    auto* spec = static_cast<Job*>(m)->mutable_spec();
-    if (!spec->has_completions() && !spec->has_parallelism()) {
-      spec->set_completions(1);
-      spec->set_parallelism(1);
-    } else if (!spec->has_parallelism()) {
-      spec->set_parallelism(1);
-    }
-    if (!spec->has_backoff_limit()) spec->set_backoff_limit(6);
-    if (spec->completion_mode().empty()) spec->set_completion_mode("NonIndexed");
+    DefaultJobSpec(static_cast<Job*>(m)->mutable_spec());
+  } else if (kind == "CronJob") {
+    auto* spec = static_cast<CronJob*>(m)->mutable_spec();
+    if (spec->concurrency_policy().empty()) spec->set_concurrency_policy("Allow");
     if (!spec->has_suspend()) spec->set_suspend(false);
-    DefaultTemplate(spec->mutable_template_());
+    if (!spec->has_successful_jobs_history_limit()) spec->set_successful_jobs_history_limit(3);
+    if (!spec->has_failed_jobs_history_limit()) spec->set_failed_jobs_history_limit(1);
+    DefaultJobSpec(spec->mutable_job_template()->mutable_spec());
   }
 }
 

@@ -3,6 +3,7 @@
 #include "api/codec.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
+#include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::api {
@@ -41,6 +42,7 @@ const std::vector<KindInfo>& Kinds() {
     add("DaemonSet", "apps", "daemonsets", "daemonset", {"ds"}, true,
         &DaemonSet::default_instance(), {"extensions/v1beta1", "apps/v1beta2"});
     add("Job", "batch", "jobs", "job", {}, true, &Job::default_instance());
+    add("CronJob", "batch", "cronjobs", "cronjob", {"cj"}, true, &CronJob::default_instance());
     add("Lease", "coordination.k8s.io", "leases", "lease", {}, true,
         &Lease::default_instance());
     add("PodDisruptionBudget", "policy", "poddisruptionbudgets", "poddisruptionbudget", {"pdb"},

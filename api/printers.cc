@@ -10,6 +10,7 @@
 #include "api/object.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
+#include "proto/api/batch.pb.h"
 
 namespace mkube::api {
 namespace {
@@ -165,6 +166,24 @@ Row JobRow(const Job& job, const TableOptions& o, bool wide) {
   return row;
 }
 
+Row CronJobRow(const CronJob& cj, const TableOptions& o, bool wide) {
+  const auto& spec = cj.spec();
+  const std::string& last = cj.status().last_schedule_time();
+  Row row = {cj.metadata().name(),
+             spec.schedule(),
+             spec.has_time_zone() ? spec.time_zone() : "<none>",
+             spec.has_suspend() ? (spec.suspend() ? "True" : "False") : "<unset>",
+             std::to_string(cj.status().active_size()),
+             last.empty() ? "<none>" : Age(last, o.now),
+             Age(cj.metadata().creation_timestamp(), o.now)};
+  if (wide) {
+    const auto& job = spec.job_template().spec();
+    Row w = Workload(job.template_(), SelectorString(job.selector()));
+    row.insert(row.end(), w.begin(), w.end());
+  }
+  return row;
+}
+
 Row EventRow(const Event& e, const TableOptions& o, bool) {
   std::string last = e.last_timestamp().empty() ? e.event_time() : e.last_timestamp();
   if (last.empty()) last = e.metadata().creation_timestamp();
@@ -204,6 +223,9 @@ const std::map<std::string, Printer>& Printers() {
                                   {"CONTAINERS", "IMAGES", "SELECTOR"}, DaemonSetRow)},
       {"Job", Of<Job>({"NAME", "COMPLETIONS", "DURATION", "AGE"},
                       {"CONTAINERS", "IMAGES", "SELECTOR"}, JobRow)},
+      {"CronJob", Of<CronJob>({"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE",
+                               "LAST SCHEDULE", "AGE"},
+                              {"CONTAINERS", "IMAGES", "SELECTOR"}, CronJobRow)},
       {"Event", Of<Event>({"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, {}, EventRow)},
       {"Namespace", Of<Namespace>(
                         {"NAME", "STATUS", "AGE"}, {},

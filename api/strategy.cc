@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "api/object.h"
 #include "proto/api/apps.pb.h"
+#include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::api {
@@ -19,6 +20,8 @@ void PrepareForCreate(google::protobuf::Message* obj, const std::string& now) {
     pod->mutable_status()->set_phase("Pending");
   } else if (auto* ns = dynamic_cast<Namespace*>(obj)) {
     ns->mutable_status()->set_phase("Active");
+  } else if (auto* cj = dynamic_cast<CronJob*>(obj)) {
+    cj->clear_status();
   }
   ObjectMeta* meta = MutableMetaOf(obj);
   meta->set_uid(NewUid());

@@ -155,7 +155,8 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   if (!args.empty() && args[0] == "all") {
     bool any = false;
     for (const char* r :
-         {"pods", "replicationcontrollers", "daemonsets", "deployments", "replicasets", "jobs"}) {
+         {"pods", "replicationcontrollers", "daemonsets", "deployments", "replicasets", "jobs",
+          "cronjobs"}) {
       const api::KindInfo& kind = *api::FindResource(r);
       MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
       if (list.items.empty()) continue;

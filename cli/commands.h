@@ -12,6 +12,13 @@ namespace mkube::cli {
 
 absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only);
 
+struct CreateJobFlags {
+  std::string image, from;
+  std::vector<std::string> command;  // after --
+};
+// create job NAME --image=IMAGE [-- COMMAND...] | --from=cronjob/NAME
+absl::Status CreateJob(Session& s, const std::vector<std::string>& args, const CreateJobFlags& f);
+
 struct DeleteFlags {
   std::vector<std::string> files;
   std::string labels, fields;

@@ -52,10 +52,35 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, false); }); };
   });
   auto* create = app.add_subcommand("create", "Create a resource from a file or from stdin");
-  create->add_option("-f,--filename", files, "Files, directories or - (stdin) with the resources")
-      ->required();
+  create->require_subcommand(0, 1);
+  create->add_option("-f,--filename", files, "Files, directories or - (stdin) with the resources");
   create->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, true); }); };
+    if (action) return;  // a subcommand's
+    action = [&] {
+      if (files.empty()) {
+        return UserError("error: must specify one of -f and -k");
+      }
+      return WithSession(g, [&](Session& s) { return Apply(s, files, true); });
+    };
+  });
+  CreateJobFlags create_job;
+  std::vector<std::string> create_args;
+  auto* create_job_cmd = create->add_subcommand("job", "Create a job with the specified name");
+  create_job_cmd->add_option("name", create_args, "NAME, then -- and the command")
+      ->allow_extra_args(false);
+  create_job_cmd->add_option("--image", create_job.image, "Image name to run");
+  create_job_cmd->add_option("--from", create_job.from,
+                             "The resource to create the job from (only cronjob/NAME)");
+  create_job_cmd->callback([&] {
+    action = [&] {
+      // What follows the name is the command (kubectl takes it after --).
+      std::vector<std::string> name_only(create_args.begin(),
+                                         create_args.begin() + std::min<size_t>(1, create_args.size()));
+      if (create_args.size() > 1) {
+        create_job.command.assign(create_args.begin() + 1, create_args.end());
+      }
+      return WithSession(g, [&](Session& s) { return CreateJob(s, name_only, create_job); });
+    };
   });
 
   // schedule --dry-run

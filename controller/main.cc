@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
                  "Objects the garbage collector looks at at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  app.add_option("--concurrent-job-syncs", mo.job_workers, "Jobs synced at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.add_option("--concurrent-cron-job-syncs", mo.cronjob_workers, "CronJobs synced at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   std::string grace = "50s", monitor = "5s";
   app.add_option("--node-monitor-grace-period", grace,
                  "How long a node may go without renewing its Lease before it is Unknown")

@@ -7,6 +7,7 @@
 #include "controller/disruption/disruption.h"
 #include "controller/garbage/garbage_collector.h"
 #include "controller/garbage/pod_gc.h"
+#include "controller/cronjob/cronjob.h"
 #include "controller/job/job.h"
 #include "controller/nodelifecycle/taint_eviction.h"
 #include "controller/replicaset/replicaset.h"
@@ -18,7 +19,7 @@ const std::vector<std::string>& Manager::KnownControllers() {
   static const std::vector<std::string> names = {"deployment", "replicaset",
                                                  "replicationcontroller", "garbagecollector",
                                                  "podgc", "nodelifecycle", "taint-eviction",
-                                                 "disruption", "daemonset", "job"};
+                                                 "disruption", "daemonset", "job", "cronjob"};
   return names;
 }
 
@@ -63,6 +64,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
       client_, "poddisruptionbudgets", io);
   daemon_sets_ = std::make_unique<client::Informer<api::DaemonSet>>(client_, "daemonsets", io);
   jobs_ = std::make_unique<client::Informer<api::Job>>(client_, "jobs", io);
+  cronjobs_ = std::make_unique<client::Informer<api::CronJob>>(client_, "cronjobs", io);
   // Controllers add their handlers and indexes now, before the informers start.
   if (Enabled("replicaset")) {
     controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
@@ -96,6 +98,7 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     gc->Follow(deployments_.get(), "deployments");
     gc->Follow(daemon_sets_.get(), "daemonsets");
     gc->Follow(jobs_.get(), "jobs");
+    gc->Follow(cronjobs_.get(), "cronjobs");
     controllers_.emplace_back(std::move(gc), options_.gc_workers);
     names_.push_back("garbagecollector");
   }
@@ -137,11 +140,19 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
     names_.push_back("daemonset");
   }
   if (Enabled("job")) {
-    controllers_.emplace_back(std::make_unique<job::JobController>(client_, jobs_.get(), pods_.get(),
-                                                                   Recorder("deployment-controller"),
-                                                           options_.clock),
-                              options_.job_workers);
+    controllers_.emplace_back(
+        std::make_unique<job::JobController>(client_, jobs_.get(), pods_.get(),
+                                             Recorder("job-controller"), options_.clock),
+        options_.job_workers);
     names_.push_back("job");
+  }
+  if (Enabled("cronjob")) {
+    controllers_.emplace_back(
+        std::make_unique<cronjob::CronJobController>(client_, cronjobs_.get(), jobs_.get(),
+                                                     Recorder("cronjob-controller"),
+                                                     options_.clock),
+        options_.cronjob_workers);
+    names_.push_back("cronjob");
   }
 }
 
@@ -163,11 +174,13 @@ bool Manager::StartInformers(std::chrono::milliseconds timeout) {
   budgets_->Start();
   daemon_sets_->Start();
   jobs_->Start();
+  cronjobs_->Start();
   return pods_->WaitForCacheSync(timeout) && replica_sets_->WaitForCacheSync(timeout) &&
          replication_controllers_->WaitForCacheSync(timeout) &&
          deployments_->WaitForCacheSync(timeout) && nodes_->WaitForCacheSync(timeout) &&
          leases_->WaitForCacheSync(timeout) && budgets_->WaitForCacheSync(timeout) &&
-         daemon_sets_->WaitForCacheSync(timeout) && jobs_->WaitForCacheSync(timeout);
+         daemon_sets_->WaitForCacheSync(timeout) && jobs_->WaitForCacheSync(timeout) &&
+         cronjobs_->WaitForCacheSync(timeout);
 }
 
 void Manager::StartControllers() {
@@ -176,6 +189,7 @@ void Manager::StartControllers() {
 
 void Manager::Stop() {
   for (auto& [c, workers] : controllers_) c->Stop();
+  if (cronjobs_) cronjobs_->Stop();
   if (jobs_) jobs_->Stop();
   if (daemon_sets_) daemon_sets_->Stop();
   if (budgets_) budgets_->Stop();

@@ -14,6 +14,7 @@
 #include "controller/internal/controller.h"
 #include "controller/nodelifecycle/node_lifecycle.h"
 #include "proto/api/apps.pb.h"
+#include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::controller {
@@ -26,6 +27,7 @@ struct ManagerOptions {
   int replicaset_workers = 5;
   int gc_workers = 20;
   int job_workers = 5;
+  int cronjob_workers = 5;
   nodelifecycle::NodeLifecycleOptions node_lifecycle;
   client::Clock* clock = client::RealClock();
 };
@@ -67,6 +69,7 @@ class Manager {
   std::unique_ptr<client::Informer<api::PodDisruptionBudget>> budgets_;
   std::unique_ptr<client::Informer<api::DaemonSet>> daemon_sets_;
   std::unique_ptr<client::Informer<api::Job>> jobs_;
+  std::unique_ptr<client::Informer<api::CronJob>> cronjobs_;
   std::vector<std::pair<std::unique_ptr<Controller>, int>> controllers_;  // with workers
   std::vector<std::string> names_;
 };

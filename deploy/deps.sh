@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
-  libgoogle-perftools-dev
+  libgoogle-perftools-dev tzdata
   etcd-server etcd-client
 )
 

@@ -190,6 +190,32 @@ TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
        "      containers:\n      - name: c\n        image: busybox\n",
        "spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: "
        "\"OnFailure\", \"Never\""},
+      {"cronjob schedules parse",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"* * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.schedule: Invalid value: \"* * *\": expected exactly 5 fields, found 3: [* * *]"},
+      {"cronjob schedules carry no time zone",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"TZ=UTC * * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.schedule: Invalid value: \"TZ=UTC * * * * *\": cannot use TZ or CRON_TZ in "
+       "schedule, use timeZone field instead"},
+      {"cronjob time zones are IANA names",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"@daily\"\n  timeZone: Local\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.timeZone: Invalid value: \"Local\": timeZone must be an explicit time zone as "
+       "defined in https://www.iana.org/time-zones"},
+      {"cronjob concurrency policies",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"@daily\"\n  concurrencyPolicy: Sometimes\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.concurrencyPolicy: Unsupported value: \"Sometimes\": supported values: \"Allow\", "
+       "\"Forbid\", \"Replace\""},
+      {"cronjob history limits",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"@daily\"\n  successfulJobsHistoryLimit: -1\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.successfulJobsHistoryLimit: Invalid value: \"-1\": must be greater than or equal "
+       "to 0"},
+      {"cronjob names leave room for the jobs'",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: a-cronjob-name-that-is-far-too-long-for-its-job-names-x\nspec:\n  schedule: \"@daily\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+       "metadata.name: Invalid value: \"a-cronjob-name-that-is-far-too-long-for-its-job-names-x\": "
+       "must be no more than 52 characters"},
+      {"cronjob jobs do not restart always",
+       "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  schedule: \"@daily\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Always\n          containers:\n          - name: c\n            image: busybox\n",
+       "spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported value: \"Always\""},
       {"label syntax",
        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"bad key\": x\n",
        "metadata.labels: Invalid value: \"bad key\""},

@@ -60,7 +60,7 @@ class ControllerTest : public ::testing::Test {
   static void TearDownTestSuite() { delete cluster_; }
   void TearDown() override {
     for (const char* kind : {"deployments", "replicasets", "replicationcontrollers",
-                             "poddisruptionbudgets", "daemonsets", "jobs"}) {
+                             "poddisruptionbudgets", "daemonsets", "cronjobs", "jobs"}) {
       Ctl({"delete", kind, "--all"});
     }
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
