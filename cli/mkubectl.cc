@@ -64,22 +64,18 @@ int Run(int argc, char** argv) {
     };
   });
   CreateJobFlags create_job;
-  std::vector<std::string> create_args;
+  std::string create_name;
   auto* create_job_cmd = create->add_subcommand("job", "Create a job with the specified name");
-  create_job_cmd->add_option("name", create_args, "NAME, then -- and the command")
-      ->allow_extra_args(false);
+  create_job_cmd->add_option("name", create_name, "NAME");
+  create_job_cmd->add_option("command", create_job.command, "The command and its arguments, after --");
   create_job_cmd->add_option("--image", create_job.image, "Image name to run");
   create_job_cmd->add_option("--from", create_job.from,
                              "The resource to create the job from (only cronjob/NAME)");
   create_job_cmd->callback([&] {
     action = [&] {
-      // What follows the name is the command (kubectl takes it after --).
-      std::vector<std::string> name_only(create_args.begin(),
-                                         create_args.begin() + std::min<size_t>(1, create_args.size()));
-      if (create_args.size() > 1) {
-        create_job.command.assign(create_args.begin() + 1, create_args.end());
-      }
-      return WithSession(g, [&](Session& s) { return CreateJob(s, name_only, create_job); });
+      std::vector<std::string> names;
+      if (!create_name.empty()) names.push_back(create_name);
+      return WithSession(g, [&](Session& s) { return CreateJob(s, names, create_job); });
     };
   });
 

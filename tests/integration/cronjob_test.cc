@@ -1,5 +1,5 @@
 // CronJobs through the real binaries: bad schedules and zones refused with Kubernetes' words,
-// `mkubectl create job --from=cronjob/NAME` at once, a Job at the next minute on the
+// `mkubectl create job --from=cronjob/NAME` (and --image -- COMMAND) at once, a Job at the next minute on the
 // schedule's time zone, both to Complete and counted in the CronJob's status, and deleting
 // the CronJob taking its Jobs and their pods along.
 #include "proto/api/batch.pb.h"
@@ -91,6 +91,14 @@ TEST_F(CronJobTest, ACronJobRunsJobsOnItsScheduleAndByHand) {
   ASSERT_TRUE(manual.ok());
   EXPECT_EQ(manual->metadata().annotations().at("cronjob.kubernetes.io/instantiate"), "manual");
   EXPECT_EQ(manual->metadata().labels().at("app"), "hello");
+  // From an image, with a command after --.
+  made = Ctl({"create", "job", "quick", "--image=busybox", "--", "sh", "-c", "echo quick"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_TRUE(Eventually([] { return JobCondition("quick") == "Complete"; },
+                         std::chrono::seconds(30)))
+      << Show();
+  EXPECT_THAT(Ctl({"logs", "job/quick"}).out, HasSubstr("quick"));
+  ASSERT_EQ(Ctl({"delete", "job", "quick"}).exit_code, 0);
   EXPECT_THAT(Ctl({"create", "job", "again", "--from=cronjob/nothing"}).err,
               HasSubstr("Error from server (NotFound): cronjobs.batch \"nothing\" not found"));
 
@@ -99,7 +107,7 @@ TEST_F(CronJobTest, ACronJobRunsJobsOnItsScheduleAndByHand) {
   EXPECT_TRUE(Eventually(
       [&] {
         for (const auto& name : Jobs()) {
-          if (name != "manual") scheduled = name;
+          if (name.rfind("hello-", 0) == 0) scheduled = name;
         }
         return !scheduled.empty();
       },
