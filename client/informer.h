@@ -6,7 +6,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,7 +105,7 @@ class Informer {
     auto keys = idx->second.find(value);
     if (keys == idx->second.end()) return out;
     out.reserve(keys->second.size());
-    for (const auto& key : keys->second) out.push_back(items_.at(key));
+    for (const auto& entry : keys->second) out.push_back(entry.second);
     return out;
   }
   std::string LastSyncResourceVersion() const ABSL_LOCKS_EXCLUDED(mu_) {
@@ -182,7 +181,7 @@ class Informer {
       }
       items_ = std::move(fresh);
       indices_.clear();
-      for (const auto& entry : items_) Index(entry.first, nullptr, entry.second.get());
+      for (const auto& entry : items_) Index(entry.first, nullptr, entry.second);
       resource_version_ = rv;
       synced_ = true;
     }
@@ -208,7 +207,7 @@ class Informer {
         Index(key, old.get(), nullptr);
         items_.erase(key);
       } else {
-        Index(key, old.get(), obj.get());
+        Index(key, old.get(), obj);
         items_[key] = obj;
       }
       resource_version_ = ev.resource_version();
@@ -226,7 +225,7 @@ class Informer {
 
   // Moves `key` in every index from where `before` filed it to where `after` does (either may
   // be null).
-  void Index(const std::string& key, const T* before, const T* after)
+  void Index(const std::string& key, const T* before, const Ptr& after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& [name, fn] : index_funcs_) {
       auto& index = indices_[name];
@@ -239,7 +238,7 @@ class Informer {
         }
       }
       if (after) {
-        for (const auto& v : fn(*after)) index[v].insert(key);
+        for (const auto& v : fn(*after)) index[v].insert_or_assign(key, after);
       }
     }
   }
@@ -305,8 +304,9 @@ class Informer {
   const InformerOptions options_;
   std::vector<Handlers> handlers_;  // set before Start, then only read
   std::map<std::string, IndexFunc> index_funcs_;  // likewise
-  // Index name -> value -> keys of the objects filed under it.
-  std::map<std::string, std::map<std::string, std::set<std::string>>> indices_
+  // Index name -> value -> the objects filed under it, by key (the objects themselves, so that
+  // ByIndex looks nothing up).
+  std::map<std::string, std::map<std::string, std::map<std::string, Ptr>>> indices_
       ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, Ptr> items_ ABSL_GUARDED_BY(mu_);
