@@ -54,7 +54,8 @@ class SimulatedNodes {
   const std::vector<std::string>& names() const { return names_; }
 
  private:
-  void NodeLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr int kNodeThreads = 8;
+  void NodeLoop(int thread) ABSL_LOCKS_EXCLUDED(mu_);
   void PodWorker();
   // One pod's next step; false when it should be tried again after a back-off.
   bool SyncPod(const std::string& key);
