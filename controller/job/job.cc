@@ -1,6 +1,7 @@
 #include "controller/job/job.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "api/labels.h"
@@ -30,6 +31,48 @@ int32_t Restarts(const api::Pod& pod) {
   for (const auto& s : pod.status().container_statuses()) n += s.restart_count();
   return n;
 }
+
+// When a finished pod finished: its containers' last end, else when it stopped being ready.
+std::optional<absl::Time> FinishTime(const api::Pod& pod) {
+  std::optional<absl::Time> at;
+  for (const auto& s : pod.status().container_statuses()) {
+    if (auto t = api::ParseRfc3339(s.state().terminated().finished_at()); t && (!at || *at < *t)) {
+      at = t;
+    }
+  }
+  if (at) return at;
+  for (const auto& c : pod.status().conditions()) {
+    if (c.type() == "Ready") return api::ParseRfc3339(c.last_transition_time());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::Duration FailureBackoff(const std::vector<PodPtr>& pods, absl::Time now) {
+  std::optional<absl::Time> last_success, last_failure;
+  std::vector<absl::Time> failures;
+  for (const auto& p : pods) {
+    const std::string& phase = p->status().phase();
+    if (phase != "Succeeded" && phase != "Failed") continue;
+    const absl::Time at = FinishTime(*p).value_or(now);
+    if (phase == "Succeeded") {
+      if (!last_success || *last_success < at) last_success = at;
+    } else {
+      failures.push_back(at);
+      if (!last_failure || *last_failure < at) last_failure = at;
+    }
+  }
+  int count = 0;
+  for (absl::Time at : failures) count += !last_success || at > *last_success;
+  if (count == 0) return absl::ZeroDuration();
+  absl::Duration delay = kFailureBackoff;
+  for (int i = 1; i < count && delay < kMaxFailureBackoff; ++i) delay *= 2;
+  delay = std::min(delay, kMaxFailureBackoff);
+  return std::max(absl::ZeroDuration(), *last_failure + delay - now);
+}
+
+namespace {
 
 }  // namespace
 
@@ -158,6 +201,13 @@ absl::Status JobController::Sync(const std::string& key) {
     want = status.succeeded() > 0 ? 0 : parallelism;
   }
   if (suspended) want = 0;
+  // Pods that failed hold their replacements back (restartPolicy OnFailure restarts in place).
+  if (static_cast<int32_t>(active.size()) < want && !on_failure) {
+    if (absl::Duration wait = FailureBackoff(mine, now); wait > absl::ZeroDuration()) {
+      want = static_cast<int32_t>(active.size());
+      EnqueueAfter(*job, wait);
+    }
+  }
   if (expectations_.Satisfied(key)) error = ManageActive(*job, key, active, want);
   if (auto st = WriteStatus(*job, status); !st.ok() && error.ok()) error = st;
   return error;

@@ -14,13 +14,20 @@
 
 namespace mkube::controller::job {
 
+// How long failed pods hold their replacement back, as Kubernetes' Job controller: 10 s after
+// the last failure, doubling with each failure since the last success, at most 10 minutes.
+inline constexpr absl::Duration kFailureBackoff = absl::Seconds(10);
+inline constexpr absl::Duration kMaxFailureBackoff = absl::Minutes(10);
+absl::Duration FailureBackoff(const std::vector<PodPtr>& pods, absl::Time now);
+
 // Kubernetes' Job controller (NonIndexed completions): runs up to `parallelism` pods at once
 // until `completions` of them have succeeded (or, without completions, until one has and
 // none runs), then Complete; Failed when failures (with OnFailure, container restarts too)
 // pass backoffLimit (BackoffLimitExceeded) or the job has run longer than
 // activeDeadlineSeconds (DeadlineExceeded), its running pods deleted either way. A suspended
 // job runs no pod. A finished job with ttlSecondsAfterFinished is deleted that long after it
-// finished (the TTL-after-finished controller's part).
+// finished (the TTL-after-finished controller's part). A pod that fails (restartPolicy Never)
+// is replaced after the back-off above.
 class JobController final : public Controller {
  public:
   using JobPtr = std::shared_ptr<const api::Job>;

@@ -1,6 +1,6 @@
 // The Job controller against the fake clientset and clock: completions with parallelism,
-// BackoffLimitExceeded, DeadlineExceeded, a work queue without completions, and
-// ttlSecondsAfterFinished.
+// BackoffLimitExceeded with the back-off between failures, DeadlineExceeded, a work queue
+// without completions, and ttlSecondsAfterFinished.
 #include "controller/job/job.h"
 
 #include <gmock/gmock.h>
@@ -115,6 +115,9 @@ TEST_F(JobTest, FailuresPastTheBackoffLimitFailTheJob) {
   End(Running().at(0), "Failed");
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_EQ(Condition(), "") << "one failure is within the limit";
+  EXPECT_TRUE(Running().empty()) << "the replacement waits 10 s after the failure";
+  h_.clock.Advance(absl::Seconds(10));
+  ASSERT_EQ(Sync(), absl::OkStatus());
   ASSERT_EQ(Running().size(), 1u);
   End(Running().at(0), "Failed");
   ASSERT_EQ(Sync(), absl::OkStatus());
@@ -122,6 +125,29 @@ TEST_F(JobTest, FailuresPastTheBackoffLimitFailTheJob) {
   EXPECT_EQ(h_.Get<api::Job>("jobs", "pi").status().failed(), 2);
   EXPECT_THAT(h_.Events(),
               Contains("BackoffLimitExceeded: Job has reached the specified backoff limit"));
+}
+
+TEST(FailureBackoffTest, TenSecondsDoublingPerFailureSinceTheLastSuccessAtMostTenMinutes) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  auto pod = [&](const std::string& phase, int seconds) {
+    auto p = std::make_shared<api::Pod>();
+    p->mutable_status()->set_phase(phase);
+    p->mutable_status()->add_container_statuses()->mutable_state()->mutable_terminated()
+        ->set_finished_at(api::Rfc3339(t0 + absl::Seconds(seconds)));
+    return PodPtr(p);
+  };
+  EXPECT_EQ(FailureBackoff({}, t0), absl::ZeroDuration());
+  EXPECT_EQ(FailureBackoff({pod("Failed", 0)}, t0 + absl::Seconds(4)), absl::Seconds(6));
+  EXPECT_EQ(FailureBackoff({pod("Failed", 0), pod("Failed", 5)}, t0 + absl::Seconds(5)),
+            absl::Seconds(20));
+  EXPECT_EQ(FailureBackoff({pod("Failed", 0), pod("Succeeded", 3), pod("Failed", 5)},
+                           t0 + absl::Seconds(5)),
+            absl::Seconds(10))
+      << "only failures after the last success count";
+  std::vector<PodPtr> many;
+  for (int i = 0; i < 12; ++i) many.push_back(pod("Failed", i));
+  EXPECT_EQ(FailureBackoff(many, t0 + absl::Seconds(11)), absl::Minutes(10));
+  EXPECT_EQ(FailureBackoff({pod("Failed", 0)}, t0 + absl::Seconds(30)), absl::ZeroDuration());
 }
 
 TEST_F(JobTest, ADeadlinePassedFailsTheJobAndStopsItsPods) {
