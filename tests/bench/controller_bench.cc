@@ -22,31 +22,15 @@
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
+#include "tests/bench/proc_stats.h"
 
 namespace {
 
+using mkube::bench::CpuSeconds;
+using mkube::bench::RssMib;
+
 using Clock = std::chrono::steady_clock;
 using mkube::api::Pod;
-
-double CpuSeconds(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.empty()) return 0;
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> f;
-  for (std::string s; fields >> s;) f.push_back(s);
-  if (f.size() < 13) return 0;
-  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-int64_t RssMib(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
-  }
-  return 0;
-}
 
 // What the pod watch has seen: live pods by name, with their image, node and phase.
 class Census {

@@ -30,3 +30,40 @@ start_etcd() {
   echo "etcd did not start (see $1.log)" >&2
   exit 1
 }
+
+# Stops what the round started (kill -9 by pid), ready for the next.
+stop_all() {
+  for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
+  pids=()
+}
+
+# start_sim_cluster DIR NODES: mkube-store, mkube-apiserver (tokens from $tmp/tokens.csv and
+# $tmp/agent.token), mkube-agent with NODES simulated nodes in ten zones (token
+# $tmp/bench.token) and mkube-scheduler ($tmp/sched.token), logs in DIR. Sets api (the
+# apiserver's address), sched_pid and registered (seconds the nodes took to register).
+start_sim_cluster() {
+  local d=$1 nodes=$2
+  "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
+    --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
+  pids+=($!)
+  wait_file "$d/store.addr"
+  "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$(cat "$d/store.addr")" \
+    --token-file "$tmp/tokens.csv" --insecure-plaintext --agent-token-file "$tmp/agent.token" \
+    --address-file "$d/api.addr" --log-level warn >"$d/api.log" 2>&1 &
+  pids+=($!)
+  wait_file "$d/api.addr"
+  api=$(cat "$d/api.addr")
+  local began=$SECONDS
+  "$build/bin/mkube-agent" --apiserver "$api" --insecure-plaintext --token-file "$tmp/bench.token" \
+    --agent-token-file "$tmp/agent.token" --root-dir "$d/agent" --simulated "$nodes" \
+    --simulated-zones 10 --ready-file "$d/agent.ready" --log-level warn >"$d/agent.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 1200); do [ -s "$d/agent.ready" ] && break; sleep 0.1; done
+  [ -s "$d/agent.ready" ] || { echo "simulated nodes did not come up (see $d/agent.log)" >&2; exit 1; }
+  registered=$((SECONDS - began))
+  "$build/bin/mkube-scheduler" --apiserver "$api" --insecure-plaintext --token-file "$tmp/sched.token" \
+    --ready-file "$d/sched.ready" --log-level warn >"$d/sched.log" 2>&1 &
+  sched_pid=$!
+  pids+=($sched_pid)
+  wait_file "$d/sched.ready"
+}

@@ -30,35 +30,10 @@ echo sched-token >"$tmp/sched.token"
 echo cm-token >"$tmp/cm.token"
 echo agent-token >"$tmp/agent.token"
 
-stop_all() {
-  for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
-  pids=()
-}
-
 run() {  # run ROUND
   local d=$tmp/round-$1
   mkdir -p "$d"
-  "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
-    --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
-  pids+=($!)
-  wait_file "$d/store.addr"
-  "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$(cat "$d/store.addr")" \
-    --token-file "$tmp/tokens.csv" --insecure-plaintext --agent-token-file "$tmp/agent.token" \
-    --address-file "$d/api.addr" --log-level warn >"$d/api.log" 2>&1 &
-  pids+=($!)
-  wait_file "$d/api.addr"
-  local api
-  api=$(cat "$d/api.addr")
-  "$build/bin/mkube-agent" --apiserver "$api" --insecure-plaintext --token-file "$tmp/bench.token" \
-    --agent-token-file "$tmp/agent.token" --root-dir "$d/agent" --simulated "$nodes" \
-    --simulated-zones 10 --ready-file "$d/agent.ready" --log-level warn >"$d/agent.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1 1200); do [ -s "$d/agent.ready" ] && break; sleep 0.1; done
-  [ -s "$d/agent.ready" ] || { echo "simulated nodes did not come up (see $d/agent.log)" >&2; exit 1; }
-  "$build/bin/mkube-scheduler" --apiserver "$api" --insecure-plaintext --token-file "$tmp/sched.token" \
-    --ready-file "$d/sched.ready" --log-level warn >"$d/sched.log" 2>&1 &
-  pids+=($!)
-  wait_file "$d/sched.ready"
+  start_sim_cluster "$d" "$nodes"
   "$build/bin/mkube-controller-manager" --apiserver "$api" --insecure-plaintext \
     --token-file "$tmp/cm.token" --ready-file "$d/cm.ready" --log-level warn >"$d/cm.log" 2>&1 &
   local cm_pid=$!

@@ -21,34 +21,18 @@
 #include "client/informer.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
+#include "tests/bench/proc_stats.h"
 #include "tests/bench/scheduler_workloads.h"
 
 namespace {
+
+using mkube::bench::CpuSeconds;
+using mkube::bench::RssMib;
 
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// utime + stime of a process, in seconds.
-double CpuSeconds(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> f;
-  for (std::string s; fields >> s;) f.push_back(s);
-  if (f.size() < 13) return 0;
-  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-int64_t RssMib(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
-  }
-  return 0;
 }
 
 double Percentile(std::vector<double> v, double p) {

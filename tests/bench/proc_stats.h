@@ -1,0 +1,40 @@
+#pragma once
+
+// A process's CPU time and resident memory, read from /proc: what the benchmarks report of
+// the daemon they measure.
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+
+namespace mkube::bench {
+
+// utime + stime of a process, in seconds (0 when it cannot be read).
+inline double CpuSeconds(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::vector<std::string> f;
+  for (std::string s; fields >> s;) f.push_back(s);
+  if (f.size() < 13) return 0;
+  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+inline int64_t RssMib(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
+  }
+  return 0;
+}
+
+}  // namespace mkube::bench
