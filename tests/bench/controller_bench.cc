@@ -22,7 +22,7 @@
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/bench/proc_stats.h"
+#include "tests/bench/bench_util.h"
 
 namespace {
 
@@ -111,13 +111,7 @@ int main(int argc, char** argv) {
   o.address = address;
   o.token = token;
   mkube::client::GrpcClient client(o);
-  mkube::api::Namespace ns;
-  ns.mutable_metadata()->set_name("bench");
-  if (auto r = client.Create<mkube::api::Namespace>("namespaces", "", ns);
-      !r.ok() && r.status().code() != absl::StatusCode::kAlreadyExists) {
-    std::fprintf(stderr, "controller_bench: namespace bench: %s\n", r.status().ToString().c_str());
-    return 1;
-  }
+  if (!mkube::bench::MakeBenchNamespace(&client, "controller_bench")) return 1;
   Census census;
   mkube::client::Informer<Pod> pods(&client, "pods", {.ns = "bench"});
   pods.AddHandlers({[&](const auto& p) { census.Set(*p); },

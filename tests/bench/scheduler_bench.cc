@@ -21,7 +21,7 @@
 #include "client/informer.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
-#include "tests/bench/proc_stats.h"
+#include "tests/bench/bench_util.h"
 #include "tests/bench/scheduler_workloads.h"
 
 namespace {
@@ -62,13 +62,7 @@ int main(int argc, char** argv) {
   o.token = token;
   mkube::client::GrpcClient client(o);
 
-  mkube::api::Namespace ns;
-  ns.mutable_metadata()->set_name("bench");
-  if (auto r = client.Create<mkube::api::Namespace>("namespaces", "", ns);
-      !r.ok() && r.status().code() != absl::StatusCode::kAlreadyExists) {
-    std::fprintf(stderr, "scheduler_bench: namespace bench: %s\n", r.status().ToString().c_str());
-    return 1;
-  }
+  if (!mkube::bench::MakeBenchNamespace(&client, "scheduler_bench")) return 1;
   // Index i of pod "bench-<i>": when its create was sent, when it was seen bound.
   std::vector<Clock::time_point> sent(pods), bound(pods);
   std::vector<std::atomic<bool>> seen(pods);

@@ -1,8 +1,10 @@
 #pragma once
 
-// A process's CPU time and resident memory, read from /proc: what the benchmarks report of
-// the daemon they measure.
+// What the benchmark clients share: a process's CPU time and resident memory read from /proc
+// (what they report of the daemon they measure), and their namespace.
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdint>
 #include <fstream>
@@ -11,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "client/client.h"
 #include "fmt/format.h"
+#include "proto/api/core.pb.h"
 
 namespace mkube::bench {
 
@@ -35,6 +39,16 @@ inline int64_t RssMib(int pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
   }
   return 0;
+}
+
+// Creates the namespace "bench" if it is not there; false (said on stderr) when it cannot.
+inline bool MakeBenchNamespace(client::ApiClient* client, const char* tool) {
+  api::Namespace ns;
+  ns.mutable_metadata()->set_name("bench");
+  auto r = client->Create<api::Namespace>("namespaces", "", ns);
+  if (r.ok() || r.status().code() == absl::StatusCode::kAlreadyExists) return true;
+  std::fprintf(stderr, "%s: namespace bench: %s\n", tool, r.status().ToString().c_str());
+  return false;
 }
 
 }  // namespace mkube::bench
