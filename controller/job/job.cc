@@ -32,7 +32,8 @@ int32_t Restarts(const api::Pod& pod) {
   return n;
 }
 
-// When a finished pod finished: its containers' last end, else when it stopped being ready.
+// When a finished pod finished: its containers' last end, else when it stopped being ready,
+// else when it was made.
 std::optional<absl::Time> FinishTime(const api::Pod& pod) {
   std::optional<absl::Time> at;
   for (const auto& s : pod.status().container_statuses()) {
@@ -42,9 +43,10 @@ std::optional<absl::Time> FinishTime(const api::Pod& pod) {
   }
   if (at) return at;
   for (const auto& c : pod.status().conditions()) {
-    if (c.type() == "Ready") return api::ParseRfc3339(c.last_transition_time());
+    if (c.type() != "Ready") continue;
+    if (auto t = api::ParseRfc3339(c.last_transition_time())) return t;
   }
-  return std::nullopt;
+  return api::ParseRfc3339(pod.metadata().creation_timestamp());
 }
 
 }  // namespace
