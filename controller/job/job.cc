@@ -123,6 +123,22 @@ void JobController::OnPod(const PodPtr& pod, bool added, bool deleted) {
   Enqueue(*j);
 }
 
+std::vector<PodPtr> JobController::ClaimPods(const api::Job& job, const api::Selector& selector,
+                                             absl::Status* error) {
+  auto can_adopt = [this, &job]() -> absl::Status {
+    auto fresh = client_->Get<api::Job>("jobs", job.metadata().namespace_(), job.metadata().name());
+    if (!fresh.ok()) return fresh.status();
+    if (fresh->metadata().uid() != job.metadata().uid() ||
+        !fresh->metadata().deletion_timestamp().empty()) {
+      return absl::AbortedError(fmt::format("Job {} is gone or going", client::KeyOf(job)));
+    }
+    return absl::OkStatus();
+  };
+  return Claim<api::Pod>(client_, "pods", job, ControllerRef(job, "batch/v1", "Job"), selector,
+                         pods_->ByIndex(kByNamespace, job.metadata().namespace_()), can_adopt,
+                         error);
+}
+
 absl::Status JobController::Sync(const std::string& key) {
   JobPtr job = jobs_->Get(key);
   if (!job) {
@@ -133,20 +149,8 @@ absl::Status JobController::Sync(const std::string& key) {
   if (Finished(job->status())) return CleanUpFinished(*job);
   auto selector = api::Selector::FromLabelSelector(job->spec().selector());
   if (!selector.ok() || selector->empty()) return absl::OkStatus();
-  auto can_adopt = [this, &job]() -> absl::Status {
-    auto fresh = client_->Get<api::Job>("jobs", job->metadata().namespace_(),
-                                        job->metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() != job->metadata().uid() ||
-        !fresh->metadata().deletion_timestamp().empty()) {
-      return absl::AbortedError(fmt::format("Job {} is gone or going", client::KeyOf(*job)));
-    }
-    return absl::OkStatus();
-  };
   absl::Status error;
-  auto mine = Claim<api::Pod>(client_, "pods", *job, ControllerRef(*job, "batch/v1", "Job"),
-                              *selector, pods_->ByIndex(kByNamespace, job->metadata().namespace_()),
-                              can_adopt, &error);
+  const std::vector<PodPtr> mine = ClaimPods(*job, *selector, &error);
   if (!error.ok()) return error;
   std::vector<PodPtr> active;
   int32_t succeeded = 0, failed = 0, ready = 0, restarts = 0;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/labels.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
 #include "controller/internal/controller.h"
@@ -40,6 +41,9 @@ class JobController final : public Controller {
 
  private:
   JobPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
+  // Its pods, orphans that match adopted (as client-go's ControllerRefManager).
+  std::vector<PodPtr> ClaimPods(const api::Job& job, const api::Selector& selector,
+                                absl::Status* error);
   void OnPod(const PodPtr& pod, bool added, bool deleted);
   absl::Status Finish(const api::Job& job, api::JobStatus* status, const std::string& type,
                       const std::string& reason, const std::string& message,
