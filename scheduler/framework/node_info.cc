@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/synchronization/mutex.h"
+
 namespace mkube::scheduler::framework {
 namespace {
 
@@ -116,6 +118,41 @@ void NodeInfo::CountTerms(const AffinityTerms& terms, int sign) {
   count(TermCount::kPreferredAntiAffinity, terms.preferred_anti_affinity);
 }
 
+namespace {
+
+// The process-wide id of a pod's (namespace, labels).
+uint64_t LabelGroupId(const api::Pod& pod) {
+  std::vector<std::pair<std::string_view, std::string_view>> labels;
+  labels.reserve(pod.metadata().labels().size());
+  for (const auto& [k, v] : pod.metadata().labels()) labels.emplace_back(k, v);
+  std::sort(labels.begin(), labels.end());
+  std::string signature(pod.metadata().namespace_());
+  for (const auto& [k, v] : labels) {
+    signature.push_back('\0');
+    signature.append(k).push_back('=');
+    signature.append(v);
+  }
+  static absl::Mutex mu;
+  static auto* ids = new absl::flat_hash_map<std::string, uint64_t>();
+  absl::MutexLock lock(&mu);
+  return ids->try_emplace(std::move(signature), ids->size() + 1).first->second;
+}
+
+}  // namespace
+
+void NodeInfo::Group(const PodPtr& pod, int sign) {
+  const uint64_t id = LabelGroupId(*pod);
+  auto it = std::find_if(label_groups_.begin(), label_groups_.end(),
+                         [id](const LabelGroup& g) { return g.id == id; });
+  if (it == label_groups_.end()) {
+    if (sign < 0) return;
+    it = label_groups_.insert(label_groups_.end(), LabelGroup{id, pod, 0, 0});
+  }
+  it->count += sign;
+  if (Terminating(*pod)) it->terminating += sign;
+  if (it->count <= 0) label_groups_.erase(it);
+}
+
 void NodeInfo::Account(const api::Pod& pod, int sign) {
   auto count = [&](absl::flat_hash_map<std::string, int64_t>& counts) {
     for (const auto& [k, v] : pod.metadata().labels()) {
@@ -147,6 +184,7 @@ void NodeInfo::Account(const api::Pod& pod, int sign) {
 void NodeInfo::AddPod(PodPtr pod) {
   if (Ended(*pod)) return;
   Account(*pod, +1);
+  Group(pod, +1);
   const auto& a = pod->spec().affinity();
   if (a.has_pod_affinity() || a.has_pod_anti_affinity()) {
     // A pod whose terms cannot be parsed (stored before validation refused them) counts as
@@ -168,6 +206,7 @@ bool NodeInfo::RemovePod(const std::string& key) {
       std::find_if(pods_.begin(), pods_.end(), [&](const PodPtr& p) { return PodKey(*p) == key; });
   if (it == pods_.end()) return false;
   Account(**it, -1);
+  Group(*it, -1);
   if (AffinityPodPtr gone = Erase(pods_with_affinity_, key)) CountTerms(gone->terms, -1);
   Erase(pods_with_required_anti_affinity_, key);
   pods_.erase(it);

@@ -39,6 +39,16 @@ std::string LabelIndexKey(std::string_view ns, std::string_view key, std::string
 // asks: such selectors are counted from the index rather than pod by pod.
 std::optional<std::pair<std::string, std::string>> SingleLabel(const api::Selector& selector);
 
+// Pods with the same namespace and the same labels: a selector selects all of them or none.
+// Each distinct (namespace, labels) has one id for the life of the process, so that a cycle
+// decides a selector once per group however many nodes hold it.
+struct LabelGroup {
+  uint64_t id = 0;
+  PodPtr sample;  // one of them, for its namespace and labels
+  int64_t count = 0;
+  int64_t terminating = 0;  // of count, those being deleted
+};
+
 // A node as one scheduling cycle sees it: the Node, the pods on it (bound, or assumed on it
 // by this scheduler) and what they hold together, computed as pods come and go so that a
 // filter never adds them up again. The scheduler's cache makes them; a snapshot shares them
@@ -82,6 +92,8 @@ class NodeInfo {
     auto t = terminating_label_counts_.find(index_key);
     return it->second - (t == terminating_label_counts_.end() ? 0 : t->second);
   }
+  // Its pods grouped by namespace and labels.
+  const std::vector<LabelGroup>& label_groups() const { return label_groups_; }
   // Whether the node says how many pods it takes.
   bool limits_pods() const { return limits_pods_; }
   // The same with 100m cpu and 200Mi memory for containers that request none: what the
@@ -99,6 +111,7 @@ class NodeInfo {
                     std::string_view name);
   static void Refresh(const ResourceList& list, std::array<int64_t, 4>& fast);
   void Account(const api::Pod& pod, int sign);
+  void Group(const PodPtr& pod, int sign);
   void CountTerms(const AffinityTerms& terms, int sign);
 
   NodePtr node_;
@@ -113,6 +126,7 @@ class NodeInfo {
   bool limits_pods_ = false;
   absl::flat_hash_map<std::string, int64_t> label_counts_;
   absl::flat_hash_map<std::string, int64_t> terminating_label_counts_;
+  std::vector<LabelGroup> label_groups_;
   int64_t non_zero_cpu_ = 0;
   int64_t non_zero_memory_ = 0;
   std::vector<HostPort> used_ports_;

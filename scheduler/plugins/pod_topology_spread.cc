@@ -70,14 +70,32 @@ bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
   return true;
 }
 
+// Whether a constraint's selector selects a label group, decided once per cycle.
+using GroupMemo = absl::flat_hash_map<uint64_t, bool>;
+
 // The pods on the node the constraint selects: in the pod's namespace, not being deleted.
-int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::string& ns) {
+// One-label selectors are answered by the label index; others group by group (pods with the
+// same labels together), with `memo` remembering the answer across the cycle's nodes.
+int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::string& ns,
+                      GroupMemo* memo = nullptr) {
   if (c.selects_nothing) return 0;
   if (!c.index_key.empty()) return node.PodsWithLabel(c.index_key, false);
   int64_t n = 0;
-  for (const auto& p : node.pods()) {
-    if (p->metadata().namespace_() != ns || !p->metadata().deletion_timestamp().empty()) continue;
-    if (c.selector.Matches(p->metadata().labels())) ++n;
+  for (const auto& g : node.label_groups()) {
+    if (g.count == g.terminating) continue;
+    auto decide = [&] {
+      return g.sample->metadata().namespace_() == ns &&
+             c.selector.Matches(g.sample->metadata().labels());
+    };
+    bool selected;
+    if (!memo) {
+      selected = decide();
+    } else if (auto it = memo->find(g.id); it != memo->end()) {
+      selected = it->second;
+    } else {
+      selected = memo->emplace(g.id, decide()).first->second;
+    }
+    if (selected) n += g.count - g.terminating;
   }
   return n;
 }
@@ -168,12 +186,14 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
   s->constraints = std::move(*constraints);
   s->counts.resize(s->constraints.size());
   const std::string& ns = pod.metadata().namespace_();
+  std::vector<GroupMemo> memos(s->constraints.size());
   for (const auto& node : snapshot.nodes()) {
     if (!HasAllKeys(node->node(), s->constraints)) continue;
     for (size_t i = 0; i < s->constraints.size(); ++i) {
       const Constraint& c = s->constraints[i];
       if (!Included(c, pod, node->node(), required)) continue;
-      s->counts[i][*ValueOf(node->node(), c.topology_key)] += CountMatching(*node, c, ns);
+      s->counts[i][*ValueOf(node->node(), c.topology_key)] +=
+          CountMatching(*node, c, ns, &memos[i]);
     }
   }
   for (size_t i = 0; i < s->constraints.size(); ++i) {
@@ -244,6 +264,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   auto affinity = RequiredNodeAffinity::Of(pod);
   const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
   const std::string& ns = pod.metadata().namespace_();
+  std::vector<GroupMemo> memos(s->constraints.size());
   for (const auto& node : snapshot.nodes()) {
     if (require_all && !HasAllKeys(node->node(), s->constraints)) continue;
     for (size_t i = 0; i < s->constraints.size(); ++i) {
@@ -252,7 +273,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
       const std::string* value = ValueOf(node->node(), c.topology_key);
       // Only the domains of the nodes being scored are counted.
       auto it = s->counts[i].find(value ? *value : "");
-      if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns);
+      if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
     }
   }
   state.Write(kScoreKey, std::move(s));

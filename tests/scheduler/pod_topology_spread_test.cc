@@ -53,6 +53,23 @@ TEST(PodTopologySpread, DoNotScheduleKeepsTheSkew) {
            by_zone.Obj(),
            {Node("node01", "a").Ptr(), Node("node02").Ptr()},
            {"", kMissing}},
+          {"a selector of several labels counts pods group by group: not those being deleted, "
+           "not those of another namespace, those with more labels",
+           NewWeb().Label("tier", "front")
+               .Spread(1, kHost, "DoNotSchedule", {{"app", "web"}, {"tier", "front"}})
+               .Obj(),
+           {Node("node01")
+                .Pod(MakePod("going").Namespace("default").Label("app", "web")
+                         .Label("tier", "front").Terminating().Obj())
+                .Pod(MakePod("elsewhere").Namespace("other").Label("app", "web")
+                         .Label("tier", "front").Obj())
+                .Ptr(),
+            Node("node02")
+                .Pod(MakePod("more").Namespace("default").Label("app", "web")
+                         .Label("tier", "front").Label("extra", "x").Obj())
+                .Ptr(),
+            Node("node03").Pod(Web(1)).Ptr()},
+           {"", kSkew, ""}},
           {"a pod the selector does not select adds nothing to the skew",
            MakePod().Namespace("default").Spread(1, kHost, "DoNotSchedule", {{"app", "web"}}).Obj(),
            {Node("node01").Pod(Web(1)).Ptr(), Node("node02").Ptr()},
