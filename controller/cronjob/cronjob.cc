@@ -7,6 +7,7 @@
 #include "api/printers.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
+#include "controller/job/job.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::cronjob {
@@ -14,10 +15,8 @@ namespace {
 
 // "Complete" or "Failed" for a finished Job, else empty.
 std::string Finished(const api::Job& job) {
-  for (const auto& c : job.status().conditions()) {
-    if ((c.type() == "Complete" || c.type() == "Failed") && c.status() == "True") return c.type();
-  }
-  return "";
+  const api::Condition* c = job::FinishedCondition(job.status());
+  return c ? c->type() : "";
 }
 
 bool InActive(const api::CronJobStatus& status, const std::string& uid) {
@@ -113,6 +112,17 @@ absl::Status CronJobController::Sync(const std::string& key) {
 }
 
 absl::Status CronJobController::Reconcile(api::CronJob* cj, const std::vector<JobPtr>& jobs) {
+  // Our cache of the CronJob may be older than a Job it started: then the apiserver's copy,
+  // asked for once, is the one to fold the Jobs into.
+  const bool unknown = std::any_of(jobs.begin(), jobs.end(), [&](const JobPtr& j) {
+    return Finished(*j).empty() && !InActive(cj->status(), j->metadata().uid());
+  });
+  if (unknown) {
+    auto fresh = client_->Get<api::CronJob>("cronjobs", cj->metadata().namespace_(),
+                                            cj->metadata().name());
+    if (!fresh.ok()) return fresh.status();
+    if (fresh->metadata().uid() == cj->metadata().uid()) *cj = *std::move(fresh);
+  }
   api::CronJobStatus* status = cj->mutable_status();
   std::set<std::string> children;
   for (const auto& j : jobs) {
@@ -121,15 +131,6 @@ absl::Status CronJobController::Reconcile(api::CronJob* cj, const std::vector<Jo
     const std::string finished = Finished(*j);
     const bool active = InActive(*status, uid);
     if (!active && finished.empty()) {
-      // Our cache of the CronJob may be older than the Job it started: ask the apiserver.
-      auto fresh = client_->Get<api::CronJob>("cronjobs", cj->metadata().namespace_(),
-                                              cj->metadata().name());
-      if (!fresh.ok()) return fresh.status();
-      if (fresh->metadata().uid() == cj->metadata().uid() && InActive(fresh->status(), uid)) {
-        *cj = *std::move(fresh);
-        status = cj->mutable_status();
-        continue;
-      }
       events_->Record(*cj, "Warning", "UnexpectedJob",
                       "Saw a job that the controller did not create or forgot: " +
                           j->metadata().name());

@@ -22,9 +22,7 @@ const api::Condition* JobCondition(const api::JobStatus& status, const std::stri
   return nullptr;
 }
 
-bool Finished(const api::JobStatus& status) {
-  return JobCondition(status, "Complete") || JobCondition(status, "Failed");
-}
+bool Finished(const api::JobStatus& status) { return FinishedCondition(status) != nullptr; }
 
 int32_t Restarts(const api::Pod& pod) {
   int32_t n = 0;
@@ -50,6 +48,11 @@ std::optional<absl::Time> FinishTime(const api::Pod& pod) {
 }
 
 }  // namespace
+
+const api::Condition* FinishedCondition(const api::JobStatus& status) {
+  const api::Condition* c = JobCondition(status, "Complete");
+  return c ? c : JobCondition(status, "Failed");
+}
 
 absl::Duration FailureBackoff(const std::vector<PodPtr>& pods, absl::Time now) {
   std::optional<absl::Time> last_success, last_failure;
@@ -277,13 +280,9 @@ absl::Status JobController::Finish(const api::Job& job, api::JobStatus* status,
 
 absl::Status JobController::CleanUpFinished(const api::Job& job) {
   if (!job.spec().has_ttl_seconds_after_finished()) return absl::OkStatus();
-  std::string finished_at = job.status().completion_time();
-  for (const auto& c : job.status().conditions()) {
-    if ((c.type() == "Complete" || c.type() == "Failed") && c.status() == "True") {
-      finished_at = c.last_transition_time();
-    }
-  }
-  auto at = api::ParseRfc3339(finished_at);
+  const api::Condition* finished = FinishedCondition(job.status());
+  auto at = api::ParseRfc3339(finished ? finished->last_transition_time()
+                                       : job.status().completion_time());
   if (!at) return absl::OkStatus();
   const absl::Time expire = *at + absl::Seconds(job.spec().ttl_seconds_after_finished());
   const absl::Time now = clock_->Now();

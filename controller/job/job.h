@@ -15,6 +15,9 @@
 
 namespace mkube::controller::job {
 
+// The Complete or Failed condition (status True) of a finished Job; null while it runs.
+const api::Condition* FinishedCondition(const api::JobStatus& status);
+
 // How long failed pods hold their replacement back, as Kubernetes' Job controller: 10 s after
 // the last failure, doubling with each failure since the last success, at most 10 minutes.
 inline constexpr absl::Duration kFailureBackoff = absl::Seconds(10);
