@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -59,22 +61,27 @@ TEST_F(MvccTest, ALoneWriteMayBeCommittedOnTheCallersThread) {
   const auto me = std::this_thread::get_id();
   int64_t last = 0;
   bool inline_seen = false;
-  // The writer thread is idle once it waits for work: retry until it does.
-  for (int i = 0; i < 200 && !inline_seen; ++i) {
-    std::optional<std::thread::id> ran_on;
-    int64_t revision = 0;
+  // The writer thread is idle once it waits for work: retry until it does. A write that went
+  // to the writer thread is waited for, so each try starts with an empty queue.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int i = 0; !inline_seen && std::chrono::steady_clock::now() < deadline; ++i) {
+    auto ran_on = std::make_shared<std::promise<std::pair<std::thread::id, int64_t>>>();
+    auto result = ran_on->get_future();
     store_->Txn(
         put("inline" + std::to_string(i)),
-        [&](absl::StatusOr<etcdserverpb::TxnResponse> r) {
+        [ran_on](absl::StatusOr<etcdserverpb::TxnResponse> r) {
           ASSERT_TRUE(r.ok());
-          revision = r->header().revision();
-          ran_on = std::this_thread::get_id();
+          ran_on->set_value({std::this_thread::get_id(), r->header().revision()});
         },
         /*commit_if_idle=*/true);
-    if (ran_on && *ran_on == me) {
+    const bool answered_before_return =
+        result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    const auto [thread, revision] = result.get();
+    EXPECT_GT(revision, last);
+    last = revision;
+    if (thread == me) {
+      EXPECT_TRUE(answered_before_return);
       inline_seen = true;
-      EXPECT_GT(revision, last);
-      last = revision;
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
