@@ -15,6 +15,8 @@ class RequiredNodeAffinity {
  public:
   static absl::StatusOr<RequiredNodeAffinity> Of(const api::Pod& pod);
   bool Matches(const api::Node& node) const;
+  // Neither a nodeSelector nor required terms: every node matches.
+  bool empty() const { return node_selector_.empty() && !terms_; }
 
  private:
   // A term's expressions over the node's labels, its fields over the node's fields (only

@@ -73,6 +73,17 @@ bool Included(const Constraint& c, const api::Pod& pod, const api::Node& node,
 // Whether a constraint's selector selects a label group, decided once per cycle.
 using GroupMemo = absl::flat_hash_map<uint64_t, bool>;
 
+// Whether the constraint selects the group of `sample` (pods in the pod's namespace only).
+bool Selects(const Constraint& c, const std::string& ns, uint64_t group, const api::Pod& sample,
+             GroupMemo* memo) {
+  auto decide = [&] {
+    return sample.metadata().namespace_() == ns && c.selector.Matches(sample.metadata().labels());
+  };
+  if (!memo) return decide();
+  if (auto it = memo->find(group); it != memo->end()) return it->second;
+  return memo->emplace(group, decide()).first->second;
+}
+
 // The pods on the node the constraint selects: in the pod's namespace, not being deleted.
 // One-label selectors are answered by the label index; others group by group (pods with the
 // same labels together), with `memo` remembering the answer across the cycle's nodes.
@@ -82,22 +93,29 @@ int64_t CountMatching(const NodeInfo& node, const Constraint& c, const std::stri
   if (!c.index_key.empty()) return node.PodsWithLabel(c.index_key, false);
   int64_t n = 0;
   for (const auto& g : node.label_groups()) {
-    if (g.count == g.terminating) continue;
-    auto decide = [&] {
-      return g.sample->metadata().namespace_() == ns &&
-             c.selector.Matches(g.sample->metadata().labels());
-    };
-    bool selected;
-    if (!memo) {
-      selected = decide();
-    } else if (auto it = memo->find(g.id); it != memo->end()) {
-      selected = it->second;
-    } else {
-      selected = memo->emplace(g.id, decide()).first->second;
+    if (g.count != g.terminating && Selects(c, ns, g.id, *g.sample, memo)) {
+      n += g.count - g.terminating;
     }
-    if (selected) n += g.count - g.terminating;
   }
   return n;
+}
+
+// The same over a domain's sums.
+int64_t CountMatching(const framework::Domain& domain, const Constraint& c, const std::string& ns,
+                      GroupMemo* memo) {
+  if (c.selects_nothing) return 0;
+  int64_t n = 0;
+  for (const auto& [id, g] : domain.groups) {
+    if (Selects(c, ns, id, *g.sample, memo)) n += g.live;
+  }
+  return n;
+}
+
+// When no node is left out of the constraint's domains (no nodeAffinityPolicy with a pod's
+// required node affinity, no nodeTaintsPolicy Honor), counts come from the snapshot's sums
+// per domain instead of from every node.
+bool EveryNodeIncluded(const Constraint& c, const RequiredNodeAffinity* affinity) {
+  return !c.honor_taints && !(c.honor_node_affinity && affinity && !affinity->empty());
 }
 
 const std::string* ValueOf(const api::Node& node, const std::string& key) {
@@ -187,13 +205,21 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
   s->counts.resize(s->constraints.size());
   const std::string& ns = pod.metadata().namespace_();
   std::vector<GroupMemo> memos(s->constraints.size());
-  for (const auto& node : snapshot.nodes()) {
-    if (!HasAllKeys(node->node(), s->constraints)) continue;
-    for (size_t i = 0; i < s->constraints.size(); ++i) {
-      const Constraint& c = s->constraints[i];
-      if (!Included(c, pod, node->node(), required)) continue;
-      s->counts[i][*ValueOf(node->node(), c.topology_key)] +=
-          CountMatching(*node, c, ns, &memos[i]);
+  if (s->constraints.size() == 1 && EveryNodeIncluded(s->constraints[0], required)) {
+    // One key: the nodes with every key are those with this one, the snapshot's domains.
+    const Constraint& c = s->constraints[0];
+    for (const auto& [value, domain] : snapshot.DomainsOf(c.topology_key).by_value) {
+      s->counts[0][value] = CountMatching(domain, c, ns, &memos[0]);
+    }
+  } else {
+    for (const auto& node : snapshot.nodes()) {
+      if (!HasAllKeys(node->node(), s->constraints)) continue;
+      for (size_t i = 0; i < s->constraints.size(); ++i) {
+        const Constraint& c = s->constraints[i];
+        if (!Included(c, pod, node->node(), required)) continue;
+        s->counts[i][*ValueOf(node->node(), c.topology_key)] +=
+            CountMatching(*node, c, ns, &memos[i]);
+      }
     }
   }
   for (size_t i = 0; i < s->constraints.size(); ++i) {
@@ -265,15 +291,40 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
   const std::string& ns = pod.metadata().namespace_();
   std::vector<GroupMemo> memos(s->constraints.size());
-  for (const auto& node : snapshot.nodes()) {
-    if (require_all && !HasAllKeys(node->node(), s->constraints)) continue;
-    for (size_t i = 0; i < s->constraints.size(); ++i) {
-      const Constraint& c = s->constraints[i];
-      if (c.topology_key == kHostname || !Included(c, pod, node->node(), required)) continue;
-      const std::string* value = ValueOf(node->node(), c.topology_key);
-      // Only the domains of the nodes being scored are counted.
-      auto it = s->counts[i].find(value ? *value : "");
-      if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
+  // Which constraints are counted from the snapshot's domain sums: with every key required,
+  // only a lone constraint (a node without its key has no domain and counts for none).
+  std::vector<bool> from_sums(s->constraints.size());
+  bool node_by_node = false;
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const Constraint& c = s->constraints[i];
+    if (c.topology_key == kHostname) continue;
+    from_sums[i] =
+        EveryNodeIncluded(c, required) && (!require_all || s->constraints.size() == 1);
+    node_by_node = node_by_node || !from_sums[i];
+    if (!from_sums[i]) continue;
+    // Only the domains of the nodes being scored are counted.
+    const framework::Domains& domains = snapshot.DomainsOf(c.topology_key);
+    for (auto& [value, count] : s->counts[i]) {
+      if (auto it = domains.by_value.find(value); it != domains.by_value.end()) {
+        count += CountMatching(it->second, c, ns, &memos[i]);
+      }
+      // Without every key required, a node without this one is in the "" domain.
+      if (value.empty() && !require_all) count += CountMatching(domains.missing, c, ns, &memos[i]);
+    }
+  }
+  if (node_by_node) {
+    for (const auto& node : snapshot.nodes()) {
+      if (require_all && !HasAllKeys(node->node(), s->constraints)) continue;
+      for (size_t i = 0; i < s->constraints.size(); ++i) {
+        const Constraint& c = s->constraints[i];
+        if (c.topology_key == kHostname || from_sums[i] ||
+            !Included(c, pod, node->node(), required)) {
+          continue;
+        }
+        const std::string* value = ValueOf(node->node(), c.topology_key);
+        auto it = s->counts[i].find(value ? *value : "");
+        if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
+      }
     }
   }
   state.Write(kScoreKey, std::move(s));

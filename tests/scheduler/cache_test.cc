@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "tests/scheduler/wrappers.h"
 
@@ -112,6 +114,67 @@ TEST(Cache, SnapshotsKnowWhichNodesHavePodsWithAffinityAndTheirDistinctTerms) {
   EXPECT_EQ(names(snap.have_pods_with_affinity()), (std::set<std::string>{"node02"}));
   EXPECT_EQ(snap.Get("node02")->affinity_terms()[0].count, 1);
   EXPECT_TRUE(snap.Get("node01")->affinity_terms().empty());
+}
+
+// The snapshot's sums of label groups by zone, kept in step as nodes change one at a time,
+// always equal to adding the nodes up again.
+TEST(Cache, SnapshotsSumLabelGroupsByDomainAsNodesChange) {
+  constexpr char kZone[] = "topology.kubernetes.io/zone";
+  auto zoned = [&](const std::string& name, const std::string& zone) {
+    auto n = MakeNode(name).Allocatable({{"cpu", "4"}, {"pods", "110"}});
+    if (!zone.empty()) n.Label(kZone, zone);
+    return std::make_shared<api::Node>(n.Info().node());
+  };
+  auto pod = [](const std::string& name, const std::string& node, const std::string& app) {
+    return MakePod(name).Namespace("default").NodeName(node).Label("app", app);
+  };
+  Cache cache;
+  cache.AddNode(zoned("node01", "a"));
+  cache.AddNode(zoned("node02", "a"));
+  cache.AddNode(zoned("node03", "b"));
+  cache.AddNode(zoned("node04", ""));
+  for (auto [name, node, app] : {std::tuple{"w1", "node01", "web"}, {"w2", "node01", "web"},
+                                 {"d1", "node02", "db"}, {"w3", "node03", "web"},
+                                 {"w4", "node04", "web"}}) {
+    cache.AddPod(pod(name, node, app).Ptr());
+  }
+  framework::Snapshot snap;
+  cache.UpdateSnapshot(&snap);
+  // "value: app=count ..." for every domain, nodes without the key as "-".
+  auto summary = [](const framework::Domains& d) {
+    std::map<std::string, std::map<std::string, int64_t>> by;
+    auto add = [&](const std::string& value, const framework::Domain& domain) {
+      auto& apps = by[value + "(" + std::to_string(domain.nodes) + ")"];
+      for (const auto& [id, g] : domain.groups) apps[g.sample->metadata().labels().at("app")] += g.live;
+    };
+    for (const auto& [value, domain] : d.by_value) add(value, domain);
+    if (d.missing.nodes > 0) add("-", d.missing);
+    std::string out;
+    for (const auto& [value, apps] : by) {
+      out += value + ":";
+      for (const auto& [app, n] : apps) out += " " + app + "=" + std::to_string(n);
+      out += "; ";
+    }
+    return out;
+  };
+  auto fresh = [&] {
+    framework::Snapshot again(snap.nodes());
+    return summary(again.DomainsOf(kZone));
+  };
+  EXPECT_EQ(summary(snap.DomainsOf(kZone)), "-(1): web=1; a(2): db=1 web=2; b(1): web=1; ");
+
+  cache.AddPod(pod("w5", "node02", "web").Ptr());
+  cache.AddPod(pod("w1", "node01", "web").Terminating().Ptr());  // being deleted: not counted
+  cache.RemovePod(*pod("w2", "node01", "web").Ptr());
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(summary(snap.DomainsOf(kZone)), "-(1): web=1; a(2): db=1 web=1; b(1): web=1; ");
+  EXPECT_EQ(summary(snap.DomainsOf(kZone)), fresh());
+
+  cache.UpdateNode(zoned("node03", "c"));  // relabelled: zone b has no node left
+  cache.RemovePod(*pod("d1", "node02", "db").Ptr());
+  cache.UpdateSnapshot(&snap);
+  EXPECT_EQ(summary(snap.DomainsOf(kZone)), "-(1): web=1; a(2): web=1; c(1): web=1; ");
+  EXPECT_EQ(summary(snap.DomainsOf(kZone)), fresh());
 }
 
 TEST(Cache, PodsOfANodeNotYetKnownJoinItWhenItComes) {
