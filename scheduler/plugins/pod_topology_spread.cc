@@ -135,6 +135,9 @@ struct ScoreState : framework::CycleState::Data {
   absl::flat_hash_set<std::string> ignored;  // nodes without every key: score 0
   std::vector<bool> ignored_at;              // the same, by the scored nodes' order
   std::vector<DomainCounts> counts;          // not for the hostname key: counted per node
+  // For the hostname key: each scored node's count, made in PreScore with the cycle's memo
+  // of which label groups the selector selects.
+  std::vector<absl::flat_hash_map<const NodeInfo*, int64_t>> per_node;
   std::vector<double> weights;
 };
 
@@ -266,7 +269,10 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   auto s = std::make_unique<ScoreState>();
   s->constraints = std::move(*constraints);
   s->counts.resize(s->constraints.size());
+  s->per_node.resize(s->constraints.size());
   std::vector<int64_t> sizes(s->constraints.size(), 0);
+  const std::string& ns = pod.metadata().namespace_();
+  std::vector<GroupMemo> memos(s->constraints.size());
   for (const NodeInfo* node : nodes) {
     const bool ignored = require_all && !HasAllKeys(node->node(), s->constraints);
     s->ignored_at.push_back(ignored);
@@ -276,7 +282,10 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
     }
     for (size_t i = 0; i < s->constraints.size(); ++i) {
       const std::string& key = s->constraints[i].topology_key;
-      if (key == kHostname) continue;
+      if (key == kHostname) {
+        s->per_node[i][node] = CountMatching(*node, s->constraints[i], ns, &memos[i]);
+        continue;
+      }
       const std::string* value = ValueOf(node->node(), key);
       if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
     }
@@ -289,8 +298,6 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   }
   auto affinity = RequiredNodeAffinity::Of(pod);
   const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
-  const std::string& ns = pod.metadata().namespace_();
-  std::vector<GroupMemo> memos(s->constraints.size());
   // Which constraints are counted from the snapshot's domain sums: with every key required,
   // only a lone constraint (a node without its key has no domain and counts for none).
   std::vector<bool> from_sums(s->constraints.size());
@@ -342,7 +349,9 @@ int64_t PodTopologySpread::Score(const framework::CycleState& state, const api::
     if (!value) continue;
     int64_t count = 0;
     if (c.topology_key == kHostname) {
-      count = CountMatching(node, c, pod.metadata().namespace_());
+      auto it = s->per_node[i].find(&node);
+      count = it != s->per_node[i].end() ? it->second
+                                         : CountMatching(node, c, pod.metadata().namespace_());
     } else if (auto it = s->counts[i].find(*value); it != s->counts[i].end()) {
       count = it->second;
     }
