@@ -67,11 +67,16 @@ void EventRecorder::Record(const google::protobuf::Message& obj, const std::stri
   ev.set_last_timestamp(now);
   ev.set_count(1);
   absl::MutexLock lock(&mu_);
+  std::optional<EventCorrelator::Correlated> c = correlator_.Correlate(std::move(ev), clock_->Now());
+  if (!c) {
+    ++filtered_;
+    return;
+  }
   if (queue_.size() >= max_queued_) {
     queue_.pop_front();
     ++dropped_;
   }
-  queue_.push_back(std::move(ev));
+  queue_.push_back(std::move(*c));
 }
 
 void EventRecorder::Flush() {
@@ -87,9 +92,14 @@ size_t EventRecorder::dropped() const {
   return dropped_;
 }
 
+size_t EventRecorder::filtered() const {
+  absl::MutexLock lock(&mu_);
+  return filtered_;
+}
+
 void EventRecorder::Loop() {
   for (;;) {
-    api::Event ev;
+    EventCorrelator::Correlated c;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -97,35 +107,33 @@ void EventRecorder::Loop() {
       };
       mu_.Await(absl::Condition(&ready));
       if (stopping_) return;  // what has not been posted is dropped, as client-go does
-      ev = std::move(queue_.front());
+      c = std::move(queue_.front());
       queue_.pop_front();
       ++in_flight_;
     }
-    Post(std::move(ev));
+    Post(std::move(c));
     absl::MutexLock lock(&mu_);
     --in_flight_;
   }
 }
 
-void EventRecorder::Post(api::Event ev) {
+void EventRecorder::Post(EventCorrelator::Correlated c) {
+  api::Event& ev = c.event;
   const auto& ref = ev.involved_object();
-  const std::string key = fmt::format("{}/{}/{}/{}/{}/{}", ref.kind(), ref.namespace_(), ref.name(),
-                                      ref.uid(), ev.type(), ev.reason()) + "\n" + ev.message();
+  const std::string& key = c.key;
   const absl::Time now = clock_->Now();
-  auto it = posted_.find(key);
-  if (it != posted_.end() && now - it->second.last < kAggregateWindow) {
-    Posted& p = it->second;
-    ev.mutable_metadata()->set_name(p.name);
-    ev.set_count(p.count + 1);
-    ev.set_first_timestamp(p.first_timestamp);
+  if (Posted* p = posted_.Find(key); p && now - p->last < kAggregateWindow) {
+    ev.mutable_metadata()->set_name(p->name);
+    ev.set_count(p->count + 1);
+    ev.set_first_timestamp(p->first_timestamp);
     // Unconditional: only this recorder writes its events.
-    auto r = client_->Update<api::Event>("events", p.ns, ev);
+    auto r = client_->Update<api::Event>("events", p->ns, ev);
     if (r.ok()) {
-      p.count = ev.count();
-      p.last = now;
+      p->count = ev.count();
+      p->last = now;
       return;
     }
-    posted_.erase(it);  // gone (expired, deleted): post it anew
+    posted_.Erase(key);  // gone (expired, deleted): post it anew
   }
   ev.mutable_metadata()->set_name(EventName(ref.name()));
   auto r = client_->Create<api::Event>("events", ev.metadata().namespace_(), ev);
@@ -133,12 +141,6 @@ void EventRecorder::Post(api::Event ev) {
     Log().warn("event {} {} about {}/{}: not recorded: {}", ev.type(), ev.reason(),
                ref.namespace_(), ref.name(), r.status().ToString());
     return;
-  }
-  // Forget old ones now and then so the map stays small.
-  if (posted_.size() > 4096) {
-    for (auto p = posted_.begin(); p != posted_.end();) {
-      p = now - p->second.last >= kAggregateWindow ? posted_.erase(p) : std::next(p);
-    }
   }
   posted_[key] = {ev.metadata().name(), ev.metadata().namespace_(), 1, ev.first_timestamp(), now};
 }
