@@ -25,7 +25,9 @@ struct SimulatedOptions {
   // Every node is registered with these (capacity, labels, taints, lease timing).
   NodeOptions node;
   int zones = 0;    // > 0: topology.kubernetes.io/zone=zone-<i % zones>
-  int workers = 4;  // threads writing pod statuses and deletions
+  // Threads writing pod statuses and deletions: real nodes each write their own, so many
+  // are in flight at once.
+  int workers = 16;
 };
 
 // How long a simulated pod that ends (restartPolicy Never or OnFailure) runs, and how it
