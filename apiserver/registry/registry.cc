@@ -90,6 +90,20 @@ absl::StatusOr<cache::EntryPtr> Registry::Current(const api::KindInfo& kind,
   return cache::WatchCache::Decode(key, r->kvs(0).value(), r->kvs(0).mod_revision());
 }
 
+absl::StatusOr<std::string> Registry::ReadModifyWrite(
+    const api::KindInfo& kind, const std::string& key, const std::string& name, bool dry_run,
+    const std::function<absl::StatusOr<std::string>(const cache::EntryPtr&)>& attempt) {
+  if (!dry_run) {
+    if (cache::EntryPtr cached = cache_->Get(key)) {
+      auto r = attempt(cached);
+      if (r.ok()) return r;
+    }
+  }
+  auto cur = Current(kind, key, name);
+  if (!cur.ok()) return cur.status();
+  return attempt(*cur);
+}
+
 // Writes obj at key if its revision is still `revision` (0: only if absent); returns the
 // stored object as clients see it.
 absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std::string& key,
@@ -143,10 +157,15 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   }
   if (auto st = api::Validate(obj); !st.ok()) return st;
   if ((*kind)->namespaced) {
-    auto ns = store_->Get(Key(*api::FindResource("namespaces"), "", meta->namespace_()));
-    if (!ns.ok()) return ns.status();
-    if (ns->kvs().empty()) {
-      return absl::NotFoundError(fmt::format("namespaces \"{}\" not found", meta->namespace_()));
+    // The namespace must exist: the cache knows it, unless it is brand new.
+    const std::string ns_key = Key(*api::FindResource("namespaces"), "", meta->namespace_());
+    if (!cache_->Get(ns_key)) {
+      auto ns = store_->Get(ns_key);
+      if (!ns.ok()) return ns.status();
+      if (ns->kvs().empty()) {
+        return absl::NotFoundError(
+            fmt::format("namespaces \"{}\" not found", meta->namespace_()));
+      }
     }
   }
   api::PrepareForCreate(obj.message.get(), api::NowRfc3339());
@@ -227,24 +246,29 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
   api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
   const std::string ns = (*kind)->namespaced ? (req.namespace_().empty() ? meta->namespace_() : req.namespace_()) : "";
   const std::string key = Key(**kind, ns, meta->name());
-  auto cur = Current(**kind, key, meta->name());
-  if (!cur.ok()) return cur.status();
   int64_t want = 0;
-  if (!meta->resource_version().empty()) {
-    if (!ParseRevision(meta->resource_version(), &want) || want != (*cur)->revision) {
-      return Conflict(**kind, meta->name());
-    }
+  if (!meta->resource_version().empty() && !ParseRevision(meta->resource_version(), &want)) {
+    return Conflict(**kind, meta->name());
   }
-  api::PrepareForUpdate(*(*cur)->object, req.subresource() == "status", &obj);
-  if (auto st = api::Validate(obj); !st.ok()) return st;
-  if (auto st = api::CheckFinalizers(*(*cur)->object, *obj.message); !st.ok()) return st;
-  if (req.dry_run()) return obj.message->SerializeAsString();
-  const std::string& name = api::MetaOf(*obj.message).name();
-  // The last finalizer of an object being deleted is gone: so is the object.
-  if (api::ReadyToRemove(*obj.message)) {
-    return Remove(**kind, key, name, (*cur)->revision, *obj.message);
-  }
-  return Store(**kind, key, name, (*cur)->revision, *obj.message);
+  const bool status = req.subresource() == "status";
+  return ReadModifyWrite(
+      **kind, key, meta->name(), req.dry_run(),
+      [&](const cache::EntryPtr& cur) -> absl::StatusOr<std::string> {
+        if (want != 0 && want != cur->revision) return Conflict(**kind, meta->name());
+        api::Object attempt{*kind, std::unique_ptr<google::protobuf::Message>(obj.message->New()),
+                            obj.written_api_version};
+        attempt.message->CopyFrom(*obj.message);
+        api::PrepareForUpdate(*cur->object, status, &attempt);
+        if (auto st = api::Validate(attempt); !st.ok()) return st;
+        if (auto st = api::CheckFinalizers(*cur->object, *attempt.message); !st.ok()) return st;
+        if (req.dry_run()) return attempt.message->SerializeAsString();
+        const std::string& name = api::MetaOf(*attempt.message).name();
+        // The last finalizer of an object being deleted is gone: so is the object.
+        if (api::ReadyToRemove(*attempt.message)) {
+          return Remove(**kind, key, name, cur->revision, *attempt.message);
+        }
+        return Store(**kind, key, name, cur->revision, *attempt.message);
+      });
 }
 
 absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
@@ -340,30 +364,33 @@ absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kin
         fmt::format("Binding \"{}\" is invalid: target.name: Required value", name));
   }
   const std::string key = Key(kind, req.namespace_(), name);
-  auto cur = Current(kind, key, name);
-  if (!cur.ok()) return cur.status();
-  api::Pod pod = static_cast<const api::Pod&>(*(*cur)->object);
-  if (!pod.spec().node_name().empty()) {
-    return absl::AbortedError(fmt::format(
-        "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to "
-        "node \"{}\"",
-        name, name, pod.spec().node_name()));
-  }
-  if (!pod.metadata().deletion_timestamp().empty()) {
-    return absl::AbortedError(fmt::format(
-        "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted", name,
-        name));
-  }
-  api::ApplyBinding(binding, &pod, api::NowRfc3339());
-  if (req.dry_run()) return pod.SerializeAsString();
-  auto stored = Store(kind, key, name, (*cur)->revision, pod);
-  if (!stored.ok() && stored.status().code() == absl::StatusCode::kAborted) {
-    // Changed meanwhile: bound by someone else, or just updated; the caller retries.
-    return absl::AbortedError(fmt::format(
-        "Operation cannot be fulfilled on pods/binding \"{}\": the object has been modified",
-        name));
-  }
-  return stored;
+  return ReadModifyWrite(
+      kind, key, name, req.dry_run(),
+      [&](const cache::EntryPtr& cur) -> absl::StatusOr<std::string> {
+        api::Pod pod = static_cast<const api::Pod&>(*cur->object);
+        if (!pod.spec().node_name().empty()) {
+          return absl::AbortedError(fmt::format(
+              "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned "
+              "to node \"{}\"",
+              name, name, pod.spec().node_name()));
+        }
+        if (!pod.metadata().deletion_timestamp().empty()) {
+          return absl::AbortedError(fmt::format(
+              "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted",
+              name, name));
+        }
+        api::ApplyBinding(binding, &pod, api::NowRfc3339());
+        if (req.dry_run()) return pod.SerializeAsString();
+        auto stored = Store(kind, key, name, cur->revision, pod);
+        if (!stored.ok() && stored.status().code() == absl::StatusCode::kAborted) {
+          // Changed meanwhile: bound by someone else, or just updated; the caller retries.
+          return absl::AbortedError(fmt::format(
+              "Operation cannot be fulfilled on pods/binding \"{}\": the object has been "
+              "modified",
+              name));
+        }
+        return stored;
+      });
 }
 
 absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const CreateRequest& req) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,13 @@ class Registry {
   absl::StatusOr<const api::KindInfo*> Resolve(const std::string& resource) const;
   absl::StatusOr<cache::EntryPtr> Current(const api::KindInfo& kind, const std::string& key,
                                           const std::string& name);
+  // A read-modify-write of the object at `key`, as Kubernetes' GuaranteedUpdate starts from
+  // its watch cache: `attempt` runs on the cache's copy, and only if that fails (a stale copy
+  // fails the write's revision check, or a check against old state) again on the store's, so
+  // every answer but success comes from the current object. Dry runs read the store.
+  absl::StatusOr<std::string> ReadModifyWrite(
+      const api::KindInfo& kind, const std::string& key, const std::string& name, bool dry_run,
+      const std::function<absl::StatusOr<std::string>(const cache::EntryPtr&)>& attempt);
   absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
                                     const std::string& name, int64_t revision,
                                     google::protobuf::Message& obj);

@@ -1,0 +1,110 @@
+// Updates and bindings start from the watch cache's copy of the object; when that copy is
+// stale, the answer still comes from the store's. The cache is stopped here so that it stays
+// behind a write made straight to the store.
+#include <gtest/gtest.h>
+
+#include "proto/api/core.pb.h"
+#include "tests/apiserver/registry_env.h"
+#include "tests/util/process.h"
+
+namespace mkube::apiserver::registry {
+namespace {
+
+class ReadModifyWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    ASSERT_TRUE(env.ok()) << env.status();
+    env_ = std::move(*env);
+    registry_ = env_->registry.get();
+
+    api::Pod pod;
+    pod.mutable_metadata()->set_name("web");
+    auto* c = pod.mutable_spec()->add_containers();
+    c->set_name("web");
+    c->set_image("soscscs/myapp:v1");
+    CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_object(pod.SerializeAsString());
+    auto created = registry_->Create(req);
+    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_TRUE(created_.ParseFromString(*created));
+    ASSERT_TRUE(env_->cache
+                    ->WaitFor(std::stoll(created_.metadata().resource_version()),
+                              std::chrono::seconds(10))
+                    .ok());
+    env_->cache->Stop();  // from here on the cache holds the pod as created
+
+    // Bound behind the cache's back.
+    api::Pod bound = created_;
+    bound.mutable_spec()->set_node_name("node01");
+    bound.mutable_metadata()->clear_resource_version();
+    auto r = env_->store_client->Update(kKey, std::stoll(created_.metadata().resource_version()),
+                                        bound.SerializeAsString());
+    ASSERT_TRUE(r.ok() && r->succeeded());
+    stored_rv_ = std::to_string(r->header().revision());
+  }
+
+  absl::StatusOr<std::string> UpdateStatus(const std::string& rv, const std::string& phase) {
+    api::Pod pod = created_;
+    pod.mutable_metadata()->set_resource_version(rv);
+    pod.mutable_status()->set_phase(phase);
+    UpdateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    req.set_subresource("status");
+    req.set_object(pod.SerializeAsString());
+    return registry_->Update(req);
+  }
+
+  static constexpr char kKey[] = "/registry/pods/default/web";
+  mkube::testing::TempDir dir_;
+  std::unique_ptr<mkube::testing::RegistryEnv> env_;
+  Registry* registry_ = nullptr;
+  api::Pod created_;
+  std::string stored_rv_;
+};
+
+TEST_F(ReadModifyWriteTest, AnUnconditionalUpdateOnAStaleCopyIsMadeOnTheStoresCopy) {
+  auto r = UpdateStatus("", "Running");
+  ASSERT_TRUE(r.ok()) << r.status();
+  api::Pod got;
+  ASSERT_TRUE(got.ParseFromString(*r));
+  EXPECT_EQ(got.status().phase(), "Running");
+  EXPECT_EQ(got.spec().node_name(), "node01") << "the binding the cache never saw is kept";
+}
+
+TEST_F(ReadModifyWriteTest, AVersionNewerThanTheCachesIsCheckedAgainstTheStore) {
+  auto r = UpdateStatus(stored_rv_, "Running");
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
+TEST_F(ReadModifyWriteTest, AVersionTheStoreHasMovedPastIsAConflict) {
+  auto r = UpdateStatus(created_.metadata().resource_version(), "Running");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
+  EXPECT_NE(r.status().message().find("the object has been modified"), std::string::npos)
+      << r.status();
+}
+
+TEST_F(ReadModifyWriteTest, BindingAPodTheCacheThinksUnboundSaysWhereItIsAssigned) {
+  api::Binding binding;
+  binding.mutable_metadata()->set_name("web");
+  binding.mutable_target()->set_name("node02");
+  CreateRequest req;
+  req.set_resource("pods");
+  req.set_namespace_("default");
+  req.set_name("web");
+  req.set_subresource("binding");
+  req.set_object(binding.SerializeAsString());
+  auto r = registry_->Create(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(r.status().message().find("is already assigned to node \"node01\""),
+            std::string::npos)
+      << r.status();
+}
+
+}  // namespace
+}  // namespace mkube::apiserver::registry
