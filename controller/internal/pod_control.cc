@@ -11,7 +11,7 @@
 namespace mkube::controller {
 
 // The calls to the apiserver that one batch makes at once.
-constexpr int kParallelCalls = 16;
+constexpr int kParallelCalls = 64;
 
 void ParallelFor(int n, int threads, const std::function<void(int)>& fn) {
   if (n <= 0) return;
