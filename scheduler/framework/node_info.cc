@@ -70,8 +70,18 @@ void NodeInfo::Refresh(const ResourceList& list, std::array<int64_t, 4>& fast) {
   }
 }
 
+namespace {
+constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
+constexpr char kZoneLabel[] = "topology.kubernetes.io/zone";
+}  // namespace
+
 void NodeInfo::SetNode(NodePtr node) {
   node_ = std::move(node);
+  const auto& labels = node_->metadata().labels();
+  auto host = labels.find(kHostnameLabel);
+  hostname_ = host == labels.end() ? nullptr : &host->second;
+  auto zone = labels.find(kZoneLabel);
+  zone_ = zone == labels.end() ? nullptr : &zone->second;
   allocatable_ = Allocatable(*node_);
   Refresh(allocatable_, alloc_fast_);
   limits_pods_ = allocatable_.contains("pods");
@@ -79,6 +89,14 @@ void NodeInfo::SetNode(NodePtr node) {
   for (const auto& image : node_->status().images()) {
     for (const auto& name : image.names()) images_[name] = image.size_bytes();
   }
+}
+
+const std::string* NodeInfo::Label(const std::string& key) const {
+  if (key == kHostnameLabel) return hostname_;
+  if (key == kZoneLabel) return zone_;
+  const auto& labels = node_->metadata().labels();
+  auto it = labels.find(key);
+  return it == labels.end() ? nullptr : &it->second;
 }
 
 std::string LabelIndexKey(std::string_view ns, std::string_view key, std::string_view value) {

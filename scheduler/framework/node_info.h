@@ -66,6 +66,9 @@ class NodeInfo {
   const api::Node& node() const { return *node_; }
   const NodePtr& node_ptr() const { return node_; }
   const std::string& name() const { return node_->metadata().name(); }
+  // The node's value of a label, or null; without a map lookup for the hostname and zone
+  // labels, which topology spreading asks of every node in every cycle.
+  const std::string* Label(const std::string& key) const;
   const std::vector<PodPtr>& pods() const { return pods_; }
   // Pods with any pod (anti-)affinity, and those with required anti-affinity: the ones whose
   // terms other pods must respect.
@@ -115,6 +118,8 @@ class NodeInfo {
   void CountTerms(const AffinityTerms& terms, int sign);
 
   NodePtr node_;
+  const std::string* hostname_ = nullptr;  // into node_'s labels
+  const std::string* zone_ = nullptr;
   std::vector<PodPtr> pods_;
   std::vector<AffinityPodPtr> pods_with_affinity_;
   std::vector<AffinityPodPtr> pods_with_required_anti_affinity_;

@@ -51,9 +51,9 @@ absl::StatusOr<Constraint> MakeConstraint(const api::TopologySpreadConstraint& c
   return out;
 }
 
-bool HasAllKeys(const api::Node& node, const std::vector<Constraint>& constraints) {
+bool HasAllKeys(const NodeInfo& node, const std::vector<Constraint>& constraints) {
   return std::all_of(constraints.begin(), constraints.end(), [&](const Constraint& c) {
-    return node.metadata().labels().contains(c.topology_key);
+    return node.Label(c.topology_key) != nullptr;
   });
 }
 
@@ -118,9 +118,8 @@ bool EveryNodeIncluded(const Constraint& c, const RequiredNodeAffinity* affinity
   return !c.honor_taints && !(c.honor_node_affinity && affinity && !affinity->empty());
 }
 
-const std::string* ValueOf(const api::Node& node, const std::string& key) {
-  auto it = node.metadata().labels().find(key);
-  return it == node.metadata().labels().end() ? nullptr : &it->second;
+const std::string* ValueOf(const NodeInfo& node, const std::string& key) {
+  return node.Label(key);
 }
 
 struct FilterState : framework::CycleState::Data {
@@ -216,11 +215,11 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
     }
   } else {
     for (const auto& node : snapshot.nodes()) {
-      if (!HasAllKeys(node->node(), s->constraints)) continue;
+      if (!HasAllKeys(*node, s->constraints)) continue;
       for (size_t i = 0; i < s->constraints.size(); ++i) {
         const Constraint& c = s->constraints[i];
         if (!Included(c, pod, node->node(), required)) continue;
-        s->counts[i][*ValueOf(node->node(), c.topology_key)] +=
+        s->counts[i][*ValueOf(*node, c.topology_key)] +=
             CountMatching(*node, c, ns, &memos[i]);
       }
     }
@@ -245,7 +244,7 @@ framework::Status PodTopologySpread::Filter(const framework::CycleState& state, 
   if (!s) return {};
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
-    const std::string* value = ValueOf(node.node(), c.topology_key);
+    const std::string* value = ValueOf(node, c.topology_key);
     if (!value) return framework::Status::Unresolvable(kMissingLabelReason);
     auto it = s->counts[i].find(*value);
     const int64_t here = it == s->counts[i].end() ? 0 : it->second;
@@ -274,7 +273,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   const std::string& ns = pod.metadata().namespace_();
   std::vector<GroupMemo> memos(s->constraints.size());
   for (const NodeInfo* node : nodes) {
-    const bool ignored = require_all && !HasAllKeys(node->node(), s->constraints);
+    const bool ignored = require_all && !HasAllKeys(*node, s->constraints);
     s->ignored_at.push_back(ignored);
     if (ignored) {
       s->ignored.insert(node->name());
@@ -286,7 +285,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
         s->per_node[i][node] = CountMatching(*node, s->constraints[i], ns, &memos[i]);
         continue;
       }
-      const std::string* value = ValueOf(node->node(), key);
+      const std::string* value = ValueOf(*node, key);
       if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
     }
   }
@@ -321,14 +320,14 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   }
   if (node_by_node) {
     for (const auto& node : snapshot.nodes()) {
-      if (require_all && !HasAllKeys(node->node(), s->constraints)) continue;
+      if (require_all && !HasAllKeys(*node, s->constraints)) continue;
       for (size_t i = 0; i < s->constraints.size(); ++i) {
         const Constraint& c = s->constraints[i];
         if (c.topology_key == kHostname || from_sums[i] ||
             !Included(c, pod, node->node(), required)) {
           continue;
         }
-        const std::string* value = ValueOf(node->node(), c.topology_key);
+        const std::string* value = ValueOf(*node, c.topology_key);
         auto it = s->counts[i].find(value ? *value : "");
         if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
       }
@@ -345,7 +344,7 @@ int64_t PodTopologySpread::Score(const framework::CycleState& state, const api::
   double score = 0;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
-    const std::string* value = ValueOf(node.node(), c.topology_key);
+    const std::string* value = ValueOf(node, c.topology_key);
     if (!value) continue;
     int64_t count = 0;
     if (c.topology_key == kHostname) {
