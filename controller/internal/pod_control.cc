@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 
 namespace mkube::controller {
@@ -13,22 +17,80 @@ namespace mkube::controller {
 // The calls to the apiserver that one batch makes at once.
 constexpr int kParallelCalls = 64;
 
+namespace {
+
+// The threads ParallelFor runs on, made once: starting 64 threads for every batch cost the
+// controller-manager more than the calls they made.
+class CallPool {
+ public:
+  static CallPool& Get() {
+    static CallPool* pool = new CallPool(kParallelCalls);  // lives as long as the process
+    return *pool;
+  }
+
+  void Post(std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+  }
+
+ private:
+  explicit CallPool(int threads) {
+    for (int i = 0; i < threads; ++i) std::thread([this] { Work(); }).detach();
+  }
+
+  void Work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](std::deque<std::function<void()>>* q) { return !q->empty(); }, &tasks_));
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+};
+
+// One ParallelFor: its items are taken in turn by the caller and the pool's threads. A
+// thread that starts after every item is taken finds nothing to do, so the caller waits for
+// the items, never for the threads.
+struct ParallelJob {
+  ParallelJob(int n, const std::function<void(int)>* fn) : n(n), fn(fn) {}
+  void Run() {
+    for (int i = next++; i < n; i = next++) {
+      (*fn)(i);
+      absl::MutexLock lock(&mu);
+      ++done;
+    }
+  }
+  bool Finished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return done == n; }
+
+  const int n;
+  const std::function<void(int)>* const fn;  // called only while ParallelFor waits
+  std::atomic<int> next{0};
+  absl::Mutex mu;
+  int done ABSL_GUARDED_BY(mu) = 0;
+};
+
+}  // namespace
+
 void ParallelFor(int n, int threads, const std::function<void(int)>& fn) {
   if (n <= 0) return;
-  threads = std::min(n, threads);
+  threads = std::min({n, threads, kParallelCalls});
   if (threads <= 1) {
     for (int i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (auto& t : pool) t.join();
+  auto job = std::make_shared<ParallelJob>(n, &fn);
+  for (int t = 1; t < threads; ++t) CallPool::Get().Post([job] { job->Run(); });
+  job->Run();
+  absl::MutexLock lock(&job->mu);
+  job->mu.Await(absl::Condition(job.get(), &ParallelJob::Finished));
 }
 
 int SlowStartBatch(int n, const std::function<absl::Status(int)>& fn, absl::Status* first_error) {

@@ -1,0 +1,45 @@
+// ParallelFor on the controller-manager's pool of call threads: every item once, at most the
+// threads asked for at once, and a ParallelFor inside another finishes.
+#include "controller/internal/pod_control.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+namespace mkube::controller {
+namespace {
+
+TEST(ParallelFor, RunsEveryItemOnceWithAtMostTheThreadsAsked) {
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::atomic<int>> seen(300);
+    std::atomic<int> running{0}, most{0};
+    ParallelFor(300, 8, [&](int i) {
+      const int now = ++running;
+      int m = most.load();
+      while (now > m && !most.compare_exchange_weak(m, now)) {
+      }
+      ++seen[i];
+      --running;
+    });
+    for (int i = 0; i < 300; ++i) ASSERT_EQ(seen[i].load(), 1) << "item " << i;
+    EXPECT_LE(most.load(), 8);
+  }
+}
+
+TEST(ParallelFor, ANestedCallFinishesEvenWhenThePoolIsBusy) {
+  std::atomic<int> total{0};
+  // Each of 64 outer items (as many as the pool has threads) runs an inner ParallelFor.
+  ParallelFor(64, 64, [&](int) { ParallelFor(10, 64, [&](int) { ++total; }); });
+  EXPECT_EQ(total.load(), 640);
+}
+
+TEST(ParallelFor, OneThreadRunsInOrderOnTheCaller) {
+  std::vector<int> order;
+  ParallelFor(5, 1, [&](int i) { order.push_back(i); });
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace mkube::controller
