@@ -82,6 +82,7 @@ void NodeInfo::SetNode(NodePtr node) {
   hostname_ = host == labels.end() ? nullptr : &host->second;
   auto zone = labels.find(kZoneLabel);
   zone_ = zone == labels.end() ? nullptr : &zone->second;
+  unschedulable_ = node_->spec().unschedulable();
   allocatable_ = Allocatable(*node_);
   Refresh(allocatable_, alloc_fast_);
   limits_pods_ = allocatable_.contains("pods");

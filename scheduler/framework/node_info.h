@@ -69,6 +69,8 @@ class NodeInfo {
   // The node's value of a label, or null; without a map lookup for the hostname and zone
   // labels, which topology spreading asks of every node in every cycle.
   const std::string* Label(const std::string& key) const;
+  // spec.unschedulable, held here: the first filter asks it of every node it visits.
+  bool unschedulable() const { return unschedulable_; }
   const std::vector<PodPtr>& pods() const { return pods_; }
   // Pods with any pod (anti-)affinity, and those with required anti-affinity: the ones whose
   // terms other pods must respect.
@@ -120,6 +122,7 @@ class NodeInfo {
   NodePtr node_;
   const std::string* hostname_ = nullptr;  // into node_'s labels
   const std::string* zone_ = nullptr;
+  bool unschedulable_ = false;
   std::vector<PodPtr> pods_;
   std::vector<AffinityPodPtr> pods_with_affinity_;
   std::vector<AffinityPodPtr> pods_with_required_anti_affinity_;

@@ -6,7 +6,7 @@ namespace mkube::scheduler::plugins {
 
 framework::Status NodeUnschedulable::Filter(const framework::CycleState&, const api::Pod& pod,
                                             const framework::NodeInfo& node) const {
-  if (!node.node().spec().unschedulable()) return {};
+  if (!node.unschedulable()) return {};
   api::Taint cordon;
   cordon.set_key("node.kubernetes.io/unschedulable");
   cordon.set_effect("NoSchedule");

@@ -340,7 +340,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
 int64_t PodTopologySpread::Score(const framework::CycleState& state, const api::Pod& pod,
                                  const NodeInfo& node) const {
   const ScoreState* s = state.Read<ScoreState>(kScoreKey);
-  if (!s || s->ignored.contains(node.name())) return 0;
+  if (!s || (!s->ignored.empty() && s->ignored.contains(node.name()))) return 0;
   double score = 0;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
