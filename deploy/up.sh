@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and starts a local mkube cluster in the background.
-#   ./deploy/up.sh [--state-dir DIR] [--store mkube|etcd] [--store-listen HOST:PORT]
-#                  [--apiserver-listen HOST:PORT] [--agent-port PORT]
-# Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01, node02, each on
-# its own address (127.0.1.1-3) with pod addresses from 127.1.N.0/24.
+#   ./deploy/up.sh [--nodes N] [--simulated-nodes N] [--state-dir DIR] [--store mkube|etcd]
+#                  [--store-listen HOST:PORT] [--apiserver-listen HOST:PORT] [--agent-port PORT]
+# Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 ... nodeN
+# (N=2 by default), each on its own address (127.0.1.1, .2, ...) with pod addresses from
+# 127.1.<i>.0/24; --simulated-nodes adds one agent holding that many simulated nodes (sim-0000
+# ...: they run no processes, and report their pods Running at once). Idempotent: what runs
+# is left alone, a daemon that died is started again. Returns once every node is Ready.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
@@ -11,6 +14,8 @@ store_listen=127.0.0.1:2379
 apiserver_listen=127.0.0.1:6443
 store_kind=mkube
 agent_port=10250
+workers=2
+simulated=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -23,7 +28,11 @@ while [ $# -gt 0 ]; do
     --agent-port=*) agent_port=${1#*=}; shift ;;
     --store) store_kind=$2; shift 2 ;;
     --store=*) store_kind=${1#*=}; shift ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    --nodes) workers=$2; shift 2 ;;
+    --nodes=*) workers=${1#*=}; shift ;;
+    --simulated-nodes) simulated=$2; shift 2 ;;
+    --simulated-nodes=*) simulated=${1#*=}; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +41,13 @@ case "$store_kind" in
   mkube|etcd) ;;
   *) echo "up.sh: --store must be mkube or etcd, not '$store_kind'" >&2; exit 2 ;;
 esac
+[[ "$workers" =~ ^[0-9]+$ ]] && [ "$workers" -le 250 ] ||
+  { echo "up.sh: --nodes must be a number from 0 to 250, not '$workers'" >&2; exit 2; }
+[[ "$simulated" =~ ^[0-9]+$ ]] ||
+  { echo "up.sh: --simulated-nodes must be a number, not '$simulated'" >&2; exit 2; }
+nodes=(master01)
+for i in $(seq 1 "$workers"); do nodes+=("$(printf 'node%02d' "$i")"); done
+source "$root/deploy/lib/proc.sh"
 
 "$root/deploy/deps.sh"
 "$root/deploy/build.sh" >/dev/null
@@ -39,13 +55,15 @@ bin=${MKUBE_BUILD_DIR:-$root/build}/bin
 mkdir -p "$state/run" "$state/logs" "$state/store"
 state=$(cd "$state" && pwd)
 
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# running PID_FILE WORD: the recorded daemon is alive (not a zombie) and still the program
+# whose command line has WORD.
+running() { [ -f "$1" ] && alive "$(cat "$1")" "$2"; }
 
 # start NAME ADDRESS_FILE COMMAND...: starts a daemon unless it already runs, waits for its address.
 start() {
   local name=$1 addr_file=$2; shift 2
   local pid_file=$state/run/$name.pid
-  if running "$pid_file"; then
+  if running "$pid_file" "$1"; then
     echo "$name already running (pid $(cat "$pid_file"))"
     return
   fi
@@ -54,7 +72,7 @@ start() {
   echo $! >"$pid_file"
   for _ in $(seq 1 100); do
     [ -s "$addr_file" ] && return
-    if ! kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+    if ! alive "$(cat "$pid_file")"; then
       echo "$name failed to start; last lines of $state/logs/$name.log:" >&2
       tail -n 20 "$state/logs/$name.log" >&2
       exit 1
@@ -66,13 +84,13 @@ start() {
 }
 
 if [ "$store_kind" = mkube ]; then
-  if [ -d "$state/etcd" ] && ! running "$state/run/store.pid"; then
+  if [ -d "$state/etcd" ] && ! running "$state/run/store.pid" mkube-store; then
     echo "up.sh: $state holds an etcd cluster's data; run with --store etcd, or down.sh --purge first" >&2
     exit 2
   fi
   start store "$state/run/store.addr" "$bin/mkube-store" --data-dir "$state/store" \
     --listen "$store_listen" --address-file "$state/run/store.addr"
-elif running "$state/run/store.pid"; then
+elif running "$state/run/store.pid" etcd; then
   echo "store already running (pid $(cat "$state/run/store.pid"))"
 else
   # A one-member etcd; its peer port is the client port + 1. Ready once it answers.
@@ -100,18 +118,33 @@ store_addr=$(cat "$state/run/store.addr")
 
 # Credentials: a CA and serving certificate, and one bearer token per identity.
 "$root/deploy/lib/certs.sh" "$state/pki"
+token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 if [ ! -f "$state/pki/tokens.csv" ]; then
-  umask 077
-  token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-  {
-    echo "$(token),admin,admin,\"system:masters\""
-    echo "$(token),system:kube-scheduler,system:kube-scheduler,"
-    echo "$(token),system:kube-controller-manager,system:kube-controller-manager,"
-    for node in master01 node01 node02; do
-      echo "$(token),system:node:$node,system:node:$node,\"system:nodes\""
-    done
-  } >"$state/pki/tokens.csv"
-  umask 022
+  (
+    umask 077
+    {
+      echo "$(token),admin,admin,\"system:masters\""
+      echo "$(token),system:kube-scheduler,system:kube-scheduler,"
+      echo "$(token),system:kube-controller-manager,system:kube-controller-manager,"
+    } >"$state/pki/tokens.csv"
+  )
+fi
+# One identity per node; a node added since the apiserver started needs it restarted.
+tokens_added=0
+if ! grep -q ",system:node-simulator," "$state/pki/tokens.csv"; then
+  # The simulated nodes' agent writes for many nodes: a local test facility, not a node.
+  echo "$(token),system:node-simulator,system:node-simulator,\"system:masters\"" >>"$state/pki/tokens.csv"
+  tokens_added=1
+fi
+for node in "${nodes[@]}"; do
+  if ! grep -q ",system:node:$node," "$state/pki/tokens.csv"; then
+    echo "$(token),system:node:$node,system:node:$node,\"system:nodes\"" >>"$state/pki/tokens.csv"
+    tokens_added=1
+  fi
+done
+if [ "$tokens_added" = 1 ] && running "$state/run/apiserver.pid" mkube-apiserver; then
+  echo "restarting the apiserver for the new nodes' tokens"
+  stop_pids 10 "$(cat "$state/run/apiserver.pid")" >/dev/null
 fi
 # What the apiserver presents to the agents for pods' logs and exec.
 if [ ! -f "$state/pki/agent.token" ]; then
@@ -139,7 +172,7 @@ start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-contr
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
 i=0
-for node in master01 node01 node02; do
+for node in "${nodes[@]}"; do
   i=$((i + 1))
   token_file=$state/pki/$node.token
   (umask 077; awk -F, -v u="system:node:$node" '$2 == u {print $1; exit}' "$state/pki/tokens.csv" >"$token_file")
@@ -154,6 +187,14 @@ for node in master01 node01 node02; do
     --listen "127.0.1.$i:$agent_port" --pod-cidr "127.1.$i.0/24" --root-dir "$state/nodes/$node" \
     --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}"
 done
+if [ "$simulated" -gt 0 ]; then
+  (umask 077; awk -F, '$2 == "system:node-simulator" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/simulator.token")
+  start agent-simulated "$state/run/agent-simulated.ready" "$bin/mkube-agent" \
+    --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
+    --token-file "$state/pki/simulator.token" --agent-token-file "$state/pki/agent.token" \
+    --node-name sim --simulated "$simulated" --simulated-zones 3 \
+    --root-dir "$state/nodes/simulated" --ready-file "$state/run/agent-simulated.ready"
+fi
 
 # The kubeconfig mkubectl reads by default (~/.mkube/config): the admin's token and the CA.
 admin_token=$(awk -F, '$2 == "admin" {print $1; exit}' "$state/pki/tokens.csv")
@@ -181,6 +222,24 @@ CONFIG
 mv "$state/config.tmp" "$state/config"
 umask 022
 
+# Ready once every node says so.
+want=$(( ${#nodes[@]} + simulated ))
+ready=0
+for _ in $(seq 1 600); do
+  ready=$(MKUBECONFIG=$state/config "$bin/mkubectl" get nodes --no-headers 2>/dev/null |
+    awk '$2 == "Ready" || $2 ~ /^Ready,/ {n++} END {print n + 0}')
+  [ "$ready" -ge "$want" ] && break
+  sleep 0.1
+done
+if [ "$ready" -lt "$want" ]; then
+  echo "up.sh: only $ready of $want nodes are Ready after 60 s (logs in $state/logs)" >&2
+  exit 1
+fi
+
+agent_list=""
+for node in "${nodes[@]}"; do agent_list+="$node $(cat "$state/run/agent-$node.addr"), "; done
+agent_list=${agent_list%, }
+[ "$simulated" -eq 0 ] || agent_list+="; $simulated simulated nodes sim-0000 ..."
 mkubeconfig_hint=""
 [ "$state" = "$HOME/.mkube" ] || mkubeconfig_hint="MKUBECONFIG=$state/config "
 cat <<MSG
@@ -189,7 +248,7 @@ mkube is up (state in $state, logs in $state/logs).
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
   scheduler: $(cat "$state/run/scheduler.ready")
   controller-manager: $(cat "$state/run/controller-manager.ready")
-  agents: master01 $(cat "$state/run/agent-master01.addr"), node01 $(cat "$state/run/agent-node01.addr"), node02 $(cat "$state/run/agent-node02.addr")
+  agents: $agent_list (all Ready)
   images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:
   export PATH=$bin:\$PATH

@@ -5,8 +5,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 
-out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0)
+began=$(date +%s.%N)
+out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
 echo "$out"
+echo "up.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
 addr=$(cat "$state/run/store.addr")
 grep -q "store (mkube, etcd v3 API): $addr" <<<"$out"
 pid=$(cat "$state/run/store.pid")
@@ -20,12 +22,12 @@ grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'
 
-# The three agents registered their nodes; a pod placed on node01 runs the demo image, which
-# answers on the pod's own address; logs and exec reach it through the apiserver.
+# up.sh returned once the four agents' nodes were Ready; a pod placed on node01 runs the demo
+# image, which answers on the pod's own address; logs and exec reach it through the apiserver.
 ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
-for _ in $(seq 1 100); do [ "$(ctl get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" = 3 ] && break; sleep 0.1; done
+[ "$(ctl get nodes --no-headers | grep -c ' Ready ')" = 4 ]
 ctl get nodes | grep -q '^master01 *Ready *master '
-ctl get nodes | grep -q '^node02 *Ready *<none> '
+ctl get nodes | grep -q '^node03 *Ready *<none> '
 ctl get node master01 -o yaml | grep -q 'key: node-role.kubernetes.io/master'
 ctl apply -f "$root/deploy/examples/myapp-pod.yaml" | grep -q '^pod/myapp created$'
 for _ in $(seq 1 100); do ctl get pod myapp --no-headers | grep -q ' Running ' && break; sleep 0.1; done
@@ -40,17 +42,35 @@ export ETCDCTL_API=3
 etcdctl --endpoints="$addr" put deploy-test ok >/dev/null
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
 
-# A second up.sh leaves the running store alone.
-again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0)
+# A second up.sh leaves what runs alone and starts again a daemon killed a moment ago (still
+# a zombie, which must not count as running).
+sched_pid=$(cat "$state/run/scheduler.pid")
+kill -9 "$sched_pid"
+again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
 grep -q "store already running (pid $pid)" <<<"$again"
+! grep -q "scheduler already running" <<<"$again"
+[ "$(cat "$state/run/scheduler.pid")" != "$sched_pid" ]
+kill -0 "$(cat "$state/run/scheduler.pid")"
 
+# An agent killed with -9 leaves its pod running (to adopt it on restart); down.sh stops it too.
+pod_pid=$(python3 -c 'import json,glob,sys; print(json.load(open(glob.glob(sys.argv[1] + "/nodes/node01/pods/*/logs/myapp/*.pid")[0]))["pid"])' "$state")
+kill -0 "$pod_pid"
+kill -9 "$(cat "$state/run/agent-node01.pid")"
+began=$(date +%s.%N)
 "$root/deploy/down.sh" --state-dir "$state"
+echo "down.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
+state_of() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true; }
+if [ -n "$(state_of "$pod_pid")" ] && [ "$(state_of "$pod_pid")" != Z ]; then
+  echo "pod process $pod_pid survived down.sh" >&2; exit 1
+fi
 # Stopping the agents stopped their containers: the pod's address no longer answers.
 if python3 -c "import urllib.request; urllib.request.urlopen('http://$ip/', timeout=1)" 2>/dev/null; then
   echo "the pod still answers after down.sh" >&2; exit 1
 fi
 for p in "$pid" "$api_pid"; do
-  if kill -0 "$p" 2>/dev/null; then echo "pid $p still running after down.sh" >&2; exit 1; fi
+  if [ -n "$(state_of "$p")" ] && [ "$(state_of "$p")" != Z ]; then
+    echo "pid $p still running after down.sh" >&2; exit 1
+  fi
 done
 
 # Data survives a restart in the same state dir.
@@ -67,6 +87,8 @@ grep -q "store (etcd, etcd v3 API): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^kube-system   *Active'
 "$root/deploy/down.sh" --state-dir "$state" --purge
-if kill -0 "$etcd_pid" 2>/dev/null; then echo "etcd (pid $etcd_pid) still running after down.sh" >&2; exit 1; fi
+if [ -n "$(state_of "$etcd_pid")" ] && [ "$(state_of "$etcd_pid")" != Z ]; then
+  echo "etcd (pid $etcd_pid) still running after down.sh" >&2; exit 1
+fi
 if etcdctl --endpoints="127.0.0.1:$port" endpoint health >/dev/null 2>&1; then echo "etcd still answers" >&2; exit 1; fi
 echo "2 passed, 0 failed"
