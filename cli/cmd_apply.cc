@@ -207,14 +207,17 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
   } else {
     const bool selected = f.all || !f.labels.empty() || !f.fields.empty();
     MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, !selected));
-    if (targets.size() == 1 && targets[0].name.empty()) {
+    if (targets[0].name.empty()) {  // types only ("pods", "deploy,po"): what is selected
       if (!selected)
         return UserError("error: resource(s) were provided, but no name was specified");
-      MKUBE_ASSIGN_OR_RETURN(auto list,
-                             s.Worded(s.res().List(*targets[0].kind, s.ns(), f.labels, f.fields)));
-      if (list.items.empty()) NoResources(s, *targets[0].kind, false);
-      for (const auto& i : list.items)
-        todo.push_back({targets[0].kind, s.ns(), api::MetaOf(*i).name()});
+      bool any = false;
+      for (const auto& t : targets) {
+        MKUBE_ASSIGN_OR_RETURN(auto list,
+                               s.Worded(s.res().List(*t.kind, s.ns(), f.labels, f.fields)));
+        for (const auto& i : list.items) todo.push_back({t.kind, s.ns(), api::MetaOf(*i).name()});
+        any = any || !list.items.empty();
+      }
+      if (!any) NoResources(s, *targets[0].kind, false);
     } else {
       for (const auto& t : targets) todo.push_back({t.kind, s.ns(), t.name});
     }

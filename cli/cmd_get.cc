@@ -3,11 +3,15 @@
 #include <iostream>
 #include <set>
 
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
 #include "api/codec.h"
 #include "api/object.h"
 #include "api/printers.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
+#include "cli/jsonpath.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -25,43 +29,122 @@ json ListJson(const std::vector<MessagePtr>& items) {
   return list;
 }
 
-// As -o asks: a table (kind-prefixed names when several kinds are shown), yaml, json or names.
-// `widths` (optional) carries the table's column widths from one call to the next.
-void PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& items,
-                  const GetFlags& f, bool single, bool prefix_kind, bool headers,
-                  std::vector<size_t>* widths = nullptr) {
+// -o custom-columns=HEADER:PATH,...: a column per path, "<none>" where it selects nothing.
+absl::StatusOr<api::Table> CustomColumns(const std::string& spec,
+                                         const std::vector<MessagePtr>& items) {
+  api::Table t;
+  std::vector<JsonPath> paths;
+  for (absl::string_view col : absl::StrSplit(spec, ',')) {
+    const size_t colon = col.find(':');
+    if (colon == absl::string_view::npos) {
+      return UserError(fmt::format(
+          "error: unexpected custom-columns spec: {}, expected <header>:<json-path-expr>",
+          std::string(col)));
+    }
+    auto path = JsonPath::ParseRelaxed(std::string(col.substr(colon + 1)));
+    if (!path.ok()) return UserError("error: " + std::string(path.status().message()));
+    t.columns.emplace_back(col.substr(0, colon));
+    paths.push_back(std::move(*path));
+  }
+  for (const auto& i : items) {
+    const json obj = api::EncodeJson(*i);
+    std::vector<std::string>& row = t.rows.emplace_back();
+    for (const auto& p : paths) {
+      std::vector<std::string> cells;
+      for (const json* v : p.Values(obj)) cells.push_back(JsonPathText(*v));
+      row.push_back(cells.empty() ? "<none>" : absl::StrJoin(cells, ","));
+    }
+  }
+  return t;
+}
+
+// As -o asks: a table (kind-prefixed names when several kinds are shown), yaml, json, names,
+// a JSONPath template or custom columns. `widths` (optional) carries the table's column
+// widths from one call to the next.
+absl::Status PrintObjects(const api::KindInfo& kind, const std::vector<MessagePtr>& items,
+                          const GetFlags& f, bool single, bool prefix_kind, bool headers,
+                          std::vector<size_t>* widths = nullptr) {
   if (f.output == "json" || f.output == "yaml") {
     json j = single && items.size() == 1 ? api::EncodeJson(*items[0]) : ListJson(items);
     std::cout << (f.output == "json" ? j.dump(4) + "\n" : api::JsonToYaml(j));
-    return;
+    return absl::OkStatus();
+  }
+  if (f.output.rfind("jsonpath=", 0) == 0) {
+    auto path = JsonPath::Parse(f.output.substr(9));
+    if (!path.ok()) return UserError("error: " + std::string(path.status().message()));
+    json j = single && items.size() == 1 ? api::EncodeJson(*items[0]) : ListJson(items);
+    std::cout << path->Execute(j);
+    return absl::OkStatus();
   }
   if (f.output == "name") {
     for (const auto& i : items)
       std::cout << KindName(kind) << "/" << api::MetaOf(*i).name() << "\n";
-    return;
+    return absl::OkStatus();
   }
+  api::Table t;
   api::TableOptions o;
-  o.wide = f.output == "wide";
-  o.show_labels = f.show_labels;
-  o.with_namespace = f.all_namespaces && kind.namespaced;
-  std::vector<const google::protobuf::Message*> raw;
-  for (const auto& i : items) raw.push_back(i.get());
-  api::Table t = api::MakeTable(kind, raw, o);
-  if (prefix_kind) {
-    const size_t name_col = o.with_namespace ? 1 : 0;
-    for (auto& row : t.rows) row[name_col] = KindName(kind) + "/" + row[name_col];
+  if (f.output.rfind("custom-columns=", 0) == 0) {
+    MKUBE_ASSIGN_OR_RETURN(t, CustomColumns(f.output.substr(15), items));
+  } else {
+    o.wide = f.output == "wide";
+    o.show_labels = f.show_labels;
+    o.with_namespace = f.all_namespaces && kind.namespaced;
+    std::vector<const google::protobuf::Message*> raw;
+    for (const auto& i : items) raw.push_back(i.get());
+    t = api::MakeTable(kind, raw, o);
+    if (prefix_kind) {
+      const size_t name_col = o.with_namespace ? 1 : 0;
+      for (auto& row : t.rows) row[name_col] = KindName(kind) + "/" + row[name_col];
+    }
   }
   std::cout << api::RenderTable(t, headers && !f.no_headers, widths);
+  return absl::OkStatus();
 }
 
 absl::Status CheckOutput(const std::string& o) {
   static const std::set<std::string> kOutputs = {"", "wide", "yaml", "json", "name"};
   if (kOutputs.contains(o)) return absl::OkStatus();
+  if (o == "jsonpath" || o == "jsonpath=") {
+    return UserError("error: template format specified but no template given");
+  }
+  if (o == "custom-columns" || o == "custom-columns=") {
+    return UserError("error: custom-columns format specified but no custom columns given");
+  }
+  if (o.rfind("jsonpath=", 0) == 0) {
+    if (auto p = JsonPath::Parse(o.substr(9)); !p.ok()) {
+      return UserError("error: " + std::string(p.status().message()));
+    }
+    return absl::OkStatus();
+  }
+  if (o.rfind("custom-columns=", 0) == 0) return absl::OkStatus();
   return UserError(
       fmt::format("error: unable to match a printer suitable for the output format \"{}\", allowed "
                   "formats are: "
-                  "json,name,wide,yaml",
+                  "custom-columns,json,jsonpath,name,wide,yaml",
                   o));
+}
+
+// --sort-by=PATH: numbers by value, the rest as text; objects without the field first.
+absl::Status SortItems(const std::string& sort_by, std::vector<MessagePtr>* items) {
+  if (sort_by.empty()) return absl::OkStatus();
+  auto path = JsonPath::ParseRelaxed(sort_by);
+  if (!path.ok()) return UserError("error: " + std::string(path.status().message()));
+  std::vector<std::pair<json, MessagePtr>> keyed;
+  for (auto& i : *items) {
+    const json obj = api::EncodeJson(*i);
+    auto values = path->Values(obj);
+    keyed.emplace_back(values.empty() ? json() : json(*values[0]), std::move(i));
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.first.is_null() || b.first.is_null()) return a.first.is_null() && !b.first.is_null();
+    if (a.first.is_number() && b.first.is_number()) {
+      return a.first.template get<double>() < b.first.template get<double>();
+    }
+    return JsonPathText(a.first) < JsonPathText(b.first);
+  });
+  items->clear();
+  for (auto& [key, item] : keyed) items->push_back(std::move(item));
+  return absl::OkStatus();
 }
 
 // Prints rows as objects change, until interrupted.
@@ -81,7 +164,7 @@ absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f,
     if (ev.type() == "BOOKMARK") continue;
     auto obj = s.res().Decode(kind, ev.object());
     if (!obj.ok()) continue;
-    PrintObjects(kind, {*obj}, rows, false, false, false, widths);
+    MKUBE_RETURN_IF_ERROR(PrintObjects(kind, {*obj}, rows, false, false, false, widths));
     std::cout.flush();
   }
   auto st = stream->Finish();
@@ -161,7 +244,8 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
       MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
       if (list.items.empty()) continue;
       if (any && f.output != "name") std::cout << "\n";
-      PrintObjects(kind, list.items, f, false, true, true);
+      MKUBE_RETURN_IF_ERROR(SortItems(f.sort_by, &list.items));
+      MKUBE_RETURN_IF_ERROR(PrintObjects(kind, list.items, f, false, true, true));
       any = true;
     }
     if (!any) NoResources(s, *api::FindResource("pods"), f.all_namespaces);
@@ -171,15 +255,30 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   if (targets.size() == 1 && targets[0].name.empty()) {
     const api::KindInfo& kind = *targets[0].kind;
     MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
+    MKUBE_RETURN_IF_ERROR(SortItems(f.sort_by, &list.items));
     std::vector<size_t> widths;
     if (list.items.empty() && !f.watch && (f.output.empty() || f.output == "wide")) {
       NoResources(s, kind, f.all_namespaces);
     } else {
-      PrintObjects(kind, list.items, f, false, false, true, &widths);
+      MKUBE_RETURN_IF_ERROR(PrintObjects(kind, list.items, f, false, false, true, &widths));
     }
     if (!f.watch) return absl::OkStatus();
     std::cout.flush();
     return WatchRows(s, kind, f, ns, list.resource_version, &widths);
+  }
+  if (targets[0].name.empty()) {  // several types ("deploy,po"): a table for each
+    if (f.watch) return UserError("error: you may only specify a single resource type");
+    bool any = false;
+    for (const auto& t : targets) {
+      MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*t.kind, ns, f.labels, f.fields)));
+      if (list.items.empty()) continue;
+      if (any && (f.output.empty() || f.output == "wide")) std::cout << "\n";
+      MKUBE_RETURN_IF_ERROR(SortItems(f.sort_by, &list.items));
+      MKUBE_RETURN_IF_ERROR(PrintObjects(*t.kind, list.items, f, false, true, true));
+      any = true;
+    }
+    if (!any) NoResources(s, *targets[0].kind, f.all_namespaces);
+    return absl::OkStatus();
   }
   // Named objects: one table per kind, errors for the missing after the rest.
   std::vector<absl::Status> errors;
@@ -196,7 +295,8 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   const bool single = targets.size() == 1;
   for (size_t i = 0; i < found.size(); ++i) {
     if (i > 0 && f.output.empty()) std::cout << "\n";
-    PrintObjects(*found[i].first, found[i].second, f, single, found.size() > 1, true);
+    MKUBE_RETURN_IF_ERROR(
+        PrintObjects(*found[i].first, found[i].second, f, single, found.size() > 1, true));
   }
   for (const auto& e : errors) s.PrintError(e);
   return errors.empty() ? absl::OkStatus() : Reported();

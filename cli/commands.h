@@ -30,7 +30,7 @@ struct DeleteFlags {
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f);
 
 struct GetFlags {
-  std::string output, labels, fields;
+  std::string output, labels, fields, sort_by;
   bool all_namespaces = false, show_labels = false, no_headers = false, watch = false;
 };
 absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f);

@@ -30,6 +30,10 @@ absl::Status Reachable(Session& s) {
 int Run(int argc, char** argv) {
   CLI::App app{"mkubectl controls the mkube cluster manager."};
   app.require_subcommand(1);
+  // The global flags (-n, --kubeconfig, -s, --token, --request-timeout) anywhere on the line,
+  // as kubectl takes them: a subcommand hands what it does not know to the app (subcommands
+  // made after this inherit it).
+  app.fallthrough();
   app.set_help_all_flag("--help-all", "Help for every command");
   Globals g;
   app.add_option("--kubeconfig", g.kubeconfig,
@@ -101,7 +105,10 @@ int Run(int argc, char** argv) {
   std::vector<std::string> args;
   auto* get = app.add_subcommand("get", "Display one or many resources");
   get->add_option("args", args, "TYPE[.GROUP] [NAME...] | TYPE/NAME... | all");
-  get->add_option("-o,--output", gf.output, "Output format: json|yaml|name|wide");
+  get->add_option("-o,--output", gf.output,
+                  "Output format: json|yaml|name|wide|jsonpath=TEMPLATE|custom-columns=SPEC");
+  get->add_option("--sort-by", gf.sort_by,
+                  "Sort list types by this field (a JSONPath expression, e.g. .metadata.name)");
   get->add_option("-l,--selector", gf.labels, "Label selector (=, ==, !=, in, notin, exists)");
   get->add_option("--field-selector", gf.fields, "Field selector (=, ==, !=)");
   get->add_flag("-A,--all-namespaces", gf.all_namespaces, "List across all namespaces");

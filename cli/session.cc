@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "fmt/format.h"
 
@@ -115,12 +116,19 @@ absl::StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>&
     }
     return out;
   }
-  MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed(args[0]));
-  for (size_t i = 1; i < args.size(); ++i) out.push_back({kind, args[i]});
+  // "deploy,po": several types, each with every name given (or none).
+  std::vector<const api::KindInfo*> kinds;
+  for (absl::string_view type : absl::StrSplit(args[0], ',')) {
+    MKUBE_ASSIGN_OR_RETURN(const api::KindInfo* kind, KindNamed(std::string(type)));
+    kinds.push_back(kind);
+  }
+  for (const api::KindInfo* kind : kinds) {
+    for (size_t i = 1; i < args.size(); ++i) out.push_back({kind, args[i]});
+  }
   if (out.empty()) {
     if (names_required)
       return UserError("error: resource(s) were provided, but no name was specified");
-    out.push_back({kind, ""});
+    for (const api::KindInfo* kind : kinds) out.push_back({kind, ""});
   }
   return out;
 }

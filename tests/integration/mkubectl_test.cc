@@ -9,9 +9,7 @@
 #include "client/client.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
-#include "tests/util/apiserver_process.h"
-#include "tests/util/process.h"
-#include "tests/util/store_process.h"
+#include "tests/integration/mkubectl_fixture.h"
 
 namespace mkube::testing {
 namespace {
@@ -19,69 +17,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
-
-class MkubectlTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = new ApiServerProcess(dir_->path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
-    WriteConfig(dir_->Sub("config"), "admin-token");
-    WriteConfig(dir_->Sub("wrong-token"), "nope");
-  }
-  static void TearDownTestSuite() {
-    delete api_;
-    delete store_;
-    delete dir_;
-  }
-  static void WriteConfig(const std::string& path, const std::string& token) {
-    std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
-                        << "clusters:\n- name: test\n  cluster:\n    server: http://"
-                        << api_->address() << "\n"
-                        << "users:\n- name: admin\n  user:\n    token: " << token << "\n"
-                        << "contexts:\n- name: test\n  context: {cluster: test, user: admin}\n"
-                        << "current-context: test\n";
-  }
-
-  // mkubectl with the test's kubeconfig (MKUBECONFIG, as a user would set it).
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",
-                           const std::string& config = "config") {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub(config)}}, stdin_text);
-  }
-  static std::string Seed(const std::string& name) {
-    return std::string(MKUBE_SEED_DIR) + "/" + name;
-  }
-  static std::string Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_->Sub(name)) << text;
-    return dir_->Sub(name);
-  }
-  static std::vector<std::string> Lines(const std::string& s) {
-    return absl::StrSplit(s, '\n', absl::SkipEmpty());
-  }
-
-  static TempDir* dir_;
-  static StoreProcess* store_;
-  static ApiServerProcess* api_;
-};
-TempDir* MkubectlTest::dir_ = nullptr;
-StoreProcess* MkubectlTest::store_ = nullptr;
-ApiServerProcess* MkubectlTest::api_ = nullptr;
-
-const char kNodes[] = R"(apiVersion: v1
-kind: Node
-metadata:
-  name: node01
-  labels: {kubernetes.io/hostname: node01}
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: node02
-  labels: {kubernetes.io/hostname: node02}
-)";
 
 TEST_F(MkubectlTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
   auto r = Ctl({"apply", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")});

@@ -1,0 +1,72 @@
+// What a kubectl user types, through build/bin/mkubectl against a real store and apiserver:
+// global flags anywhere on the line, several types at once, JSONPath and custom columns,
+// --sort-by.
+#include "tests/integration/mkubectl_fixture.h"
+
+namespace mkube::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class MkubectlHabitsTest : public MkubectlTest {};
+
+TEST_F(MkubectlHabitsTest, GlobalFlagsAfterTheVerb) {
+  auto r = Ctl({"get", "pods", "-n", "kube-system"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "No resources found in kube-system namespace.\n");
+  r = Ctl({"get", "namespaces", "--request-timeout", "5s", "--no-headers", "-o", "name"});
+  EXPECT_THAT(r.out, HasSubstr("namespace/kube-system\n")) << r.err;
+  // --kubeconfig after the verb wins over MKUBECONFIG (here: the one with a wrong token).
+  r = Ctl({"get", "pods", "--kubeconfig", dir_->Sub("wrong-token")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("Unauthorized"));
+  r = Ctl({"get", "pods", "--token", "nope"});
+  EXPECT_THAT(r.err, HasSubstr("Unauthorized"));
+}
+
+TEST_F(MkubectlHabitsTest, SeveralTypesJsonPathCustomColumnsAndSortBy) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")}).exit_code, 0);
+  auto r = Ctl({"get", "deploy,po", "-o", "name"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp\npod/nginx001\n") << r.err;
+  r = Ctl({"get", "deploy,po"});
+  EXPECT_THAT(r.out, HasSubstr("deployment.apps/myapp   0/3"));
+  EXPECT_THAT(r.out, HasSubstr("\n\nNAME "));  // a blank line, then the pods' table
+  EXPECT_THAT(r.out, HasSubstr("\npod/nginx001 "));
+
+  r = Ctl({"get", "pod", "nginx001", "-o", "jsonpath={.metadata.name} {.spec.containers[0].image}"});
+  EXPECT_EQ(r.out, "nginx001 soscscs/myapp:v1") << r.err;
+  r = Ctl({"get", "deploy", "-o",
+           "jsonpath={range .items[*]}{.metadata.name}:{.spec.replicas}{\"\\n\"}{end}"});
+  EXPECT_EQ(r.out, "myapp:3\n") << r.err;
+  r = Ctl({"get", "deploy", "myapp", "-o", "custom-columns=NAME:.metadata.name,WANT:.spec.replicas,"
+                                             "MISSING:.status.nothing"});
+  EXPECT_EQ(r.out, "NAME    WANT   MISSING\nmyapp   3      <none>\n") << r.err;
+
+  // Sorted by a number, not by name: 10 after 9.
+  for (const auto& [name, replicas] : {std::pair{"aa", 10}, {"bb", 9}}) {
+    std::string text = ReadFile(Seed("myapp.yaml"));
+    text.replace(text.find("replicas: 3"), 11, "replicas: " + std::to_string(replicas));
+    text.replace(text.find("name: myapp"), 11, std::string("name: ") + name);
+    ASSERT_EQ(Ctl({"apply", "-f", "-"}, text).exit_code, 0);
+  }
+  r = Ctl({"get", "deploy", "--sort-by", ".spec.replicas", "-o", "jsonpath={.items[*].metadata.name}"});
+  EXPECT_EQ(r.out, "myapp bb aa") << r.err;
+  r = Ctl({"get", "deploy", "--sort-by", "{.metadata.name}", "-o", "name"});
+  EXPECT_EQ(r.out, "deployment.apps/aa\ndeployment.apps/bb\ndeployment.apps/myapp\n") << r.err;
+  ASSERT_EQ(Ctl({"delete", "deploy", "aa", "bb"}).exit_code, 0);
+
+  r = Ctl({"get", "pods", "-o", "jsonpath={.items[*"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: error parsing jsonpath {.items[*, unclosed action\n");
+  r = Ctl({"get", "pods", "-o", "custom-columns=NAME"});
+  EXPECT_EQ(r.err,
+            "error: unexpected custom-columns spec: NAME, expected <header>:<json-path-expr>\n");
+  r = Ctl({"get", "pods", "-o", "yml"});
+  EXPECT_THAT(r.err, HasSubstr("allowed formats are: custom-columns,json,jsonpath,name,wide,yaml"));
+
+  r = Ctl({"delete", "deploy,po", "--all"});
+  EXPECT_EQ(r.out, "deployment.apps \"myapp\" deleted\npod \"nginx001\" deleted\n") << r.err;
+}
+
+}  // namespace
+}  // namespace mkube::testing
