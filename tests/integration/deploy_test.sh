@@ -38,6 +38,14 @@ reply=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('htt
 ctl logs myapp | grep -q '^GET / 200$'
 [ "$(ctl exec myapp -- sh -c 'echo $HOSTNAME')" = myapp ]
 
+# Every example manifest is accepted as the seeds apply it (then removed at once).
+for f in "$root"/deploy/examples/*.yaml; do
+  [ "$(basename "$f")" = myapp-pod.yaml ] && continue
+  ctl apply -f "$f" | grep -Eq ' created$' || { echo "$f was not created" >&2; exit 1; }
+  ctl delete -f "$f" --grace-period=0 --force --wait=false >/dev/null 2>&1
+  for _ in $(seq 1 100); do ctl get -f "$f" >/dev/null 2>&1 || break; sleep 0.1; done
+done
+
 export ETCDCTL_API=3
 etcdctl --endpoints="$addr" put deploy-test ok >/dev/null
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
