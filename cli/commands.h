@@ -29,6 +29,11 @@ struct DeleteFlags {
 };
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f);
 
+struct PatchFlags {
+  std::string patch, patch_file, type = "strategic", subresource;
+};
+absl::Status Patch(Session& s, const std::vector<std::string>& args, const PatchFlags& f);
+
 struct GetFlags {
   std::string output, labels, fields, sort_by;
   bool all_namespaces = false, show_labels = false, no_headers = false, watch = false;

@@ -151,6 +151,19 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); };
   });
 
+  // patch
+  PatchFlags pf;
+  auto* patch = app.add_subcommand("patch", "Update fields of a resource using a patch");
+  patch->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
+  patch->add_option("-p,--patch", pf.patch, "The patch to apply, as JSON");
+  patch->add_option("--patch-file", pf.patch_file, "A file holding the patch");
+  patch->add_option("--type", pf.type, "The type of patch: json, merge or strategic")
+      ->capture_default_str();
+  patch->add_option("--subresource", pf.subresource, "status or scale: patch that instead");
+  patch->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Patch(s, args, pf); }); };
+  });
+
   // label / annotate / taint
   bool overwrite = false;
   auto* label = app.add_subcommand("label", "Update the labels on a resource");

@@ -68,5 +68,35 @@ TEST_F(MkubectlHabitsTest, SeveralTypesJsonPathCustomColumnsAndSortBy) {
   EXPECT_EQ(r.out, "deployment.apps \"myapp\" deleted\npod \"nginx001\" deleted\n") << r.err;
 }
 
+TEST_F(MkubectlHabitsTest, PatchStrategicMergeAndJson) {
+  ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp.yaml")}).exit_code, 0);
+  // kubectl's default, strategic: the container is merged by name, its ports stay.
+  auto r = Ctl({"patch", "deployment", "myapp", "-p",
+                R"({"spec":{"template":{"spec":{"containers":[{"name":"myapp","image":"soscscs/myapp:v2"}]}}}})"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp patched\n") << r.err;
+  r = Ctl({"get", "deploy", "myapp", "-o",
+           "jsonpath={.spec.template.spec.containers[0].image} "
+           "{.spec.template.spec.containers[0].ports[0].containerPort}"});
+  EXPECT_EQ(r.out, "soscscs/myapp:v2 80") << r.err;
+  r = Ctl({"patch", "deploy/myapp", "--type", "merge", "-p", R"({"spec":{"replicas":3}})"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp patched (no change)\n") << r.err;
+  r = Ctl({"patch", "deploy", "myapp", "--type=json", "-p",
+           R"([{"op":"replace","path":"/spec/replicas","value":1}])"});
+  EXPECT_EQ(r.out, "deployment.apps/myapp patched\n") << r.err;
+  EXPECT_EQ(Ctl({"get", "deploy", "myapp", "-o", "jsonpath={.spec.replicas}"}).out, "1");
+
+  r = Ctl({"patch", "deploy", "myapp", "--type", "json", "-p", R"([{"op":"remove","path":"/x"}])"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: key 'x' not found\n");
+  r = Ctl({"patch", "deploy", "myapp", "--type", "xml", "-p", "{}"});
+  EXPECT_EQ(r.err, "error: --type must be one of [json merge strategic], not \"xml\"\n");
+  r = Ctl({"patch", "deploy", "myapp"});
+  EXPECT_EQ(r.err,
+            "error: must specify --patch or --patch-file containing the contents of the patch\n");
+  r = Ctl({"patch", "deploy", "nope", "-p", "{}"});
+  EXPECT_EQ(r.err, "Error from server (NotFound): deployments.apps \"nope\" not found\n");
+  ASSERT_EQ(Ctl({"delete", "deploy", "myapp"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace mkube::testing
