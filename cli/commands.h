@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,19 @@ struct DeleteFlags {
   std::string cascade = "background";
 };
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f);
+
+// config: the kubeconfig itself (no apiserver is asked).
+struct SetContextFlags {
+  std::string name;
+  bool current = false;
+  std::optional<std::string> ns, cluster, user;
+};
+absl::Status ConfigView(const Globals& g, bool raw, bool minify);
+absl::Status ConfigGetContexts(const Globals& g, const std::vector<std::string>& names,
+                               const std::string& output);
+absl::Status ConfigCurrentContext(const Globals& g);
+absl::Status ConfigUseContext(const Globals& g, const std::string& name);
+absl::Status ConfigSetContext(const Globals& g, const SetContextFlags& f);
 
 struct PatchFlags {
   std::string patch, patch_file, type = "strategic", subresource;

@@ -151,6 +151,42 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); };
   });
 
+  // config
+  auto* config = app.add_subcommand("config", "Modify kubeconfig files");
+  config->require_subcommand(1);
+  bool config_raw = false, config_minify = false;
+  auto* config_view = config->add_subcommand("view", "Display merged kubeconfig settings");
+  config_view->add_flag("--raw", config_raw, "Show the certificates and tokens too");
+  config_view->add_flag("--minify", config_minify, "Only what the current context uses");
+  config_view->callback([&] { action = [&] { return ConfigView(g, config_raw, config_minify); }; });
+  std::string config_output;
+  auto* get_contexts = config->add_subcommand("get-contexts", "Describe one or many contexts");
+  get_contexts->add_option("names", args, "NAME...");
+  get_contexts->add_option("-o,--output", config_output, "name: only the names");
+  get_contexts->callback(
+      [&] { action = [&] { return ConfigGetContexts(g, args, config_output); }; });
+  config->add_subcommand("current-context", "Display the current-context")->callback([&] {
+    action = [&] { return ConfigCurrentContext(g); };
+  });
+  std::string use_name;
+  auto* use_context = config->add_subcommand("use-context", "Set the current-context");
+  use_context->add_option("name", use_name, "CONTEXT_NAME")->required();
+  use_context->callback([&] { action = [&] { return ConfigUseContext(g, use_name); }; });
+  SetContextFlags scf;
+  std::string sc_ns, sc_cluster, sc_user;
+  auto* set_context = config->add_subcommand("set-context", "Set a context entry in kubeconfig");
+  set_context->add_option("name", scf.name, "CONTEXT_NAME");
+  set_context->add_flag("--current", scf.current, "Modify the current context");
+  auto* sc_ns_opt = set_context->add_option("--namespace", sc_ns, "The context's namespace");
+  auto* sc_cluster_opt = set_context->add_option("--cluster", sc_cluster, "The context's cluster");
+  auto* sc_user_opt = set_context->add_option("--user", sc_user, "The context's user");
+  set_context->callback([&] {
+    if (sc_ns_opt->count()) scf.ns = sc_ns;
+    if (sc_cluster_opt->count()) scf.cluster = sc_cluster;
+    if (sc_user_opt->count()) scf.user = sc_user;
+    action = [&] { return ConfigSetContext(g, scf); };
+  });
+
   // patch
   PatchFlags pf;
   auto* patch = app.add_subcommand("patch", "Update fields of a resource using a patch");

@@ -68,6 +68,31 @@ TEST_F(MkubectlHabitsTest, SeveralTypesJsonPathCustomColumnsAndSortBy) {
   EXPECT_EQ(r.out, "deployment.apps \"myapp\" deleted\npod \"nginx001\" deleted\n") << r.err;
 }
 
+TEST_F(MkubectlHabitsTest, ConfigContexts) {
+  WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
+  auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
+  auto r = ctl({"config", "view"});
+  EXPECT_THAT(r.out, HasSubstr("token: REDACTED")) << r.err;
+  EXPECT_THAT(ctl({"config", "view", "--raw"}).out, HasSubstr("token: admin-token"));
+  EXPECT_EQ(ctl({"config", "current-context"}).out, "test\n");
+  r = ctl({"config", "set-context", "--current", "--namespace=kube-system"});
+  EXPECT_EQ(r.out, "Context \"test\" modified.\n") << r.err;
+  EXPECT_EQ(ctl({"get", "pods"}).err, "No resources found in kube-system namespace.\n");
+  r = ctl({"config", "set-context", "other", "--cluster", "test", "--user", "admin"});
+  EXPECT_EQ(r.out, "Context \"other\" created.\n") << r.err;
+  EXPECT_EQ(ctl({"config", "use-context", "other"}).out, "Switched to context \"other\".\n");
+  r = ctl({"config", "get-contexts"});
+  EXPECT_EQ(r.out,
+            "CURRENT   NAME    CLUSTER   AUTHINFO   NAMESPACE\n"
+            "          test    test      admin      kube-system\n"
+            "*         other   test      admin      \n")
+      << r.err;
+  EXPECT_EQ(ctl({"get", "pods"}).err, "No resources found in default namespace.\n");
+  r = ctl({"config", "use-context", "nope"});
+  EXPECT_EQ(r.err, "error: no context exists with the name: \"nope\"\n");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
 TEST_F(MkubectlHabitsTest, PatchStrategicMergeAndJson) {
   ASSERT_EQ(Ctl({"apply", "-f", Seed("myapp.yaml")}).exit_code, 0);
   // kubectl's default, strategic: the container is merged by name, its ports stay.
