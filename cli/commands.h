@@ -19,6 +19,24 @@ struct CreateJobFlags {
 };
 // create job NAME --image=IMAGE [-- COMMAND...] | --from=cronjob/NAME
 absl::Status CreateJob(Session& s, const std::vector<std::string>& args, const CreateJobFlags& f);
+struct CreateDeploymentFlags {
+  std::vector<std::string> images;
+  int replicas = 1;
+  int port = -1;
+  std::vector<std::string> command;  // after --
+};
+// create deployment NAME --image=IMAGE... [--replicas=N] [--port=N] [-- COMMAND...]
+absl::Status CreateDeployment(Session& s, const std::vector<std::string>& args,
+                              const CreateDeploymentFlags& f);
+struct RunFlags {
+  std::string image, restart = "Always";
+  std::vector<std::string> labels, env;
+  int port = -1;
+  bool command = false;              // the words after -- are the command, not its args
+  std::vector<std::string> args;     // after --
+};
+// run NAME --image=IMAGE [--restart=...] [--labels=...] [--env=...] [--port=N] [-- ARGS...]
+absl::Status RunPod(Session& s, const std::vector<std::string>& names, const RunFlags& f);
 
 struct DeleteFlags {
   std::vector<std::string> files;

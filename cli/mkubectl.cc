@@ -83,6 +83,47 @@ int Run(int argc, char** argv) {
     };
   });
 
+  CreateDeploymentFlags create_deploy;
+  std::string create_deploy_name;
+  auto* create_deploy_cmd =
+      create->add_subcommand("deployment", "Create a deployment with the specified name");
+  create_deploy_cmd->alias("deploy");
+  create_deploy_cmd->add_option("name", create_deploy_name, "NAME");
+  create_deploy_cmd->add_option("command", create_deploy.command,
+                                "The command and its arguments, after --");
+  create_deploy_cmd->add_option("--image", create_deploy.images, "Image names to run")->take_all();
+  create_deploy_cmd->add_option("--replicas", create_deploy.replicas, "Number of replicas")
+      ->capture_default_str();
+  create_deploy_cmd->add_option("--port", create_deploy.port, "The port the container exposes");
+  create_deploy_cmd->callback([&] {
+    action = [&] {
+      std::vector<std::string> name;
+      if (!create_deploy_name.empty()) name.push_back(create_deploy_name);
+      return WithSession(g, [&](Session& s) { return CreateDeployment(s, name, create_deploy); });
+    };
+  });
+
+  // run
+  RunFlags run_flags;
+  auto* run = app.add_subcommand("run", "Run a particular image in a pod");
+  std::string run_name;
+  run->add_option("name", run_name, "NAME");
+  run->add_option("args", run_flags.args, "The container's arguments (or command), after --");
+  run->add_option("--image", run_flags.image, "The image for the container");
+  run->add_option("--restart", run_flags.restart, "Always, OnFailure or Never")
+      ->capture_default_str();
+  run->add_option("-l,--labels", run_flags.labels, "Labels, key=value[,key=value]");
+  run->add_option("--env", run_flags.env, "Environment variables, NAME=VALUE");
+  run->add_option("--port", run_flags.port, "The port the container exposes");
+  run->add_flag("--command", run_flags.command, "The words after -- are the command");
+  run->callback([&] {
+    action = [&] {
+      std::vector<std::string> name;
+      if (!run_name.empty()) name.push_back(run_name);
+      return WithSession(g, [&](Session& s) { return RunPod(s, name, run_flags); });
+    };
+  });
+
   // schedule --dry-run
   std::string schedule_config;
   bool dry_run = false;

@@ -68,6 +68,32 @@ TEST_F(MkubectlHabitsTest, SeveralTypesJsonPathCustomColumnsAndSortBy) {
   EXPECT_EQ(r.out, "deployment.apps \"myapp\" deleted\npod \"nginx001\" deleted\n") << r.err;
 }
 
+TEST_F(MkubectlHabitsTest, RunAndCreateDeployment) {
+  auto r = Ctl({"run", "bb", "--image=busybox", "--restart=Never", "--", "sh", "-c", "echo hi"});
+  EXPECT_EQ(r.out, "pod/bb created\n") << r.err;
+  r = Ctl({"get", "pod", "bb", "-o",
+           "jsonpath={.metadata.labels.run} {.spec.restartPolicy} {.spec.containers[0].args}"});
+  EXPECT_EQ(r.out, R"(bb Never ["sh","-c","echo hi"])") << r.err;
+  r = Ctl({"run", "s", "--image", "busybox", "-l", "a=b", "--env", "X=1", "--command", "--",
+           "sleep", "9"});
+  EXPECT_EQ(r.out, "pod/s created\n") << r.err;
+  r = Ctl({"get", "pod", "s", "-o",
+           "jsonpath={.metadata.labels} {.spec.containers[0].command} {.spec.containers[0].env[0].value}"});
+  EXPECT_EQ(r.out, R"({"a":"b"} ["sleep","9"] 1)") << r.err;
+  EXPECT_EQ(Ctl({"run", "x"}).err, "error: required flag(s) \"image\" not set\n");
+
+  r = Ctl({"create", "deployment", "web", "--image=soscscs/myapp:v1", "--replicas=2", "--port=80"});
+  EXPECT_EQ(r.out, "deployment.apps/web created\n") << r.err;
+  r = Ctl({"get", "deploy", "web", "-o",
+           "jsonpath={.spec.replicas} {.spec.selector.matchLabels.app} "
+           "{.spec.template.spec.containers[0].name} {.spec.template.spec.containers[0].ports[0].containerPort}"});
+  EXPECT_EQ(r.out, "2 web myapp 80") << r.err;
+  EXPECT_EQ(Ctl({"create", "deployment", "web2"}).err,
+            "error: required flag(s) \"image\" not set\n");
+  ASSERT_EQ(Ctl({"delete", "pods", "bb", "s", "--grace-period=0", "--force"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"delete", "deploy", "web"}).exit_code, 0);
+}
+
 TEST_F(MkubectlHabitsTest, ConfigContexts) {
   WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
   auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
