@@ -61,6 +61,12 @@ absl::Status ConfigCurrentContext(const Globals& g);
 absl::Status ConfigUseContext(const Globals& g, const std::string& name);
 absl::Status ConfigSetContext(const Globals& g, const SetContextFlags& f);
 
+struct WaitFlags {
+  std::string for_, labels, timeout = "30s";
+  bool all = false;
+};
+absl::Status Wait(Session& s, const std::vector<std::string>& args, const WaitFlags& f);
+
 struct PatchFlags {
   std::string patch, patch_file, type = "strategic", subresource;
 };

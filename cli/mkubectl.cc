@@ -228,6 +228,19 @@ int Run(int argc, char** argv) {
     action = [&] { return ConfigSetContext(g, scf); };
   });
 
+  // wait
+  WaitFlags wf;
+  auto* wait = app.add_subcommand("wait", "Wait for a specific condition on one or many resources");
+  wait->add_option("args", args, "TYPE NAME... | TYPE/NAME...")->required();
+  wait->add_option("--for", wf.for_,
+                   "delete, condition=TYPE[=VALUE] or jsonpath='{PATH}'=VALUE");
+  wait->add_option("-l,--selector", wf.labels, "Label selector");
+  wait->add_flag("--all", wf.all, "Every resource of the type in the namespace");
+  wait->add_option("--timeout", wf.timeout, "How long to wait, e.g. 30s, 5m")->capture_default_str();
+  wait->callback([&] {
+    action = [&] { return WithSession(g, [&](Session& s) { return Wait(s, args, wf); }); };
+  });
+
   // patch
   PatchFlags pf;
   auto* patch = app.add_subcommand("patch", "Update fields of a resource using a patch");

@@ -94,6 +94,22 @@ TEST_F(MkubectlHabitsTest, RunAndCreateDeployment) {
   ASSERT_EQ(Ctl({"delete", "deploy", "web"}).exit_code, 0);
 }
 
+TEST_F(MkubectlHabitsTest, WaitForAFieldAConditionOrDeletion) {
+  ASSERT_EQ(Ctl({"run", "w", "--image=busybox"}).exit_code, 0);
+  auto r = Ctl({"wait", "pod/w", "--for=jsonpath={.spec.restartPolicy}=Always", "--timeout=10s"});
+  EXPECT_EQ(r.out, "pod/w condition met\n") << r.err;
+  // No agent runs here: the pod never becomes Ready.
+  r = Ctl({"wait", "pod", "w", "--for", "condition=Ready", "--timeout", "1s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: timed out waiting for the condition on pods/w\n");
+  // Deleted while waiting (no agent: force it).
+  ASSERT_EQ(Ctl({"delete", "pod", "w", "--grace-period=0", "--force"}).exit_code, 0);
+  r = Ctl({"wait", "--for=delete", "pod/w", "--timeout=10s"});
+  EXPECT_EQ(r.out, "pod/w condition met\n") << r.err;
+  r = Ctl({"wait", "pod/w", "--for=ready"});
+  EXPECT_THAT(r.err, HasSubstr("error: unrecognized condition: \"ready\""));
+}
+
 TEST_F(MkubectlHabitsTest, ConfigContexts) {
   WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
   auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
