@@ -72,8 +72,8 @@ absl::Status Explain(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status Completion(const std::string& shell) {
-  if (shell != "bash")
+absl::Status Completion(const std::string& shell, const std::vector<std::string>& commands) {
+  if (shell != "bash" && shell != "zsh")
     return UserError(fmt::format("error: Unsupported shell type \"{}\".", shell));
   std::set<std::string> types;
   for (const auto& k : api::Kinds()) {
@@ -81,35 +81,64 @@ absl::Status Completion(const std::string& shell) {
     types.insert(k.singular);
     for (const auto& s : k.short_names) types.insert(s);
   }
-  std::cout << R"SH(# bash completion for mkubectl:  source <(mkubectl completion bash)
+  if (shell == "zsh") {
+    // zsh runs the bash function through its bash completion layer.
+    std::cout << "# zsh completion for mkubectl:  source <(mkubectl completion zsh)\n"
+                 "autoload -U +X compinit && compinit\n"
+                 "autoload -U +X bashcompinit && bashcompinit\n";
+  } else {
+    std::cout << "# bash completion for mkubectl:  source <(mkubectl completion bash)\n";
+  }
+  std::cout << R"SH(_mkubectl_names() {  # _mkubectl_names TYPE: the names of that type, in the line's namespace
+  local ns=() i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case "${COMP_WORDS[i]}" in
+      -n|--namespace) ns=(-n "${COMP_WORDS[i+1]}") ;;
+      -A|--all-namespaces) ns=(-A) ;;
+    esac
+  done
+  mkubectl get "$1" "${ns[@]}" -o name 2>/dev/null | sed 's|.*/||'
+}
 _mkubectl() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-  local commands="annotate api-resources apply cluster-info completion cordon create delete describe drain explain get label rollout scale set taint uncordon version"
+  local commands=")SH"
+            << absl::StrJoin(commands, " ") << R"SH("
   local types=")SH"
             << absl::StrJoin(types, " ") << R"SH("
   case "$prev" in
-    -o|--output) COMPREPLY=($(compgen -W "json yaml name wide" -- "$cur")); return ;;
+    -o|--output) COMPREPLY=($(compgen -W "json yaml name wide jsonpath= custom-columns=" -- "$cur")); return ;;
     -n|--namespace) COMPREPLY=($(compgen -W "$(mkubectl get namespaces -o name 2>/dev/null | sed 's|.*/||')" -- "$cur")); return ;;
-    -f|--filename|--kubeconfig) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -f|--filename|--kubeconfig|--patch-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --type) COMPREPLY=($(compgen -W "json merge strategic" -- "$cur")); return ;;
+    --for) COMPREPLY=($(compgen -W "delete condition= jsonpath=" -- "$cur")); return ;;
+    --restart) COMPREPLY=($(compgen -W "Always OnFailure Never" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ]; then
     COMPREPLY=($(compgen -W "$commands" -- "$cur")); return
   fi
   local cmd=${COMP_WORDS[1]} i type="" words=0
   for ((i = 2; i < COMP_CWORD; i++)); do
-    case "${COMP_WORDS[i]}" in -*) ;; *) [ -z "$type" ] && type=${COMP_WORDS[i]}; words=$((words + 1)) ;; esac
+    case "${COMP_WORDS[i]}" in
+      -n|--namespace|-o|--output|-l|--selector|-f|--filename|--kubeconfig|-c|--container|--type|-p|--patch|--for|--timeout) i=$((i + 1)) ;;
+      -*) ;;
+      *) [ -z "$type" ] && type=${COMP_WORDS[i]}; words=$((words + 1)) ;;
+    esac
   done
   case "$cmd" in
-    cordon|uncordon|drain) COMPREPLY=($(compgen -W "$(mkubectl get nodes -o name 2>/dev/null | sed 's|.*/||')" -- "$cur")) ;;
-    rollout) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "status" -- "$cur")) ;;
+    cordon|uncordon|drain) COMPREPLY=($(compgen -W "$(_mkubectl_names nodes)" -- "$cur")) ;;
+    logs|exec|attach) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "$(_mkubectl_names pods)" -- "$cur")) ;;
+    rollout) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "status history undo restart pause resume" -- "$cur")) ;;
     set) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "image" -- "$cur")) ;;
-    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
-    get|describe|delete|label|annotate|scale|explain|taint)
+    create) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "deployment job" -- "$cur")) ;;
+    config) [ "$words" -eq 0 ] && COMPREPLY=($(compgen -W "view get-contexts current-context use-context set-context" -- "$cur"))
+            [ "$words" -eq 1 ] && [ "$type" = use-context ] && COMPREPLY=($(compgen -W "$(mkubectl config get-contexts -o name 2>/dev/null)" -- "$cur")) ;;
+    completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
+    get|describe|delete|edit|label|annotate|patch|scale|explain|taint|wait)
       if [ "$words" -eq 0 ]; then
         COMPREPLY=($(compgen -W "$types" -- "$cur"))
         [ "$cmd" = get ] && COMPREPLY+=($(compgen -W "all" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "$(mkubectl get "$type" -o name 2>/dev/null | sed 's|.*/||')" -- "$cur"))
+        COMPREPLY=($(compgen -W "$(_mkubectl_names "$type")" -- "$cur"))
       fi ;;
   esac
 }

@@ -120,7 +120,8 @@ absl::Status ScheduleDryRun(Session& s, const std::vector<std::string>& files,
                             const std::string& config);
 
 absl::Status Explain(const std::string& path);
-absl::Status Completion(const std::string& shell);
+// `commands`: the verbs to offer first.
+absl::Status Completion(const std::string& shell, const std::vector<std::string>& commands);
 absl::Status ApiResources();
 
 }  // namespace mkube::cli

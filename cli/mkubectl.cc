@@ -2,6 +2,7 @@
 // This file only wires the command line to the commands (commands.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
 #include <iostream>
@@ -444,9 +445,16 @@ int Run(int argc, char** argv) {
   explain->callback([&] { action = [&] { return Explain(explain_path); }; });
   std::string shell;
   auto* completion = app.add_subcommand(
-      "completion", "Output shell completion code for bash: source <(mkubectl completion bash)");
-  completion->add_option("shell", shell, "bash")->required();
-  completion->callback([&] { action = [&] { return Completion(shell); }; });
+      "completion", "Output shell completion code: source <(mkubectl completion bash|zsh)");
+  completion->add_option("shell", shell, "bash or zsh")->required();
+  completion->callback([&] {
+    action = [&] {
+      std::vector<std::string> commands;
+      for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+      std::sort(commands.begin(), commands.end());
+      return Completion(shell, commands);
+    };
+  });
   auto* resources =
       app.add_subcommand("api-resources", "Print the supported API resources on the server");
   resources->callback([&] { action = [] { return ApiResources(); }; });

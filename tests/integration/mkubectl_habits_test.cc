@@ -110,6 +110,28 @@ TEST_F(MkubectlHabitsTest, WaitForAFieldAConditionOrDeletion) {
   EXPECT_THAT(r.err, HasSubstr("error: unrecognized condition: \"ready\""));
 }
 
+TEST_F(MkubectlHabitsTest, CompletionOffersVerbsTypesAndNames) {
+  ASSERT_EQ(Ctl({"run", "c1", "--image=busybox"}).exit_code, 0);
+  // The script as bash sources it, then the completion function at three places on a line.
+  const std::string script = R"(
+source <(mkubectl completion bash)
+complete_at() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _mkubectl; echo "${COMPREPLY[*]}"; }
+complete_at mkubectl pa
+complete_at mkubectl get deplo
+complete_at mkubectl get pods c
+complete_at mkubectl patch pod c1 --type ""
+)";
+  auto r = RunCommand({"/bin/bash", "-c", script},
+                      {{"MKUBECONFIG", dir_->Sub("config")},
+                       {"PATH", BinDir() + ":/usr/bin:/bin"}});
+  EXPECT_EQ(r.out, "patch\ndeploy deployment deployments\nc1\njson merge strategic\n") << r.err;
+  r = Ctl({"completion", "zsh"});
+  EXPECT_THAT(r.out, HasSubstr("autoload -U +X bashcompinit && bashcompinit\n"));
+  EXPECT_THAT(r.out, HasSubstr("complete -F _mkubectl mkubectl\n"));
+  EXPECT_EQ(Ctl({"completion", "fish"}).err, "error: Unsupported shell type \"fish\".\n");
+  ASSERT_EQ(Ctl({"delete", "pod", "c1", "--grace-period=0", "--force"}).exit_code, 0);
+}
+
 TEST_F(MkubectlHabitsTest, ConfigContexts) {
   WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
   auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
