@@ -118,37 +118,10 @@ store_addr=$(cat "$state/run/store.addr")
 
 # Credentials: a CA and serving certificate, and one bearer token per identity.
 "$root/deploy/lib/certs.sh" "$state/pki"
-token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-if [ ! -f "$state/pki/tokens.csv" ]; then
-  (
-    umask 077
-    {
-      echo "$(token),admin,admin,\"system:masters\""
-      echo "$(token),system:kube-scheduler,system:kube-scheduler,"
-      echo "$(token),system:kube-controller-manager,system:kube-controller-manager,"
-    } >"$state/pki/tokens.csv"
-  )
-fi
-# One identity per node; a node added since the apiserver started needs it restarted.
-tokens_added=0
-if ! grep -q ",system:node-simulator," "$state/pki/tokens.csv"; then
-  # The simulated nodes' agent writes for many nodes: a local test facility, not a node.
-  echo "$(token),system:node-simulator,system:node-simulator,\"system:masters\"" >>"$state/pki/tokens.csv"
-  tokens_added=1
-fi
-for node in "${nodes[@]}"; do
-  if ! grep -q ",system:node:$node," "$state/pki/tokens.csv"; then
-    echo "$(token),system:node:$node,system:node:$node,\"system:nodes\"" >>"$state/pki/tokens.csv"
-    tokens_added=1
-  fi
-done
-if [ "$tokens_added" = 1 ] && running "$state/run/apiserver.pid" mkube-apiserver; then
+if [ "$("$root/deploy/lib/tokens.sh" "$state/pki" "${nodes[@]}")" = added ] &&
+  running "$state/run/apiserver.pid" mkube-apiserver; then
   echo "restarting the apiserver for the new nodes' tokens"
   stop_pids 10 "$(cat "$state/run/apiserver.pid")" >/dev/null
-fi
-# What the apiserver presents to the agents for pods' logs and exec.
-if [ ! -f "$state/pki/agent.token" ]; then
-  (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/pki/agent.token")
 fi
 start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
   --listen "$apiserver_listen" --store-endpoints "$store_addr" \
@@ -158,13 +131,11 @@ start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
 apiserver_addr=$(cat "$state/run/apiserver.addr")
 
 # The scheduler: binds pods that name no node.
-(umask 077; awk -F, '$2 == "system:kube-scheduler" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/scheduler.token")
 start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$state/pki/scheduler.token" \
   --ready-file "$state/run/scheduler.ready"
 
 # The controller-manager: Deployments, ReplicaSets and ReplicationControllers become pods.
-(umask 077; awk -F, '$2 == "system:kube-controller-manager" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/controller-manager.token")
 start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-controller-manager" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
   --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready"
@@ -175,7 +146,6 @@ i=0
 for node in "${nodes[@]}"; do
   i=$((i + 1))
   token_file=$state/pki/$node.token
-  (umask 077; awk -F, -v u="system:node:$node" '$2 == u {print $1; exit}' "$state/pki/tokens.csv" >"$token_file")
   extra=()
   if [ "$node" = master01 ]; then
     extra=(--node-labels node-role.kubernetes.io/master= \
@@ -188,7 +158,6 @@ for node in "${nodes[@]}"; do
     --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}"
 done
 if [ "$simulated" -gt 0 ]; then
-  (umask 077; awk -F, '$2 == "system:node-simulator" {print $1; exit}' "$state/pki/tokens.csv" >"$state/pki/simulator.token")
   start agent-simulated "$state/run/agent-simulated.ready" "$bin/mkube-agent" \
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
     --token-file "$state/pki/simulator.token" --agent-token-file "$state/pki/agent.token" \
@@ -197,7 +166,7 @@ if [ "$simulated" -gt 0 ]; then
 fi
 
 # The kubeconfig mkubectl reads by default (~/.mkube/config): the admin's token and the CA.
-admin_token=$(awk -F, '$2 == "admin" {print $1; exit}' "$state/pki/tokens.csv")
+admin_token=$(cat "$state/pki/admin.token")
 umask 077
 cat >"$state/config.tmp" <<CONFIG
 apiVersion: v1

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# deploy/lib/certs.sh DIR: a CA and an apiserver certificate for 127.0.0.1 and localhost,
-# made with openssl unless already there.
+# deploy/lib/certs.sh DIR [SAN,...]: a CA and an apiserver certificate for 127.0.0.1 and
+# localhost (and the extra names given, e.g. IP:10.0.0.5,DNS:cp.example.com, for agents on
+# other hosts), made with openssl unless already there.
 set -euo pipefail
 dir=$1
+extra=${2:+, $2}
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -f ca.crt ]; then
@@ -11,7 +13,7 @@ if [ ! -f ca.crt ]; then
 fi
 if [ ! -f apiserver.crt ]; then
   cat >apiserver.ext <<EXT
-subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectAltName = IP:127.0.0.1, DNS:localhost$extra
 extendedKeyUsage = serverAuth
 EXT
   openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
