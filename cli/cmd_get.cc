@@ -302,6 +302,58 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   return errors.empty() ? absl::OkStatus() : Reported();
 }
 
+absl::Status GetRaw(Session& s, const std::string& raw) {
+  // The REST paths of Kubernetes' API, answered from the gRPC API: /api/v1/..., /apis/G/V/...,
+  // [namespaces/NS/]RESOURCE[/NAME], and the health endpoints.
+  const std::string path = raw.substr(0, raw.find('?'));
+  if (path == "/healthz" || path == "/livez" || path == "/readyz") {
+    MKUBE_RETURN_IF_ERROR(
+        s.Worded(s.res().List(*api::FindResource("namespaces"), "", "", "").status()));
+    std::cout << "ok";
+    return absl::OkStatus();
+  }
+  std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  size_t i = 0;
+  std::string group, version;
+  if (parts.size() >= 2 && parts[0] == "api") {
+    version = parts[1];
+    i = 2;
+  } else if (parts.size() >= 3 && parts[0] == "apis") {
+    group = parts[1];
+    version = parts[2];
+    i = 3;
+  } else {
+    return UserError(fmt::format("Error from server (NotFound): the server could not find the "
+                                 "requested resource (get {})", raw));
+  }
+  std::string ns;
+  if (parts.size() >= i + 3 && parts[i] == "namespaces") {
+    ns = parts[i + 1];
+    i += 2;
+  }
+  const api::KindInfo* kind = i < parts.size() ? api::FindResource(parts[i]) : nullptr;
+  if (!kind || kind->resource != parts[i] || kind->group != group || kind->version != version ||
+      parts.size() > i + 2 || (!ns.empty() && !kind->namespaced)) {
+    return UserError(fmt::format("Error from server (NotFound): the server could not find the "
+                                 "requested resource (get {})", raw));
+  }
+  if (i + 1 < parts.size()) {
+    const std::string& name = parts[i + 1];
+    MKUBE_ASSIGN_OR_RETURN(auto obj, s.Worded(s.res().Get(*kind, ns, name)));
+    std::cout << api::EncodeJson(*obj).dump();
+    return absl::OkStatus();
+  }
+  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*kind, ns, "", "")));
+  json j;
+  j["kind"] = kind->kind + "List";
+  j["apiVersion"] = kind->api_version();
+  j["metadata"]["resourceVersion"] = list.resource_version;
+  j["items"] = json::array();
+  for (const auto& item : list.items) j["items"].push_back(api::EncodeJson(*item));
+  std::cout << j.dump();
+  return absl::OkStatus();
+}
+
 absl::Status Describe(Session& s, const std::vector<std::string>& args, const std::string& labels) {
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, false));
   std::vector<std::pair<const api::KindInfo*, MessagePtr>> objs;

@@ -73,10 +73,12 @@ struct PatchFlags {
 absl::Status Patch(Session& s, const std::vector<std::string>& args, const PatchFlags& f);
 
 struct GetFlags {
-  std::string output, labels, fields, sort_by;
+  std::string output, labels, fields, sort_by, raw;
   bool all_namespaces = false, show_labels = false, no_headers = false, watch = false;
 };
 absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f);
+// get --raw PATH: a REST path of Kubernetes' API (/api/v1/namespaces/default/pods, ...) as JSON.
+absl::Status GetRaw(Session& s, const std::string& path);
 absl::Status Describe(Session& s, const std::vector<std::string>& args, const std::string& labels);
 
 absl::Status Relabel(Session& s, const std::vector<std::string>& args, bool overwrite,

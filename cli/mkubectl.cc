@@ -157,8 +157,13 @@ int Run(int argc, char** argv) {
   get->add_flag("--show-labels", gf.show_labels, "Show all labels as the last column");
   get->add_flag("--no-headers", gf.no_headers, "Don't print headers");
   get->add_flag("-w,--watch", gf.watch, "After listing, watch for changes");
+  get->add_option("--raw", gf.raw, "A REST path of the API to get, e.g. /api/v1/nodes");
   get->callback([&] {
     action = [&] {
+      if (!gf.raw.empty()) {
+        if (!args.empty()) return UserError("error: arguments may not be passed when --raw is specified");
+        return WithSession(g, [&](Session& s) { return GetRaw(s, gf.raw); });
+      }
       if (args.empty()) {
         return UserError(
             "You must specify the type of resource to get. Use \"mkubectl api-resources\" "

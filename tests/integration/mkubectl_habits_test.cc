@@ -132,6 +132,22 @@ complete_at mkubectl patch pod c1 --type ""
   ASSERT_EQ(Ctl({"delete", "pod", "c1", "--grace-period=0", "--force"}).exit_code, 0);
 }
 
+TEST_F(MkubectlHabitsTest, GetRawAnswersKubernetesRestPaths) {
+  EXPECT_EQ(Ctl({"get", "--raw", "/readyz"}).out, "ok");
+  auto r = Ctl({"get", "--raw", "/api/v1/namespaces/default"});
+  EXPECT_THAT(r.out, HasSubstr(R"("kind":"Namespace")")) << r.err;
+  r = Ctl({"get", "--raw", "/apis/apps/v1/namespaces/kube-system/deployments"});
+  EXPECT_THAT(r.out, HasSubstr(R"({"kind":"DeploymentList","apiVersion":"apps/v1")")) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(R"("items":[])"));
+  r = Ctl({"get", "--raw", "/api/v1/namespaces/default/pods/nope"});
+  EXPECT_EQ(r.err, "Error from server (NotFound): pods \"nope\" not found\n");
+  r = Ctl({"get", "--raw", "/apis/apps/v1/pods"});
+  EXPECT_EQ(r.err, "Error from server (NotFound): the server could not find the requested "
+                   "resource (get /apis/apps/v1/pods)\n");
+  EXPECT_EQ(Ctl({"get", "pods", "--raw", "/api/v1/pods"}).err,
+            "error: arguments may not be passed when --raw is specified\n");
+}
+
 TEST_F(MkubectlHabitsTest, ConfigContexts) {
   WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
   auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
