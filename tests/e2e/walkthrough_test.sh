@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The seeds' walkthrough on a cluster started as up.sh starts it, with mkubectl, checking what
+# the seeds say the reader will see: the list-watch creation flow, nodeName pinning,
+# nodeSelector and labels, spreading, NoExecute taints, cordon, drain and the pod phases.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+state=$(mktemp -d)
+trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
+"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 \
+  --agent-port 0 >/dev/null
+mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
+examples=$root/deploy/examples
+ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
+section() { echo "== $*"; }
+fail() { echo "FAILED: $*" >&2; ctl get pods -o wide >&2 || true; exit 1; }
+# until SECONDS COMMAND...: runs COMMAND until it succeeds, failing after SECONDS.
+until_ok() {
+  local limit=$1 deadline
+  shift
+  deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "not within ${limit}s: $*"
+    sleep 0.2
+  done
+}
+# The nodes of the Running pods with label $1, sorted, one per line.
+nodes_of() {
+  ctl get pods -l "$1" -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.nodeName}{"\n"}{end}' |
+    sort
+}
+running_count() { [ "$(nodes_of "$1" | grep -c .)" = "$2" ]; }
+all_on() { [ "$(nodes_of "$1" | sort -u | tr '\n' ' ')" = "$2 " ]; }
+# The reasons of an object's events, in the order they were written.
+reasons_of() {
+  ctl get events --field-selector "involvedObject.name=$1" \
+    -o jsonpath='{range .items[*]}{.metadata.resourceVersion} {.reason}{"\n"}{end}' |
+    sort -n | awk '{print $2}' | tr '\n' ' '
+}
+
+section "1.2 List-Watch: a pod is scheduled, its image pulled, its container created and started"
+ctl run web --image=soscscs/myapp:v1 | grep -qx 'pod/web created'
+ctl wait --for=condition=Ready pod/web --timeout=60s >/dev/null
+until_ok 10 sh -c "echo '$(reasons_of web)' | grep -q Started"
+reasons=$(reasons_of web)
+[[ " $reasons" == *" Scheduled "* ]] || fail "no Scheduled event: $reasons"
+agent=$(echo $(echo "$reasons" | tr ' ' '\n' | grep -v '^Scheduled$'))
+[ "$agent" = "Pulling Pulled Created Started" ] || fail "the agent's events: $agent"
+
+section "4.1.1 nodeName: every replica on node02, without the scheduler"
+ctl apply -f "$examples/myapp.yaml" | grep -qx 'deployment.apps/myapp created'
+until_ok 60 sh -c "[ \"\$(MKUBECONFIG=$state/config $mkubectl get pods -l app=myapp --no-headers | grep -c .)\" = 3 ]"
+[ "$(ctl get pods -l app=myapp -o jsonpath='{.items[*].spec.nodeName}')" = "node02 node02 node02" ] ||
+  fail "nodeName pods not all on node02"
+pod=$(ctl get pods -l app=myapp -o jsonpath='{.items[0].metadata.name}')
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=$pod -o name | grep -q ."
+[[ " $(reasons_of "$pod")" != *" Scheduled "* ]] || fail "a nodeName pod went through the scheduler"
+ctl delete deployment myapp >/dev/null
+
+section "4.2 nodeSelector: label, --overwrite, label key-, get -l, --show-labels"
+ctl label nodes node01 kgc=a | grep -qx 'node/node01 labeled'
+ctl get nodes --show-labels | grep '^node01 ' | grep -q 'kgc=a'
+[ "$(ctl get nodes -l kgc=a -o name)" = node/node01 ] || fail "get -l kgc=a"
+ctl apply -f "$examples/myapp1.yaml" >/dev/null
+until_ok 60 running_count app=myapp1 3
+all_on app=myapp1 node01 || fail "nodeSelector kgc=a pods not all on node01"
+if out=$(ctl label nodes node01 kgc=b 2>&1); then fail "relabel without --overwrite succeeded"; fi
+[ "$out" = "error: 'kgc' already has a value (a), and --overwrite is false" ] || fail "message: $out"
+ctl label nodes node01 kgc=b --overwrite | grep -qx 'node/node01 labeled'
+ctl label nodes node01 kgc- | grep -qx 'node/node01 unlabeled'
+[ -z "$(ctl get nodes -l kgc -o name)" ] || fail "kgc- left the label"
+running_count app=myapp1 3 || fail "pods stopped when the label went (IgnoredDuringExecution)"
+ctl delete deployment myapp1 >/dev/null
+
+section "4.3 Two equally labelled nodes share the replicas"
+ctl label nodes node01 node02 cht=a >/dev/null
+ctl apply -f "$examples/myapp1-cht.yaml" >/dev/null
+until_ok 60 running_count app=myapp1 3
+[ "$(nodes_of app=myapp1 | sort -u | tr '\n' ' ')" = "node01 node02 " ] || fail "not spread"
+
+section "6.2 A NoExecute taint evicts, and the Deployment recreates the pods elsewhere"
+ctl taint node node01 cht=mycht:NoExecute | grep -qx 'node/node01 tainted'
+until_ok 60 all_on app=myapp1 node02
+until_ok 60 running_count app=myapp1 3
+ctl taint node node01 cht=mycht:NoExecute- | grep -qx 'node/node01 untainted'
+
+section "7 cordon / uncordon: Ready,SchedulingDisabled"
+ctl cordon node02 | grep -qx 'node/node02 cordoned'
+ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
+ctl uncordon node02 | grep -qx 'node/node02 uncordoned'
+ctl get nodes | grep -q '^node02 *Ready '
+
+section "7 drain: the pods come back on the other node; uncordon after"
+ctl drain node02 --ignore-daemonsets --delete-emptydir-data --force --timeout=90s >/dev/null 2>&1
+ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
+until_ok 60 running_count app=myapp1 3
+all_on app=myapp1 node01 || fail "drained pods not on node01"
+ctl uncordon node02 >/dev/null
+ctl delete deployment myapp1 >/dev/null
+
+section "8 Pod phases: Succeeded, Failed, Pending, Running"
+ctl create job done --image=busybox -- sh -c 'exit 0' >/dev/null
+ctl wait --for=condition=Complete job/done --timeout=60s >/dev/null
+[ "$(ctl get pods -l job-name=done -o jsonpath='{.items[0].status.phase}')" = Succeeded ]
+ctl run bad --image=busybox --restart=Never -- sh -c 'exit 1' >/dev/null
+ctl wait --for=jsonpath='{.status.phase}'=Failed pod/bad --timeout=60s >/dev/null
+ctl get pod bad --no-headers | grep -q ' Error '
+ctl apply -f - >/dev/null <<'POD'
+apiVersion: v1
+kind: Pod
+metadata: {name: nowhere}
+spec:
+  nodeSelector: {disktype: none-has-it}
+  containers: [{name: c, image: busybox}]
+POD
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=nowhere | grep -q FailedScheduling"
+[ "$(ctl get pod nowhere -o jsonpath='{.status.phase}')" = Pending ]
+ctl run alive --image=soscscs/myapp:v1 >/dev/null
+ctl wait --for=condition=Ready pod/alive --timeout=60s >/dev/null
+[ "$(ctl get pod alive -o jsonpath='{.status.phase}')" = Running ]
+echo "walkthrough passed"
