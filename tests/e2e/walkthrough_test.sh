@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The seeds' walkthrough on a cluster started as up.sh starts it, with mkubectl, checking what
 # the seeds say the reader will see: the list-watch creation flow, nodeName pinning,
-# nodeSelector and labels, spreading, NoExecute taints, cordon, drain and the pod phases.
+# nodeSelector and labels, spreading, NoExecute taints, cordon, drain, the pod phases, node
+# and pod (anti-)affinity, taints and tolerations, and the troubleshooting commands.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
@@ -117,4 +118,71 @@ until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-select
 ctl run alive --image=soscscs/myapp:v1 >/dev/null
 ctl wait --for=condition=Ready pod/alive --timeout=60s >/dev/null
 [ "$(ctl get pod alive -o jsonpath='{.status.phase}')" = Running ]
+
+section "5.1.3 Required node affinity (NotIn node02); 5.1.4 preferred; 5.1.5 both"
+ctl delete pod --all --grace-period=0 --force >/dev/null 2>&1
+node_of() { ctl get pod "$1" -o jsonpath='{.spec.nodeName}'; }
+ctl apply -f "$examples/pod1.yaml" >/dev/null
+ctl wait --for=condition=Ready pod/nginx001 --timeout=60s >/dev/null
+[ "$(node_of nginx001)" = node01 ] || fail "NotIn node02 put nginx001 on $(node_of nginx001)"
+ctl apply -f "$examples/pod2.yaml" >/dev/null   # prefers node03, which does not exist
+ctl wait --for=condition=Ready pod/affinity --timeout=60s >/dev/null
+ctl delete pod affinity --grace-period=0 --force >/dev/null 2>&1
+sed 's/- node03/- node02/' "$examples/pod2.yaml" | ctl apply -f - >/dev/null
+ctl wait --for=condition=Ready pod/affinity --timeout=60s >/dev/null
+[ "$(node_of affinity)" = node02 ] || fail "preferring node02 put the pod on $(node_of affinity)"
+ctl delete pod affinity --grace-period=0 --force >/dev/null 2>&1
+ctl label nodes node01 blue=a >/dev/null
+ctl apply -f "$examples/pod3.yaml" >/dev/null
+ctl wait --for=condition=Ready pod/affinity --timeout=60s >/dev/null
+[ "$(node_of affinity)" = node01 ] || fail "NotIn node02, preferring blue=a: $(node_of affinity)"
+ctl delete pod affinity nginx001 --grace-period=0 --force >/dev/null 2>&1
+
+section "5.2 Pod affinity; anti-affinity preferred; required anti-affinity Pending until relabelled"
+ctl label nodes node01 node02 cht=a --overwrite >/dev/null
+ctl apply -f "$examples/pod8.yaml" >/dev/null     # myapp01, app=myapp01, not on node02
+ctl wait --for=condition=Ready pod/myapp01 --timeout=60s >/dev/null
+ctl apply -f "$examples/pod5.yaml" >/dev/null     # with app=myapp01 in its cht domain
+ctl wait --for=condition=Ready pod/myapp02 --timeout=60s >/dev/null
+[[ "$(node_of myapp02)" == node0[12] ]] || fail "pod affinity: $(node_of myapp02)"
+ctl apply -f "$examples/pod-anti-affinity-preferred.yaml" >/dev/null
+ctl wait --for=condition=Ready pod/myapp10 --timeout=60s >/dev/null
+[ "$(node_of myapp10)" = node02 ] || fail "preferred anti-affinity: $(node_of myapp10)"
+ctl apply -f "$examples/pod-anti-affinity-required.yaml" >/dev/null
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=myapp20 | grep -q FailedScheduling"
+[ "$(ctl get pod myapp20 -o jsonpath='{.status.phase}')" = Pending ]
+ctl label nodes node02 cht=b --overwrite >/dev/null   # node02 leaves myapp01's domain
+ctl wait --for=condition=Ready pod/myapp20 --timeout=60s >/dev/null
+[ "$(node_of myapp20)" = node02 ] || fail "myapp20 after relabelling: $(node_of myapp20)"
+ctl delete pod myapp02 myapp10 myapp20 --grace-period=0 --force >/dev/null 2>&1
+
+section "6.1 The master's NoSchedule taint; NoSchedule on node01; 6.2 tolerations"
+ctl describe node master01 | grep -q '^Taints: *node-role.kubernetes.io/master:NoSchedule'
+ctl taint node node01 key1=value1:NoSchedule >/dev/null
+ctl describe node node01 | grep -q '^Taints: *key1=value1:NoSchedule'
+ctl run tainted --image=soscscs/myapp:v1 >/dev/null
+ctl wait --for=condition=Ready pod/tainted --timeout=60s >/dev/null
+[ "$(node_of tainted)" = node02 ] || fail "a NoSchedule taint let tainted onto $(node_of tainted)"
+ctl taint node node01 key1:NoSchedule- | grep -qx 'node/node01 untainted'
+# demo01's myapp01 tolerates cht=mycht:NoExecute for 3600 s: with both nodes tainted it
+# stays where it runs, while the pods without the toleration are evicted.
+ctl delete pod myapp01 --grace-period=0 --force >/dev/null 2>&1
+ctl apply -f "$examples/demo01.yaml" >/dev/null
+ctl wait --for=condition=Ready pod/myapp01 --timeout=60s >/dev/null
+host=$(node_of myapp01)
+ctl run plain --image=soscscs/myapp:v1 >/dev/null
+ctl taint node node01 node02 cht=mycht:NoExecute >/dev/null
+until_ok 60 sh -c "! MKUBECONFIG=$state/config $mkubectl get pod tainted plain >/dev/null 2>&1"
+[ "$(node_of myapp01)" = "$host" ] || fail "the tolerating pod moved"
+[ "$(ctl get pod myapp01 -o jsonpath='{.status.phase}')" = Running ]
+ctl apply -f "$examples/tolerate-all.yaml" >/dev/null   # tolerates every taint (Exists)
+ctl wait --for=condition=Ready pod/tolerate-all --timeout=60s >/dev/null
+ctl taint node node01 node02 cht=mycht:NoExecute- >/dev/null
+
+section "8.3 describe, logs, exec, cluster-info"
+ctl describe pod myapp01 | grep -q '^Status: *Running'
+ctl describe pod myapp01 | grep -q 'cht=mycht:NoExecute for 3600s'
+ctl exec myapp01 -- sh -c 'echo $HOSTNAME' | grep -qx myapp01
+ctl logs myapp01 >/dev/null
+ctl cluster-info | grep -q 'is running at'
 echo "walkthrough passed"
