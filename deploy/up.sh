@@ -7,6 +7,8 @@
 # 127.1.<i>.0/24; --simulated-nodes adds one agent holding that many simulated nodes (sim-0000
 # ...: they run no processes, and report their pods Running at once). Idempotent: what runs
 # is left alone, a daemon that died is started again. Returns once every node is Ready.
+# MKUBE_CONTROLLER_MANAGER_FLAGS and MKUBE_AGENT_FLAGS add flags to those daemons (tests use
+# them for short node grace periods).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
     --nodes=*) workers=${1#*=}; shift ;;
     --simulated-nodes) simulated=$2; shift 2 ;;
     --simulated-nodes=*) simulated=${1#*=}; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -138,7 +140,8 @@ start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
 # The controller-manager: Deployments, ReplicaSets and ReplicationControllers become pods.
 start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-controller-manager" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
-  --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready"
+  --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready" \
+  ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
 
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
@@ -155,7 +158,8 @@ for node in "${nodes[@]}"; do
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$token_file" \
     --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.1.$i" \
     --listen "127.0.1.$i:$agent_port" --pod-cidr "127.1.$i.0/24" --root-dir "$state/nodes/$node" \
-    --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}"
+    --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}" \
+    ${MKUBE_AGENT_FLAGS:-}
 done
 if [ "$simulated" -gt 0 ]; then
   start agent-simulated "$state/run/agent-simulated.ready" "$bin/mkube-agent" \

@@ -7,8 +7,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
-"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 \
-  --agent-port 0 >/dev/null
+# Nodes are taken as lost after 10 s without a Lease renewal (Kubernetes: 50 s), so that the
+# Unknown phase shows within the test.
+export MKUBE_CONTROLLER_MANAGER_FLAGS="--node-monitor-grace-period 10s --node-monitor-period 1s"
+export MKUBE_AGENT_FLAGS="--node-lease-duration-seconds 8"
+up() {
+  "$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
+    --apiserver-listen 127.0.0.1:0 --agent-port 0 >/dev/null
+}
+up
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
 examples=$root/deploy/examples
 ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
@@ -185,4 +192,12 @@ ctl describe pod myapp01 | grep -q 'cht=mycht:NoExecute for 3600s'
 ctl exec myapp01 -- sh -c 'echo $HOSTNAME' | grep -qx myapp01
 ctl logs myapp01 >/dev/null
 ctl cluster-info | grep -q 'is running at'
+section "8.2 Unknown: the agent of a pod's node stops; up.sh starts it again"
+node=$(node_of myapp01)
+kill -9 "$(cat "$state/run/agent-$node.pid")"
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get nodes | grep -q '^$node *NotReady '"
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-headers | grep -q ' Unknown '"
+up
+ctl get nodes | grep -q "^$node *Ready "
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-headers | grep -q ' Running '"
 echo "walkthrough passed"
