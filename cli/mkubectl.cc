@@ -28,6 +28,138 @@ absl::Status Reachable(Session& s) {
   return s.Worded(s.res().List(*api::FindResource("namespaces"), "", "", "").status());
 }
 
+// What the commands' definitions share: the app, the global flags, the action the parsed
+// line selected, and the flags of each command, kept until the process ends.
+struct Wiring {
+  CLI::App& app;
+  const Globals& g;
+  std::function<absl::Status()>& action;
+  std::vector<std::string>& args;
+  std::vector<std::shared_ptr<void>> kept;
+
+  template <typename T>
+  T* Keep() {
+    auto p = std::make_shared<T>();
+    kept.push_back(p);
+    return p.get();
+  }
+};
+
+void AddCreateDeploymentAndRun(Wiring& w, CLI::App* create) {
+  struct Deploy {
+    CreateDeploymentFlags flags;
+    std::string name;
+  };
+  auto* d = w.Keep<Deploy>();
+  auto* cmd = create->add_subcommand("deployment", "Create a deployment with the specified name");
+  cmd->alias("deploy");
+  cmd->add_option("name", d->name, "NAME");
+  cmd->add_option("command", d->flags.command, "The command and its arguments, after --");
+  cmd->add_option("--image", d->flags.images, "Image names to run")->take_all();
+  cmd->add_option("--replicas", d->flags.replicas, "Number of replicas")->capture_default_str();
+  cmd->add_option("--port", d->flags.port, "The port the container exposes");
+  cmd->callback([&w, d] {
+    w.action = [&w, d] {
+      std::vector<std::string> name;
+      if (!d->name.empty()) name.push_back(d->name);
+      return WithSession(w.g, [&](Session& s) { return CreateDeployment(s, name, d->flags); });
+    };
+  });
+
+  struct Run {
+    RunFlags flags;
+    std::string name;
+  };
+  auto* r = w.Keep<Run>();
+  auto* run = w.app.add_subcommand("run", "Run a particular image in a pod");
+  run->add_option("name", r->name, "NAME");
+  run->add_option("args", r->flags.args, "The container's arguments (or command), after --");
+  run->add_option("--image", r->flags.image, "The image for the container");
+  run->add_option("--restart", r->flags.restart, "Always, OnFailure or Never")
+      ->capture_default_str();
+  run->add_option("-l,--labels", r->flags.labels, "Labels, key=value[,key=value]");
+  run->add_option("--env", r->flags.env, "Environment variables, NAME=VALUE");
+  run->add_option("--port", r->flags.port, "The port the container exposes");
+  run->add_flag("--command", r->flags.command, "The words after -- are the command");
+  run->callback([&w, r] {
+    w.action = [&w, r] {
+      std::vector<std::string> name;
+      if (!r->name.empty()) name.push_back(r->name);
+      return WithSession(w.g, [&](Session& s) { return RunPod(s, name, r->flags); });
+    };
+  });
+}
+
+void AddConfig(Wiring& w) {
+  struct Config {
+    bool raw = false, minify = false;
+    std::string output, use;
+    SetContextFlags set;
+    std::string ns, cluster, user;
+  };
+  auto* c = w.Keep<Config>();
+  auto* config = w.app.add_subcommand("config", "Modify kubeconfig files");
+  config->require_subcommand(1);
+  auto* view = config->add_subcommand("view", "Display merged kubeconfig settings");
+  view->add_flag("--raw", c->raw, "Show the certificates and tokens too");
+  view->add_flag("--minify", c->minify, "Only what the current context uses");
+  view->callback([&w, c] { w.action = [&w, c] { return ConfigView(w.g, c->raw, c->minify); }; });
+  auto* get_contexts = config->add_subcommand("get-contexts", "Describe one or many contexts");
+  get_contexts->add_option("names", w.args, "NAME...");
+  get_contexts->add_option("-o,--output", c->output, "name: only the names");
+  get_contexts->callback(
+      [&w, c] { w.action = [&w, c] { return ConfigGetContexts(w.g, w.args, c->output); }; });
+  config->add_subcommand("current-context", "Display the current-context")->callback([&w] {
+    w.action = [&w] { return ConfigCurrentContext(w.g); };
+  });
+  auto* use = config->add_subcommand("use-context", "Set the current-context");
+  use->add_option("name", c->use, "CONTEXT_NAME")->required();
+  use->callback([&w, c] { w.action = [&w, c] { return ConfigUseContext(w.g, c->use); }; });
+  auto* set = config->add_subcommand("set-context", "Set a context entry in kubeconfig");
+  set->add_option("name", c->set.name, "CONTEXT_NAME");
+  set->add_flag("--current", c->set.current, "Modify the current context");
+  auto* ns = set->add_option("--namespace", c->ns, "The context's namespace");
+  auto* cluster = set->add_option("--cluster", c->cluster, "The context's cluster");
+  auto* user = set->add_option("--user", c->user, "The context's user");
+  set->callback([&w, c, ns, cluster, user] {
+    if (ns->count()) c->set.ns = c->ns;
+    if (cluster->count()) c->set.cluster = c->cluster;
+    if (user->count()) c->set.user = c->user;
+    w.action = [&w, c] { return ConfigSetContext(w.g, c->set); };
+  });
+}
+
+void AddWaitAndPatch(Wiring& w) {
+  auto* wf = w.Keep<WaitFlags>();
+  auto* wait =
+      w.app.add_subcommand("wait", "Wait for a specific condition on one or many resources");
+  wait->add_option("args", w.args, "TYPE NAME... | TYPE/NAME...")->required();
+  wait->add_option("--for", wf->for_, "delete, condition=TYPE[=VALUE] or jsonpath='{PATH}'=VALUE");
+  wait->add_option("-l,--selector", wf->labels, "Label selector");
+  wait->add_flag("--all", wf->all, "Every resource of the type in the namespace");
+  wait->add_option("--timeout", wf->timeout, "How long to wait, e.g. 30s, 5m")
+      ->capture_default_str();
+  wait->callback([&w, wf] {
+    w.action = [&w, wf] {
+      return WithSession(w.g, [&](Session& s) { return Wait(s, w.args, *wf); });
+    };
+  });
+
+  auto* pf = w.Keep<PatchFlags>();
+  auto* patch = w.app.add_subcommand("patch", "Update fields of a resource using a patch");
+  patch->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  patch->add_option("-p,--patch", pf->patch, "The patch to apply, as JSON");
+  patch->add_option("--patch-file", pf->patch_file, "A file holding the patch");
+  patch->add_option("--type", pf->type, "The type of patch: json, merge or strategic")
+      ->capture_default_str();
+  patch->add_option("--subresource", pf->subresource, "status or scale: patch that instead");
+  patch->callback([&w, pf] {
+    w.action = [&w, pf] {
+      return WithSession(w.g, [&](Session& s) { return Patch(s, w.args, *pf); });
+    };
+  });
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"mkubectl controls the mkube cluster manager."};
   app.require_subcommand(1);
@@ -45,6 +177,8 @@ int Run(int argc, char** argv) {
   app.add_option("--request-timeout", g.request_timeout,
                  "How long to wait for a single server request (0: no timeout); e.g. 1s, 2m, 3h");
   std::function<absl::Status()> action;
+  std::vector<std::string> args;  // the positional words of most commands
+  Wiring w{app, g, action, args, {}};
 
   // apply / create
   std::vector<std::string> files;
@@ -84,46 +218,7 @@ int Run(int argc, char** argv) {
     };
   });
 
-  CreateDeploymentFlags create_deploy;
-  std::string create_deploy_name;
-  auto* create_deploy_cmd =
-      create->add_subcommand("deployment", "Create a deployment with the specified name");
-  create_deploy_cmd->alias("deploy");
-  create_deploy_cmd->add_option("name", create_deploy_name, "NAME");
-  create_deploy_cmd->add_option("command", create_deploy.command,
-                                "The command and its arguments, after --");
-  create_deploy_cmd->add_option("--image", create_deploy.images, "Image names to run")->take_all();
-  create_deploy_cmd->add_option("--replicas", create_deploy.replicas, "Number of replicas")
-      ->capture_default_str();
-  create_deploy_cmd->add_option("--port", create_deploy.port, "The port the container exposes");
-  create_deploy_cmd->callback([&] {
-    action = [&] {
-      std::vector<std::string> name;
-      if (!create_deploy_name.empty()) name.push_back(create_deploy_name);
-      return WithSession(g, [&](Session& s) { return CreateDeployment(s, name, create_deploy); });
-    };
-  });
-
-  // run
-  RunFlags run_flags;
-  auto* run = app.add_subcommand("run", "Run a particular image in a pod");
-  std::string run_name;
-  run->add_option("name", run_name, "NAME");
-  run->add_option("args", run_flags.args, "The container's arguments (or command), after --");
-  run->add_option("--image", run_flags.image, "The image for the container");
-  run->add_option("--restart", run_flags.restart, "Always, OnFailure or Never")
-      ->capture_default_str();
-  run->add_option("-l,--labels", run_flags.labels, "Labels, key=value[,key=value]");
-  run->add_option("--env", run_flags.env, "Environment variables, NAME=VALUE");
-  run->add_option("--port", run_flags.port, "The port the container exposes");
-  run->add_flag("--command", run_flags.command, "The words after -- are the command");
-  run->callback([&] {
-    action = [&] {
-      std::vector<std::string> name;
-      if (!run_name.empty()) name.push_back(run_name);
-      return WithSession(g, [&](Session& s) { return RunPod(s, name, run_flags); });
-    };
-  });
+  AddCreateDeploymentAndRun(w, create);
 
   // schedule --dry-run
   std::string schedule_config;
@@ -144,7 +239,6 @@ int Run(int argc, char** argv) {
 
   // get
   GetFlags gf;
-  std::vector<std::string> args;
   auto* get = app.add_subcommand("get", "Display one or many resources");
   get->add_option("args", args, "TYPE[.GROUP] [NAME...] | TYPE/NAME... | all");
   get->add_option("-o,--output", gf.output,
@@ -198,67 +292,8 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); };
   });
 
-  // config
-  auto* config = app.add_subcommand("config", "Modify kubeconfig files");
-  config->require_subcommand(1);
-  bool config_raw = false, config_minify = false;
-  auto* config_view = config->add_subcommand("view", "Display merged kubeconfig settings");
-  config_view->add_flag("--raw", config_raw, "Show the certificates and tokens too");
-  config_view->add_flag("--minify", config_minify, "Only what the current context uses");
-  config_view->callback([&] { action = [&] { return ConfigView(g, config_raw, config_minify); }; });
-  std::string config_output;
-  auto* get_contexts = config->add_subcommand("get-contexts", "Describe one or many contexts");
-  get_contexts->add_option("names", args, "NAME...");
-  get_contexts->add_option("-o,--output", config_output, "name: only the names");
-  get_contexts->callback(
-      [&] { action = [&] { return ConfigGetContexts(g, args, config_output); }; });
-  config->add_subcommand("current-context", "Display the current-context")->callback([&] {
-    action = [&] { return ConfigCurrentContext(g); };
-  });
-  std::string use_name;
-  auto* use_context = config->add_subcommand("use-context", "Set the current-context");
-  use_context->add_option("name", use_name, "CONTEXT_NAME")->required();
-  use_context->callback([&] { action = [&] { return ConfigUseContext(g, use_name); }; });
-  SetContextFlags scf;
-  std::string sc_ns, sc_cluster, sc_user;
-  auto* set_context = config->add_subcommand("set-context", "Set a context entry in kubeconfig");
-  set_context->add_option("name", scf.name, "CONTEXT_NAME");
-  set_context->add_flag("--current", scf.current, "Modify the current context");
-  auto* sc_ns_opt = set_context->add_option("--namespace", sc_ns, "The context's namespace");
-  auto* sc_cluster_opt = set_context->add_option("--cluster", sc_cluster, "The context's cluster");
-  auto* sc_user_opt = set_context->add_option("--user", sc_user, "The context's user");
-  set_context->callback([&] {
-    if (sc_ns_opt->count()) scf.ns = sc_ns;
-    if (sc_cluster_opt->count()) scf.cluster = sc_cluster;
-    if (sc_user_opt->count()) scf.user = sc_user;
-    action = [&] { return ConfigSetContext(g, scf); };
-  });
-
-  // wait
-  WaitFlags wf;
-  auto* wait = app.add_subcommand("wait", "Wait for a specific condition on one or many resources");
-  wait->add_option("args", args, "TYPE NAME... | TYPE/NAME...")->required();
-  wait->add_option("--for", wf.for_,
-                   "delete, condition=TYPE[=VALUE] or jsonpath='{PATH}'=VALUE");
-  wait->add_option("-l,--selector", wf.labels, "Label selector");
-  wait->add_flag("--all", wf.all, "Every resource of the type in the namespace");
-  wait->add_option("--timeout", wf.timeout, "How long to wait, e.g. 30s, 5m")->capture_default_str();
-  wait->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Wait(s, args, wf); }); };
-  });
-
-  // patch
-  PatchFlags pf;
-  auto* patch = app.add_subcommand("patch", "Update fields of a resource using a patch");
-  patch->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  patch->add_option("-p,--patch", pf.patch, "The patch to apply, as JSON");
-  patch->add_option("--patch-file", pf.patch_file, "A file holding the patch");
-  patch->add_option("--type", pf.type, "The type of patch: json, merge or strategic")
-      ->capture_default_str();
-  patch->add_option("--subresource", pf.subresource, "status or scale: patch that instead");
-  patch->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Patch(s, args, pf); }); };
-  });
+  AddConfig(w);
+  AddWaitAndPatch(w);
 
   // label / annotate / taint
   bool overwrite = false;
