@@ -186,6 +186,19 @@ ctl apply -f "$examples/tolerate-all.yaml" >/dev/null   # tolerates every taint 
 ctl wait --for=condition=Ready pod/tolerate-all --timeout=60s >/dev/null
 ctl taint node node01 node02 cht=mycht:NoExecute- >/dev/null
 
+section "6.2.3 PreferNoSchedule on the master: used only when the nodes cannot take a pod"
+ctl taint node node01 node02 full=yes:NoSchedule >/dev/null
+ctl taint node master01 node-role.kubernetes.io/master:NoSchedule- >/dev/null
+ctl taint node master01 node-role.kubernetes.io/master=:PreferNoSchedule >/dev/null
+ctl describe node master01 | grep -q '^Taints: *node-role.kubernetes.io/master:PreferNoSchedule'
+ctl run overflow --image=soscscs/myapp:v1 >/dev/null
+ctl wait --for=condition=Ready pod/overflow --timeout=60s >/dev/null
+[ "$(node_of overflow)" = master01 ] || fail "PreferNoSchedule: overflow on $(node_of overflow)"
+ctl delete pod overflow --grace-period=0 --force >/dev/null 2>&1
+ctl taint node master01 node-role.kubernetes.io/master:PreferNoSchedule- >/dev/null
+ctl taint node master01 node-role.kubernetes.io/master=:NoSchedule >/dev/null
+ctl taint node node01 node02 full:NoSchedule- >/dev/null
+
 section "8.3 describe, logs, exec, cluster-info"
 ctl describe pod myapp01 | grep -q '^Status: *Running'
 ctl describe pod myapp01 | grep -q 'cht=mycht:NoExecute for 3600s'
