@@ -160,6 +160,182 @@ void AddWaitAndPatch(Wiring& w) {
   });
 }
 
+void AddPodAndNodeCommands(Wiring& w) {
+  struct State {
+    std::string describe_labels, drain_node, logs_pod, exec_pod;
+    DrainFlags drain;
+    LogsFlags logs;
+    ExecFlags exec;
+    std::vector<std::string> exec_command;
+  };
+  auto* st = w.Keep<State>();
+  auto* describe = w.app.add_subcommand(
+      "describe", "Show details of a specific resource or group of resources");
+  describe->add_option("args", w.args, "TYPE [NAME...] | TYPE/NAME...")->required();
+  describe->add_option("-l,--selector", st->describe_labels, "Label selector");
+  describe->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return Describe(s, w.args, st->describe_labels); });
+    };
+  });
+  auto* drain = w.app.add_subcommand("drain", "Drain node in preparation for maintenance");
+  drain->add_option("node", st->drain_node, "NODE")->required();
+  drain->add_flag("--ignore-daemonsets", st->drain.ignore_daemonsets,
+                  "Ignore DaemonSet-managed pods");
+  drain->add_flag(
+      "--delete-emptydir-data,--delete-local-data", st->drain.delete_emptydir_data,
+      "Continue even if there are pods using emptyDir (local data that will be deleted)");
+  drain->add_flag("--force", st->drain.force,
+                  "Continue even if there are pods that do not declare a controller");
+  drain->add_option("--grace-period", st->drain.grace,
+                    "Seconds given to each pod to terminate gracefully (-1: its own)");
+  drain->add_option("--timeout", st->drain.timeout,
+                    "How long to wait before giving up (0: infinite)");
+  drain->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return Drain(s, st->drain_node, st->drain); });
+    };
+  });
+  auto* logs = w.app.add_subcommand("logs", "Print the logs for a container in a pod");
+  logs->add_option("pod", st->logs_pod, "POD | pod/POD");
+  logs->add_option("-l,--selector", st->logs.selector, "The pods with these labels");
+  logs->add_flag("--prefix", st->logs.prefix, "Start each line with [pod/NAME/CONTAINER]");
+  logs->add_option("-c,--container", st->logs.container, "The container (default: the first)");
+  logs->add_flag("-f,--follow", st->logs.follow, "Keep streaming the log as it grows");
+  logs->add_option("--tail", st->logs.tail,
+                   "Lines of recent log to show (-1: all; 10 per pod with a selector)");
+  logs->add_flag("-p,--previous", st->logs.previous,
+                 "The previous instance of the container, if it restarted");
+  logs->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return Logs(s, st->logs_pod, st->logs); });
+    };
+  });
+  auto* exec =
+      w.app.add_subcommand("exec", "Execute a command in a container: exec POD -- CMD...");
+  exec->add_option("pod", st->exec_pod, "POD | pod/POD")->required();
+  exec->add_option("command", st->exec_command, "The command and its arguments, after --");
+  exec->add_option("-c,--container", st->exec.container, "The container (default: the first)");
+  exec->add_flag("-i,--stdin", st->exec.stdin, "Pass stdin to the container");
+  exec->add_flag("-t,--tty", st->exec.tty, "Stdin is a TTY");
+  exec->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(
+          w.g, [&](Session& s) { return Exec(s, st->exec_pod, st->exec_command, st->exec); });
+    };
+  });
+}
+
+void AddRolloutAndSetImage(Wiring& w) {
+  struct State {
+    std::string timeout = "0s";
+    int64_t to_revision = 0;
+  };
+  auto* st = w.Keep<State>();
+  auto* rollout = w.app.add_subcommand("rollout", "Manage the rollout of a resource");
+  rollout->require_subcommand(1);
+  auto* status = rollout->add_subcommand("status", "Show the status of the rollout");
+  status->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  status->add_option("--timeout", st->timeout, "How long to wait (0: forever)");
+  status->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return RolloutStatus(s, w.args, st->timeout); });
+    };
+  });
+  auto* history = rollout->add_subcommand("history", "View the rollout history");
+  history->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  history->callback([&w] {
+    w.action = [&w] {
+      return WithSession(w.g, [&](Session& s) { return RolloutHistory(s, w.args); });
+    };
+  });
+  auto* undo = rollout->add_subcommand("undo", "Undo a previous rollout");
+  undo->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  undo->add_option("--to-revision", st->to_revision,
+                   "The revision to roll back to (0: the previous one)");
+  undo->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return RolloutUndo(s, w.args, st->to_revision); });
+    };
+  });
+  for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
+           {"pause", "Mark the provided resource as paused"},
+           {"resume", "Resume a paused resource"},
+           {"restart", "Restart a resource (its pods are replaced by a rollout)"}}) {
+    auto* sub = rollout->add_subcommand(verb, help);
+    sub->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+    sub->callback([&w, verb = verb] {
+      w.action = [&w, verb] {
+        return WithSession(w.g, [&](Session& s) { return RolloutControl(s, verb, w.args); });
+      };
+    });
+  }
+  auto* set = w.app.add_subcommand("set", "Set specific features on objects");
+  set->require_subcommand(1);
+  auto* set_image = set->add_subcommand("image", "Update the image of a pod template");
+  set_image
+      ->add_option("args", w.args, "TYPE NAME CONTAINER=IMAGE... | TYPE/NAME CONTAINER=IMAGE...")
+      ->required();
+  set_image->callback([&w] {
+    w.action = [&w] { return WithSession(w.g, [&](Session& s) { return SetImage(s, w.args); }); };
+  });
+}
+
+void AddInformation(Wiring& w) {
+  struct State {
+    bool client_only = false;
+    std::string explain_path, shell;
+  };
+  auto* st = w.Keep<State>();
+  auto* version =
+      w.app.add_subcommand("version", "Print the client and server version information");
+  version->add_flag("--client", st->client_only, "Only the client version");
+  version->callback([&w, st] {
+    w.action = [&w, st] {
+      std::cout << "Client Version: " << kVersion << "\n";
+      if (st->client_only) return absl::OkStatus();
+      return WithSession(w.g, [](Session& s) {
+        MKUBE_RETURN_IF_ERROR(Reachable(s));
+        std::cout << "Server Version: " << kVersion << "\n";
+        return absl::OkStatus();
+      });
+    };
+  });
+  auto* info = w.app.add_subcommand("cluster-info", "Display cluster information");
+  info->callback([&w] {
+    w.action = [&w] {
+      return WithSession(w.g, [](Session& s) {
+        MKUBE_RETURN_IF_ERROR(Reachable(s));
+        const bool tty = isatty(STDOUT_FILENO);
+        std::cout << (tty ? "\033[0;32mKubernetes control plane\033[0m is running at \033[0;33m"
+                          : "Kubernetes control plane is running at ")
+                  << s.server() << (tty ? "\033[0m" : "") << "\n\n"
+                  << "To further debug and diagnose cluster problems, use 'mkubectl cluster-info "
+                     "dump'.\n";
+        return absl::OkStatus();
+      });
+    };
+  });
+  auto* explain = w.app.add_subcommand(
+      "explain", "Get the fields of a resource, or of a field: TYPE[.FIELD...]");
+  explain->add_option("path", st->explain_path, "e.g. pod.spec.affinity.nodeAffinity")->required();
+  explain->callback([&w, st] { w.action = [st] { return Explain(st->explain_path); }; });
+  auto* completion = w.app.add_subcommand(
+      "completion", "Output shell completion code: source <(mkubectl completion bash|zsh)");
+  completion->add_option("shell", st->shell, "bash or zsh")->required();
+  completion->callback([&w, st] {
+    w.action = [&w, st] {
+      std::vector<std::string> commands;
+      for (const CLI::App* sub : w.app.get_subcommands({})) commands.push_back(sub->get_name());
+      std::sort(commands.begin(), commands.end());
+      return Completion(st->shell, commands);
+    };
+  });
+  auto* resources =
+      w.app.add_subcommand("api-resources", "Print the supported API resources on the server");
+  resources->callback([&w] { w.action = [] { return ApiResources(); }; });
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"mkubectl controls the mkube cluster manager."};
   app.require_subcommand(1);
@@ -339,165 +515,9 @@ int Run(int argc, char** argv) {
     action = [&] { return WithSession(g, [&](Session& s) { return Scale(s, args, replicas); }); };
   });
 
-  // describe / drain / rollout / set image
-  std::string describe_labels;
-  auto* describe =
-      app.add_subcommand("describe", "Show details of a specific resource or group of resources");
-  describe->add_option("args", args, "TYPE [NAME...] | TYPE/NAME...")->required();
-  describe->add_option("-l,--selector", describe_labels, "Label selector");
-  describe->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Describe(s, args, describe_labels); });
-    };
-  });
-  DrainFlags drain_flags;
-  std::string drain_node;
-  auto* drain = app.add_subcommand("drain", "Drain node in preparation for maintenance");
-  drain->add_option("node", drain_node, "NODE")->required();
-  drain->add_flag("--ignore-daemonsets", drain_flags.ignore_daemonsets,
-                  "Ignore DaemonSet-managed pods");
-  drain->add_flag(
-      "--delete-emptydir-data,--delete-local-data", drain_flags.delete_emptydir_data,
-      "Continue even if there are pods using emptyDir (local data that will be deleted)");
-  drain->add_flag("--force", drain_flags.force,
-                  "Continue even if there are pods that do not declare a controller");
-  drain->add_option("--grace-period", drain_flags.grace,
-                    "Seconds given to each pod to terminate gracefully (-1: its own)");
-  drain->add_option("--timeout", drain_flags.timeout,
-                    "How long to wait before giving up (0: infinite)");
-  drain->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Drain(s, drain_node, drain_flags); });
-    };
-  });
-  LogsFlags logs_flags;
-  std::string logs_pod;
-  auto* logs = app.add_subcommand("logs", "Print the logs for a container in a pod");
-  logs->add_option("pod", logs_pod, "POD | pod/POD");
-  logs->add_option("-l,--selector", logs_flags.selector, "The pods with these labels");
-  logs->add_flag("--prefix", logs_flags.prefix, "Start each line with [pod/NAME/CONTAINER]");
-  logs->add_option("-c,--container", logs_flags.container, "The container (default: the first)");
-  logs->add_flag("-f,--follow", logs_flags.follow, "Keep streaming the log as it grows");
-  logs->add_option("--tail", logs_flags.tail,
-                   "Lines of recent log to show (-1: all; 10 per pod with a selector)");
-  logs->add_flag("-p,--previous", logs_flags.previous,
-                 "The previous instance of the container, if it restarted");
-  logs->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Logs(s, logs_pod, logs_flags); });
-    };
-  });
-  ExecFlags exec_flags;
-  std::string exec_pod;
-  std::vector<std::string> exec_command;
-  auto* exec = app.add_subcommand("exec", "Execute a command in a container: exec POD -- CMD...");
-  exec->add_option("pod", exec_pod, "POD | pod/POD")->required();
-  exec->add_option("command", exec_command, "The command and its arguments, after --");
-  exec->add_option("-c,--container", exec_flags.container, "The container (default: the first)");
-  exec->add_flag("-i,--stdin", exec_flags.stdin, "Pass stdin to the container");
-  exec->add_flag("-t,--tty", exec_flags.tty, "Stdin is a TTY");
-  exec->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Exec(s, exec_pod, exec_command, exec_flags); });
-    };
-  });
-  auto* rollout = app.add_subcommand("rollout", "Manage the rollout of a resource");
-  rollout->require_subcommand(1);
-  std::string rollout_timeout = "0s";
-  auto* rollout_status = rollout->add_subcommand("status", "Show the status of the rollout");
-  rollout_status->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  rollout_status->add_option("--timeout", rollout_timeout, "How long to wait (0: forever)");
-  rollout_status->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return RolloutStatus(s, args, rollout_timeout); });
-    };
-  });
-  auto* rollout_history = rollout->add_subcommand("history", "View the rollout history");
-  rollout_history->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  rollout_history->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return RolloutHistory(s, args); }); };
-  });
-  int64_t to_revision = 0;
-  auto* rollout_undo = rollout->add_subcommand("undo", "Undo a previous rollout");
-  rollout_undo->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  rollout_undo->add_option("--to-revision", to_revision,
-                           "The revision to roll back to (0: the previous one)");
-  rollout_undo->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return RolloutUndo(s, args, to_revision); });
-    };
-  });
-  for (const auto& [verb, help] : std::vector<std::pair<std::string, std::string>>{
-           {"pause", "Mark the provided resource as paused"},
-           {"resume", "Resume a paused resource"},
-           {"restart", "Restart a resource (its pods are replaced by a rollout)"}}) {
-    auto* sub = rollout->add_subcommand(verb, help);
-    sub->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-    sub->callback([&, verb = verb] {
-      action = [&, verb] {
-        return WithSession(g, [&](Session& s) { return RolloutControl(s, verb, args); });
-      };
-    });
-  }
-  auto* set = app.add_subcommand("set", "Set specific features on objects");
-  set->require_subcommand(1);
-  auto* set_image = set->add_subcommand("image", "Update the image of a pod template");
-  set_image->add_option("args", args, "TYPE NAME CONTAINER=IMAGE... | TYPE/NAME CONTAINER=IMAGE...")
-      ->required();
-  set_image->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return SetImage(s, args); }); };
-  });
-
-  // information
-  auto* version = app.add_subcommand("version", "Print the client and server version information");
-  bool client_only = false;
-  version->add_flag("--client", client_only, "Only the client version");
-  version->callback([&] {
-    action = [&] {
-      std::cout << "Client Version: " << kVersion << "\n";
-      if (client_only) return absl::OkStatus();
-      return WithSession(g, [](Session& s) {
-        MKUBE_RETURN_IF_ERROR(Reachable(s));
-        std::cout << "Server Version: " << kVersion << "\n";
-        return absl::OkStatus();
-      });
-    };
-  });
-  auto* info = app.add_subcommand("cluster-info", "Display cluster information");
-  info->callback([&] {
-    action = [&] {
-      return WithSession(g, [](Session& s) {
-        MKUBE_RETURN_IF_ERROR(Reachable(s));
-        const bool tty = isatty(STDOUT_FILENO);
-        std::cout << (tty ? "\033[0;32mKubernetes control plane\033[0m is running at \033[0;33m"
-                          : "Kubernetes control plane is running at ")
-                  << s.server() << (tty ? "\033[0m" : "") << "\n\n"
-                  << "To further debug and diagnose cluster problems, use 'mkubectl cluster-info "
-                     "dump'.\n";
-        return absl::OkStatus();
-      });
-    };
-  });
-  std::string explain_path;
-  auto* explain =
-      app.add_subcommand("explain", "Get the fields of a resource, or of a field: TYPE[.FIELD...]");
-  explain->add_option("path", explain_path, "e.g. pod.spec.affinity.nodeAffinity")->required();
-  explain->callback([&] { action = [&] { return Explain(explain_path); }; });
-  std::string shell;
-  auto* completion = app.add_subcommand(
-      "completion", "Output shell completion code: source <(mkubectl completion bash|zsh)");
-  completion->add_option("shell", shell, "bash or zsh")->required();
-  completion->callback([&] {
-    action = [&] {
-      std::vector<std::string> commands;
-      for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
-      std::sort(commands.begin(), commands.end());
-      return Completion(shell, commands);
-    };
-  });
-  auto* resources =
-      app.add_subcommand("api-resources", "Print the supported API resources on the server");
-  resources->callback([&] { action = [] { return ApiResources(); }; });
+  AddPodAndNodeCommands(w);
+  AddRolloutAndSetImage(w);
+  AddInformation(w);
 
   try {
     app.parse(argc, argv);  // CLI11 reports bad flags and --help by throwing
