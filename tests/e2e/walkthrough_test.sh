@@ -4,6 +4,7 @@
 # nodeSelector and labels, spreading, NoExecute taints, cordon, drain, the pod phases, node
 # and pod (anti-)affinity, taints and tolerations, and the troubleshooting commands.
 set -euo pipefail
+trap 'echo "walkthrough_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/up.sh starts a working cluster in a given state dir and deploy/down.sh stops it.
 set -euo pipefail
+trap 'echo "deploy_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
@@ -35,6 +36,7 @@ ip=$(ctl get pod myapp -o wide --no-headers | awk '{print $6}')
 [[ "$ip" == 127.1.2.* ]] || { echo "pod IP '$ip' is not from node01's range" >&2; exit 1; }
 reply=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://$ip/', timeout=5).read().decode().strip())")
 [ "$reply" = 'Hello MyApp | Version: v1 | <a href="hostname.html">Pod Name</a>' ] || { echo "unexpected reply: $reply" >&2; exit 1; }
+for _ in $(seq 1 100); do ctl logs myapp | grep -q '^GET / 200$' && break; sleep 0.1; done
 ctl logs myapp | grep -q '^GET / 200$'
 [ "$(ctl exec myapp -- sh -c 'echo $HOSTNAME')" = myapp ]
 
@@ -54,6 +56,12 @@ etcdctl --endpoints="$addr" put deploy-test ok >/dev/null
 # a zombie, which must not count as running).
 sched_pid=$(cat "$state/run/scheduler.pid")
 kill -9 "$sched_pid"
+# Killed: the kernel has ended it (a zombie until reaped) once its state says so.
+for _ in $(seq 1 100); do
+  [ "$(awk '{print $3}' "/proc/$sched_pid/stat" 2>/dev/null || echo gone)" != Z ] || break
+  [ -e "/proc/$sched_pid" ] || break
+  sleep 0.01
+done
 again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
 grep -q "store already running (pid $pid)" <<<"$again"
 ! grep -q "scheduler already running" <<<"$again"
