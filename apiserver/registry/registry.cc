@@ -96,7 +96,12 @@ absl::StatusOr<std::string> Registry::ReadModifyWrite(
   if (!dry_run) {
     if (cache::EntryPtr cached = cache_->Get(key)) {
       auto r = attempt(cached);
-      if (r.ok()) return r;
+      // A store that failed to answer may still have made the write: no second one.
+      const absl::StatusCode code = r.status().code();
+      if (r.ok() || code == absl::StatusCode::kUnavailable ||
+          code == absl::StatusCode::kDeadlineExceeded) {
+        return r;
+      }
     }
   }
   auto cur = Current(kind, key, name);

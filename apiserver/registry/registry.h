@@ -68,7 +68,8 @@ class Registry {
   // A read-modify-write of the object at `key`, as Kubernetes' GuaranteedUpdate starts from
   // its watch cache: `attempt` runs on the cache's copy, and only if that fails (a stale copy
   // fails the write's revision check, or a check against old state) again on the store's, so
-  // every answer but success comes from the current object. Dry runs read the store.
+  // every answer but success comes from the current object. A store that did not answer
+  // (unavailable, deadline) is not written to again. Dry runs read the store.
   absl::StatusOr<std::string> ReadModifyWrite(
       const api::KindInfo& kind, const std::string& key, const std::string& name, bool dry_run,
       const std::function<absl::StatusOr<std::string>(const cache::EntryPtr&)>& attempt);
