@@ -62,12 +62,13 @@ void EventRecorder::Record(const google::protobuf::Message& obj, const std::stri
   ev.mutable_source()->set_host(host_);
   ev.set_reporting_component(component_);
   ev.set_reporting_instance(host_);
-  const std::string now = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", clock_->Now(), absl::UTCTimeZone());
+  const absl::Time at = clock_->Now();
+  const std::string now = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", at, absl::UTCTimeZone());
   ev.set_first_timestamp(now);
   ev.set_last_timestamp(now);
   ev.set_count(1);
   absl::MutexLock lock(&mu_);
-  std::optional<EventCorrelator::Correlated> c = correlator_.Correlate(std::move(ev), clock_->Now());
+  std::optional<EventCorrelator::Correlated> c = correlator_.Correlate(std::move(ev), at);
   if (!c) {
     ++filtered_;
     return;
