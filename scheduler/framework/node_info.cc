@@ -70,11 +70,6 @@ void NodeInfo::Refresh(const ResourceList& list, std::array<int64_t, 4>& fast) {
   }
 }
 
-namespace {
-constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
-constexpr char kZoneLabel[] = "topology.kubernetes.io/zone";
-}  // namespace
-
 void NodeInfo::SetNode(NodePtr node) {
   node_ = std::move(node);
   const auto& labels = node_->metadata().labels();

@@ -49,6 +49,10 @@ struct LabelGroup {
   int64_t terminating = 0;  // of count, those being deleted
 };
 
+// The well-known node labels topology spreading uses by default.
+inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
+inline constexpr char kZoneLabel[] = "topology.kubernetes.io/zone";
+
 // A node as one scheduling cycle sees it: the Node, the pods on it (bound, or assumed on it
 // by this scheduler) and what they hold together, computed as pods come and go so that a
 // filter never adds them up again. The scheduler's cache makes them; a snapshot shares them

@@ -16,8 +16,8 @@ namespace {
 using Constraint = PodTopologySpread::Constraint;
 using framework::NodeInfo;
 
-constexpr char kHostname[] = "kubernetes.io/hostname";
-constexpr char kZone[] = "topology.kubernetes.io/zone";
+using framework::kHostnameLabel;
+using framework::kZoneLabel;
 constexpr char kScoreKey[] = "PodTopologySpread/score";
 
 // Pod counts by the value of one constraint's key.
@@ -118,10 +118,6 @@ bool EveryNodeIncluded(const Constraint& c, const RequiredNodeAffinity* affinity
   return !c.honor_taints && !(c.honor_node_affinity && affinity && !affinity->empty());
 }
 
-const std::string* ValueOf(const NodeInfo& node, const std::string& key) {
-  return node.Label(key);
-}
-
 struct FilterState : framework::CycleState::Data {
   std::vector<Constraint> constraints;
   std::vector<DomainCounts> counts;
@@ -161,7 +157,7 @@ absl::StatusOr<std::vector<Constraint>> PodTopologySpread::ConstraintsOf(const a
   std::vector<api::TopologySpreadConstraint> defaults;
   if (args_.system_defaulted) {
     if (hard) return out;
-    for (const auto& [key, skew] : {std::pair{kHostname, 3}, std::pair{kZone, 5}}) {
+    for (const auto& [key, skew] : {std::pair{kHostnameLabel, 3}, std::pair{kZoneLabel, 5}}) {
       api::TopologySpreadConstraint c;
       c.set_topology_key(key);
       c.set_max_skew(skew);
@@ -219,7 +215,7 @@ framework::Status PodTopologySpread::PreFilter(framework::CycleState& state, con
       for (size_t i = 0; i < s->constraints.size(); ++i) {
         const Constraint& c = s->constraints[i];
         if (!Included(c, pod, node->node(), required)) continue;
-        s->counts[i][*ValueOf(*node, c.topology_key)] +=
+        s->counts[i][*node->Label(c.topology_key)] +=
             CountMatching(*node, c, ns, &memos[i]);
       }
     }
@@ -244,7 +240,7 @@ framework::Status PodTopologySpread::Filter(const framework::CycleState& state, 
   if (!s) return {};
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
-    const std::string* value = ValueOf(node, c.topology_key);
+    const std::string* value = node.Label(c.topology_key);
     if (!value) return framework::Status::Unresolvable(kMissingLabelReason);
     auto it = s->counts[i].find(*value);
     const int64_t here = it == s->counts[i].end() ? 0 : it->second;
@@ -281,16 +277,16 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
     }
     for (size_t i = 0; i < s->constraints.size(); ++i) {
       const std::string& key = s->constraints[i].topology_key;
-      if (key == kHostname) {
+      if (key == kHostnameLabel) {
         s->per_node[i][node] = CountMatching(*node, s->constraints[i], ns, &memos[i]);
         continue;
       }
-      const std::string* value = ValueOf(*node, key);
+      const std::string* value = node->Label(key);
       if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
     }
   }
   for (size_t i = 0; i < s->constraints.size(); ++i) {
-    const int64_t size = s->constraints[i].topology_key == kHostname
+    const int64_t size = s->constraints[i].topology_key == kHostnameLabel
                              ? static_cast<int64_t>(nodes.size() - s->ignored.size())
                              : sizes[i];
     s->weights.push_back(std::log(static_cast<double>(size + 2)));
@@ -303,7 +299,7 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   bool node_by_node = false;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
-    if (c.topology_key == kHostname) continue;
+    if (c.topology_key == kHostnameLabel) continue;
     from_sums[i] =
         EveryNodeIncluded(c, required) && (!require_all || s->constraints.size() == 1);
     node_by_node = node_by_node || !from_sums[i];
@@ -323,11 +319,11 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
       if (require_all && !HasAllKeys(*node, s->constraints)) continue;
       for (size_t i = 0; i < s->constraints.size(); ++i) {
         const Constraint& c = s->constraints[i];
-        if (c.topology_key == kHostname || from_sums[i] ||
+        if (c.topology_key == kHostnameLabel || from_sums[i] ||
             !Included(c, pod, node->node(), required)) {
           continue;
         }
-        const std::string* value = ValueOf(*node, c.topology_key);
+        const std::string* value = node->Label(c.topology_key);
         auto it = s->counts[i].find(value ? *value : "");
         if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
       }
@@ -344,10 +340,10 @@ int64_t PodTopologySpread::Score(const framework::CycleState& state, const api::
   double score = 0;
   for (size_t i = 0; i < s->constraints.size(); ++i) {
     const Constraint& c = s->constraints[i];
-    const std::string* value = ValueOf(node, c.topology_key);
+    const std::string* value = node.Label(c.topology_key);
     if (!value) continue;
     int64_t count = 0;
-    if (c.topology_key == kHostname) {
+    if (c.topology_key == kHostnameLabel) {
       auto it = s->per_node[i].find(&node);
       count = it != s->per_node[i].end() ? it->second
                                          : CountMatching(node, c, pod.metadata().namespace_());
