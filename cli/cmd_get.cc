@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-
 #include "api/codec.h"
 #include "api/object.h"
 #include "api/printers.h"
@@ -235,23 +234,15 @@ absl::StatusOr<std::string> DescribeOne(Session& s, const api::KindInfo& kind,
 absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f) {
   MKUBE_RETURN_IF_ERROR(CheckOutput(f.output));
   const std::string ns = f.all_namespaces ? "" : s.ns();
+  std::vector<Target> targets;
   if (!args.empty() && args[0] == "all") {
-    bool any = false;
-    for (const char* r :
-         {"pods", "replicationcontrollers", "daemonsets", "deployments", "replicasets", "jobs",
-          "cronjobs"}) {
-      const api::KindInfo& kind = *api::FindResource(r);
-      MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
-      if (list.items.empty()) continue;
-      if (any && f.output != "name") std::cout << "\n";
-      MKUBE_RETURN_IF_ERROR(SortItems(f.sort_by, &list.items));
-      MKUBE_RETURN_IF_ERROR(PrintObjects(kind, list.items, f, false, true, true));
-      any = true;
+    for (const char* r : {"pods", "replicationcontrollers", "daemonsets", "deployments",
+                          "replicasets", "jobs", "cronjobs"}) {
+      targets.push_back({api::FindResource(r), ""});
     }
-    if (!any) NoResources(s, *api::FindResource("pods"), f.all_namespaces);
-    return absl::OkStatus();
+  } else {
+    MKUBE_ASSIGN_OR_RETURN(targets, ParseTargets(args, false));
   }
-  MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, false));
   if (targets.size() == 1 && targets[0].name.empty()) {
     const api::KindInfo& kind = *targets[0].kind;
     MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(kind, ns, f.labels, f.fields)));
@@ -266,13 +257,13 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
     std::cout.flush();
     return WatchRows(s, kind, f, ns, list.resource_version, &widths);
   }
-  if (targets[0].name.empty()) {  // several types ("deploy,po"): a table for each
+  if (targets[0].name.empty()) {  // several types ("deploy,po", "all"): a table for each
     if (f.watch) return UserError("error: you may only specify a single resource type");
     bool any = false;
     for (const auto& t : targets) {
       MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*t.kind, ns, f.labels, f.fields)));
       if (list.items.empty()) continue;
-      if (any && (f.output.empty() || f.output == "wide")) std::cout << "\n";
+      if (any && f.output != "name") std::cout << "\n";
       MKUBE_RETURN_IF_ERROR(SortItems(f.sort_by, &list.items));
       MKUBE_RETURN_IF_ERROR(PrintObjects(*t.kind, list.items, f, false, true, true));
       any = true;
@@ -358,9 +349,11 @@ absl::Status Describe(Session& s, const std::vector<std::string>& args, const st
   MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, false));
   std::vector<std::pair<const api::KindInfo*, MessagePtr>> objs;
   bool failed = false;
-  if (targets.size() == 1 && targets[0].name.empty()) {
-    MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*targets[0].kind, s.ns(), labels, "")));
-    for (const auto& i : list.items) objs.push_back({targets[0].kind, i});
+  if (targets[0].name.empty()) {  // types only: every object of each
+    for (const auto& t : targets) {
+      MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(*t.kind, s.ns(), labels, "")));
+      for (const auto& i : list.items) objs.push_back({t.kind, i});
+    }
     if (objs.empty()) NoResources(s, *targets[0].kind, false);
   } else {
     for (const auto& t : targets) {

@@ -64,6 +64,9 @@ TEST_F(MkubectlHabitsTest, SeveralTypesJsonPathCustomColumnsAndSortBy) {
   r = Ctl({"get", "pods", "-o", "yml"});
   EXPECT_THAT(r.err, HasSubstr("allowed formats are: custom-columns,json,jsonpath,name,wide,yaml"));
 
+  r = Ctl({"describe", "deploy,po"});
+  EXPECT_THAT(r.out, HasSubstr("Name:                   myapp\n")) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Name:         nginx001\n"));
   r = Ctl({"delete", "deploy,po", "--all"});
   EXPECT_EQ(r.out, "deployment.apps \"myapp\" deleted\npod \"nginx001\" deleted\n") << r.err;
 }
