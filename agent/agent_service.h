@@ -3,7 +3,9 @@
 #include <string>
 
 #include "agent/pod_manager.h"
+#include "agent/usage.h"
 #include "proto/agent/agent.grpc.pb.h"
+#include "proto/agent/stats.grpc.pb.h"
 
 namespace mkube::agent {
 
@@ -19,9 +21,21 @@ class AgentService final : public Agent::Service {
                     grpc::ServerReaderWriter<ExecOutput, ExecInput>* stream) override;
 
  private:
-  grpc::Status Authenticate(grpc::ServerContext* ctx) const;
-
   PodManager* pods_;
+  const std::string token_;
+};
+
+// What the node's processes use, for the apiserver's metrics.k8s.io.
+class StatsService final : public Stats::Service {
+ public:
+  StatsService(const UsageSampler* usage, std::string token)
+      : usage_(usage), token_(std::move(token)) {}
+
+  grpc::Status Summary(grpc::ServerContext* ctx, const SummaryRequest* req,
+                       SummaryReply* reply) override;
+
+ private:
+  const UsageSampler* usage_;
   const std::string token_;
 };
 

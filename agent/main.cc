@@ -120,6 +120,12 @@ int main(int argc, char** argv) {
   app.add_option("--simulated-zones", simulated_zones,
                  "Spread the simulated nodes over this many zones (topology.kubernetes.io/zone)")
       ->check(CLI::Range(0, 100000));
+  double metrics_resolution = 5;
+  app.add_option("--metrics-resolution", metrics_resolution,
+                 "Seconds between samples of the CPU and memory of the node's processes "
+                 "(metrics.k8s.io, mkubectl top)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -192,11 +198,16 @@ int main(int argc, char** argv) {
   mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
   mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
   mkube::agent::AgentService service(&manager, *agent_token);
+  mkube::agent::UsageSampler usage([&manager] { return manager.RunningContainers(); },
+                                   mkube::agent::ProcReader(), mkube::client::RealClock(),
+                                   getpid());
+  mkube::agent::StatsService stats(&usage, *agent_token);
   if (listen.empty()) listen = node_ip + ":10250";
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  builder.RegisterService(&stats);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   node.agent_port = port;
@@ -217,6 +228,7 @@ int main(int argc, char** argv) {
     log.warn("the pod cache has not synced after 30 s; pods are run once it has");
   }
   manager.Start();
+  usage.Start(absl::Seconds(metrics_resolution));
   if (!address_file.empty()) {
     std::ofstream(address_file + ".tmp") << address << "\n";
     std::filesystem::rename(address_file + ".tmp", address_file);
@@ -228,6 +240,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   log.info("signal {}: stopping the node's pods and shutting down", sig);
   pods.Stop();
+  usage.Stop();
   manager.Stop();
   status.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

@@ -427,4 +427,15 @@ absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::st
   return ExecTarget{c->env, c->dir};
 }
 
+std::vector<RunningContainer> PodManager::RunningContainers() {
+  std::vector<RunningContainer> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [uid, run] : runs_) {
+    for (const auto& c : run.containers) {
+      if (c.Running()) out.push_back({run.ns, run.name, uid, c.name, c.pid});
+    }
+  }
+  return out;
+}
+
 }  // namespace mkube::agent

@@ -15,6 +15,7 @@
 #include "agent/port_proxy.h"
 #include "agent/process.h"
 #include "agent/process_runner.h"
+#include "agent/usage.h"
 #include "client/client.h"
 #include "client/clock.h"
 #include "client/event_recorder.h"
@@ -82,6 +83,8 @@ class PodManager {
   absl::StatusOr<ExecTarget> Exec(const std::string& ns, const std::string& pod,
                                   const std::string& uid, const std::string& container)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The containers running now (for the usage sampler).
+  std::vector<RunningContainer> RunningContainers() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Action {

@@ -5,6 +5,7 @@
 #include "proto/api/apps.pb.h"
 #include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
+#include "proto/api/metrics.pb.h"
 
 namespace mkube::api {
 
@@ -47,6 +48,22 @@ const std::vector<KindInfo>& Kinds() {
         &Lease::default_instance());
     add("PodDisruptionBudget", "policy", "poddisruptionbudgets", "poddisruptionbudget", {"pdb"},
         true, &PodDisruptionBudget::default_instance());
+    // After the core kinds: a plain "nodes" or "pods" finds those.
+    for (bool pods : {false, true}) {
+      KindInfo info;
+      info.kind = pods ? "PodMetrics" : "NodeMetrics";
+      info.group = "metrics.k8s.io";
+      info.version = "v1beta1";
+      info.resource = pods ? "pods" : "nodes";
+      info.singular = pods ? "pod" : "node";
+      info.namespaced = pods;
+      info.measured = true;
+      info.qualified = true;
+      info.prototype =
+          pods ? static_cast<const google::protobuf::Message*>(&PodMetrics::default_instance())
+               : &NodeMetrics::default_instance();
+      k.push_back(std::move(info));
+    }
     return k;
   }();
   return kinds;

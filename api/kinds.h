@@ -21,10 +21,18 @@ struct KindInfo {
   std::vector<std::string> short_names;          // {"deploy"}
   std::vector<std::string> legacy_api_versions;  // accepted on input, served as api_version()
   bool namespaced = true;
+  // Measured by the node agents and served on request (metrics.k8s.io): get and list only,
+  // never stored.
+  bool measured = false;
+  // Another kind, of the core group, has the same resource name ("pods"): requests name this
+  // one with its group ("pods.metrics.k8s.io").
+  bool qualified = false;
   const google::protobuf::Message* prototype = nullptr;
 
   // "apps/v1", or "v1" for the core group.
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+  // The resource as requests name it.
+  std::string request_resource() const { return qualified ? resource + "." + group : resource; }
   std::unique_ptr<google::protobuf::Message> New() const {
     return std::unique_ptr<google::protobuf::Message>(prototype->New());
   }

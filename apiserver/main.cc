@@ -174,8 +174,10 @@ int main(int argc, char** argv) {
   mkube::apiserver::registry::Registry registry(&store, &cache, registry_options);
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
   service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
-  mkube::apiserver::server::ApiService service(&registry, &*authn, service_options);
-  mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, agent_token);
+  mkube::apiserver::server::Agents agents(agent_token);
+  mkube::apiserver::server::MetricsApi metrics(&registry, &agents);
+  mkube::apiserver::server::ApiService service(&registry, &*authn, service_options, &metrics);
+  mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, &agents);
 
   grpc::ServerBuilder builder;
   int port = 0;

@@ -1,4 +1,5 @@
-// drain: cordon a node, then evict its pods through the eviction subresource.
+// drain: cordon a node, then evict its pods through the eviction subresource (or, with
+// --disable-eviction, delete them).
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -10,12 +11,76 @@
 
 namespace mkube::cli {
 
+namespace {
+
+// As kubectl: an eviction a disruption budget refuses (429) is tried again every 5 s, until
+// the global --timeout (0: no limit).
+absl::Status EvictAll(Session& s, const std::vector<const api::Pod*>& pods,
+                      const std::string& node_name, const DrainFlags& f,
+                      std::chrono::seconds timeout) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + (timeout.count() ? timeout : std::chrono::hours(24 * 365));
+  for (const auto* pod : pods) {
+    std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name()
+              << "\n";
+    std::cout.flush();
+    api::Eviction ev;
+    ev.mutable_metadata()->set_name(pod->metadata().name());
+    ev.mutable_metadata()->set_namespace_(pod->metadata().namespace_());
+    if (f.grace >= 0) ev.mutable_delete_options()->set_grace_period_seconds(f.grace);
+    apiserver::CreateRequest req;
+    req.set_resource("pods");
+    req.set_namespace_(pod->metadata().namespace_());
+    req.set_name(pod->metadata().name());
+    req.set_subresource("eviction");
+    req.set_object(ev.SerializeAsString());
+    for (;;) {
+      auto r = s.res().client()->CreateRaw(req);
+      if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) break;
+      const std::string what = fmt::format("error when evicting pods/\"{}\" -n \"{}\"",
+                                           pod->metadata().name(), pod->metadata().namespace_());
+      if (r.status().code() != absl::StatusCode::kResourceExhausted) {
+        std::cerr << what << ": " << r.status().message() << "\n";
+        return Reported();
+      }
+      if (std::chrono::steady_clock::now() + std::chrono::seconds(5) > deadline) {
+        std::cerr << fmt::format(
+            "error: unable to drain node \"{}\" due to error: {}: global timeout reached: {}, "
+            "continuing command...\n",
+            node_name, what, f.timeout);
+        return Reported();
+      }
+      std::cerr << what << " (will retry after 5s): " << r.status().message() << "\n";
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --disable-eviction: plain deletes, which no disruption budget holds back.
+absl::Status DeleteAll(Session& s, const std::vector<const api::Pod*>& pods, const DrainFlags& f) {
+  const api::KindInfo& pods_kind = *api::FindResource("pods");
+  for (const auto* pod : pods) {
+    auto r = s.res().Delete(pods_kind, pod->metadata().namespace_(), pod->metadata().name(),
+                            f.grace >= 0 ? std::optional<int64_t>(f.grace) : std::nullopt, "");
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
+      std::cerr << fmt::format("error when deleting pods/\"{}\" -n \"{}\": {}\n",
+                               pod->metadata().name(), pod->metadata().namespace_(),
+                               std::string(r.status().message()));
+      return Reported();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f) {
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(f.timeout, "--timeout"));
   MKUBE_RETURN_IF_ERROR(Cordon(s, {node_name}, true));
   const api::KindInfo& pods_kind = *api::FindResource("pods");
-  MKUBE_ASSIGN_OR_RETURN(auto list,
-                         s.Worded(s.res().List(pods_kind, "", "", "spec.nodeName=" + node_name)));
+  MKUBE_ASSIGN_OR_RETURN(auto list, s.Worded(s.res().List(pods_kind, "", f.pod_selector,
+                                                          "spec.nodeName=" + node_name)));
   std::vector<std::string> daemonset, unmanaged, local_storage;
   std::vector<const api::Pod*> evict;
   for (const auto& p : list.items) {
@@ -67,44 +132,8 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
   if (!unmanaged.empty())
     std::cerr << "Warning: deleting Pods that declare no controller: "
               << absl::StrJoin(unmanaged, ", ") << "\n";
-  // As kubectl: an eviction a disruption budget refuses (429) is tried again every 5 s, until
-  // the global --timeout (0: no limit).
-  const auto deadline = std::chrono::steady_clock::now() +
-                        (timeout.count() ? timeout : std::chrono::hours(24 * 365));
-  for (const auto* pod : evict) {
-    std::cout << "evicting pod " << pod->metadata().namespace_() << "/" << pod->metadata().name()
-              << "\n";
-    std::cout.flush();
-    api::Eviction ev;
-    ev.mutable_metadata()->set_name(pod->metadata().name());
-    ev.mutable_metadata()->set_namespace_(pod->metadata().namespace_());
-    if (f.grace >= 0) ev.mutable_delete_options()->set_grace_period_seconds(f.grace);
-    apiserver::CreateRequest req;
-    req.set_resource("pods");
-    req.set_namespace_(pod->metadata().namespace_());
-    req.set_name(pod->metadata().name());
-    req.set_subresource("eviction");
-    req.set_object(ev.SerializeAsString());
-    for (;;) {
-      auto r = s.res().client()->CreateRaw(req);
-      if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) break;
-      const std::string what = fmt::format("error when evicting pods/\"{}\" -n \"{}\"",
-                                           pod->metadata().name(), pod->metadata().namespace_());
-      if (r.status().code() != absl::StatusCode::kResourceExhausted) {
-        std::cerr << what << ": " << r.status().message() << "\n";
-        return Reported();
-      }
-      if (std::chrono::steady_clock::now() + std::chrono::seconds(5) > deadline) {
-        std::cerr << fmt::format(
-            "error: unable to drain node \"{}\" due to error: {}: global timeout reached: {}, "
-            "continuing command...\n",
-            node_name, what, f.timeout);
-        return Reported();
-      }
-      std::cerr << what << " (will retry after 5s): " << r.status().message() << "\n";
-      std::this_thread::sleep_for(std::chrono::seconds(5));
-    }
-  }
+  MKUBE_RETURN_IF_ERROR(f.disable_eviction ? DeleteAll(s, evict, f)
+                                           : EvictAll(s, evict, node_name, f, timeout));
   for (const auto* pod : evict) {
     if (!WaitGone(s, pods_kind, pod->metadata().namespace_(), pod->metadata().name(), timeout)) {
       std::cerr << fmt::format(
@@ -113,7 +142,8 @@ absl::Status Drain(Session& s, const std::string& node_name, const DrainFlags& f
           node_name, f.timeout);
       return Reported();
     }
-    std::cout << "pod/" << pod->metadata().name() << " evicted\n";
+    std::cout << "pod/" << pod->metadata().name()
+              << (f.disable_eviction ? " deleted\n" : " evicted\n");
     std::cout.flush();
   }
   std::cout << "node/" << node_name << " drained\n";

@@ -150,7 +150,7 @@ absl::Status SortItems(const std::string& sort_by, std::vector<MessagePtr>* item
 absl::Status WatchRows(Session& s, const api::KindInfo& kind, const GetFlags& f,
                        const std::string& ns, const std::string& rv, std::vector<size_t>* widths) {
   apiserver::WatchRequest req;
-  req.set_resource(kind.resource);
+  req.set_resource(kind.request_resource());
   req.set_namespace_(ns);
   req.set_label_selector(f.labels);
   req.set_field_selector(f.fields);
@@ -322,7 +322,9 @@ absl::Status GetRaw(Session& s, const std::string& raw) {
     ns = parts[i + 1];
     i += 2;
   }
-  const api::KindInfo* kind = i < parts.size() ? api::FindResource(parts[i]) : nullptr;
+  const api::KindInfo* kind =
+      i < parts.size() ? api::FindResource(group.empty() ? parts[i] : parts[i] + "." + group)
+                       : nullptr;
   if (!kind || kind->resource != parts[i] || kind->group != group || kind->version != version ||
       parts.size() > i + 2 || (!ns.empty() && !kind->namespaced)) {
     return UserError(fmt::format("Error from server (NotFound): the server could not find the "

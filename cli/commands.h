@@ -67,6 +67,15 @@ struct WaitFlags {
 };
 absl::Status Wait(Session& s, const std::vector<std::string>& args, const WaitFlags& f);
 
+struct TopFlags {
+  std::string labels, fields, sort_by;
+  bool all_namespaces = false, no_headers = false, containers = false, sum = false,
+       show_capacity = false;
+};
+// top nodes|pods [NAME]: CPU and memory from metrics.k8s.io.
+absl::Status TopNodes(Session& s, const std::vector<std::string>& names, const TopFlags& f);
+absl::Status TopPods(Session& s, const std::vector<std::string>& names, const TopFlags& f);
+
 struct PatchFlags {
   std::string patch, patch_file, type = "strategic", subresource;
 };
@@ -90,6 +99,8 @@ absl::Status SetImage(Session& s, const std::vector<std::string>& args);
 
 struct DrainFlags {
   bool ignore_daemonsets = false, delete_emptydir_data = false, force = false;
+  bool disable_eviction = false;  // delete the pods, past any disruption budget
+  std::string pod_selector;       // only the node's pods with these labels
   int64_t grace = -1;
   std::string timeout = "0s";
   std::string cascade = "background";

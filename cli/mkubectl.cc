@@ -129,6 +129,39 @@ void AddConfig(Wiring& w) {
   });
 }
 
+void AddTop(Wiring& w) {
+  auto* top = w.app.add_subcommand("top", "Display resource (CPU/memory) usage");
+  top->require_subcommand(1);
+  for (bool pods : {false, true}) {
+    auto* f = w.Keep<TopFlags>();
+    auto* cmd = top->add_subcommand(pods ? "pod" : "node",
+                                    pods ? "Display resource (CPU/memory) usage of pods"
+                                         : "Display resource (CPU/memory) usage of nodes");
+    cmd->alias(pods ? "pods" : "nodes");
+    cmd->alias(pods ? "po" : "no");
+    cmd->add_option("name", w.args, "NAME");
+    cmd->add_option("-l,--selector", f->labels, "Label selector");
+    cmd->add_option("--field-selector", f->fields, "Field selector");
+    cmd->add_option("--sort-by", f->sort_by, "cpu or memory: largest first");
+    cmd->add_flag("--no-headers", f->no_headers, "Print no header line");
+    if (pods) {
+      cmd->add_flag("-A,--all-namespaces", f->all_namespaces, "Pods of every namespace");
+      cmd->add_flag("--containers", f->containers, "One line per container");
+      cmd->add_flag("--sum", f->sum, "Print the sum of the usage");
+    } else {
+      cmd->add_flag("--show-capacity", f->show_capacity,
+                    "Percentages of the capacity rather than of what is allocatable");
+    }
+    cmd->callback([&w, f, pods] {
+      w.action = [&w, f, pods] {
+        return WithSession(w.g, [&](Session& s) {
+          return pods ? TopPods(s, w.args, *f) : TopNodes(s, w.args, *f);
+        });
+      };
+    });
+  }
+}
+
 void AddWaitAndPatch(Wiring& w) {
   auto* wf = w.Keep<WaitFlags>();
   auto* wait =
@@ -187,6 +220,10 @@ void AddPodAndNodeCommands(Wiring& w) {
       "Continue even if there are pods using emptyDir (local data that will be deleted)");
   drain->add_flag("--force", st->drain.force,
                   "Continue even if there are pods that do not declare a controller");
+  drain->add_option("--pod-selector", st->drain.pod_selector,
+                    "Only the node's pods with these labels");
+  drain->add_flag("--disable-eviction", st->drain.disable_eviction,
+                  "Delete the pods instead of evicting them, past any PodDisruptionBudget");
   drain->add_option("--grace-period", st->drain.grace,
                     "Seconds given to each pod to terminate gracefully (-1: its own)");
   drain->add_option("--timeout", st->drain.timeout,
@@ -336,6 +373,176 @@ void AddInformation(Wiring& w) {
   resources->callback([&w] { w.action = [] { return ApiResources(); }; });
 }
 
+void AddApplyAndCreate(Wiring& w) {
+  auto* files = w.Keep<std::vector<std::string>>();
+  auto* apply =
+      w.app.add_subcommand("apply", "Apply a configuration to a resource by file name or stdin");
+  apply
+      ->add_option("-f,--filename", *files,
+                   "Files, directories or - (stdin) with the configuration")
+      ->required();
+  apply->callback([&w, files] {
+    w.action = [&w, files] {
+      return WithSession(w.g, [&](Session& s) { return Apply(s, *files, false); });
+    };
+  });
+  auto* create = w.app.add_subcommand("create", "Create a resource from a file or from stdin");
+  create->require_subcommand(0, 1);
+  create->add_option("-f,--filename", *files, "Files, directories or - (stdin) with the resources");
+  create->callback([&w, files] {
+    if (w.action) return;  // a subcommand's
+    w.action = [&w, files] {
+      if (files->empty()) return UserError("error: must specify one of -f and -k");
+      return WithSession(w.g, [&](Session& s) { return Apply(s, *files, true); });
+    };
+  });
+  struct Job {
+    CreateJobFlags flags;
+    std::string name;
+  };
+  auto* job = w.Keep<Job>();
+  auto* job_cmd = create->add_subcommand("job", "Create a job with the specified name");
+  job_cmd->add_option("name", job->name, "NAME");
+  job_cmd->add_option("command", job->flags.command, "The command and its arguments, after --");
+  job_cmd->add_option("--image", job->flags.image, "Image name to run");
+  job_cmd->add_option("--from", job->flags.from,
+                      "The resource to create the job from (only cronjob/NAME)");
+  job_cmd->callback([&w, job] {
+    w.action = [&w, job] {
+      std::vector<std::string> names;
+      if (!job->name.empty()) names.push_back(job->name);
+      return WithSession(w.g, [&](Session& s) { return CreateJob(s, names, job->flags); });
+    };
+  });
+  AddCreateDeploymentAndRun(w, create);
+
+  struct Schedule {
+    std::vector<std::string> files;
+    std::string config;
+    bool dry_run = false;
+  };
+  auto* sc = w.Keep<Schedule>();
+  auto* schedule = w.app.add_subcommand(
+      "schedule", "Show where pods would be scheduled now and why, creating nothing");
+  schedule->add_option("-f,--filename", sc->files, "Files, directories or - (stdin) with the pods")
+      ->required();
+  schedule
+      ->add_flag("--dry-run", sc->dry_run, "Only show the decision (required: nothing is bound)")
+      ->required();
+  schedule->add_option("--config", sc->config,
+                       "A KubeSchedulerConfiguration to schedule with (default: the defaults)");
+  schedule->callback([&w, sc] {
+    w.action = [&w, sc] {
+      return WithSession(w.g, [&](Session& s) { return ScheduleDryRun(s, sc->files, sc->config); });
+    };
+  });
+}
+
+void AddGetAndDelete(Wiring& w) {
+  auto* gf = w.Keep<GetFlags>();
+  auto* get = w.app.add_subcommand("get", "Display one or many resources");
+  get->add_option("args", w.args, "TYPE[.GROUP] [NAME...] | TYPE/NAME... | all");
+  get->add_option("-o,--output", gf->output,
+                  "Output format: json|yaml|name|wide|jsonpath=TEMPLATE|custom-columns=SPEC");
+  get->add_option("--sort-by", gf->sort_by,
+                  "Sort list types by this field (a JSONPath expression, e.g. .metadata.name)");
+  get->add_option("-l,--selector", gf->labels, "Label selector (=, ==, !=, in, notin, exists)");
+  get->add_option("--field-selector", gf->fields, "Field selector (=, ==, !=)");
+  get->add_flag("-A,--all-namespaces", gf->all_namespaces, "List across all namespaces");
+  get->add_flag("--show-labels", gf->show_labels, "Show all labels as the last column");
+  get->add_flag("--no-headers", gf->no_headers, "Don't print headers");
+  get->add_flag("-w,--watch", gf->watch, "After listing, watch for changes");
+  get->add_option("--raw", gf->raw, "A REST path of the API to get, e.g. /api/v1/nodes");
+  get->callback([&w, gf] {
+    w.action = [&w, gf] {
+      if (!gf->raw.empty()) {
+        if (!w.args.empty()) {
+          return UserError("error: arguments may not be passed when --raw is specified");
+        }
+        return WithSession(w.g, [&](Session& s) { return GetRaw(s, gf->raw); });
+      }
+      if (w.args.empty()) {
+        return UserError(
+            "You must specify the type of resource to get. Use \"mkubectl api-resources\" "
+            "for a complete list of supported resources.");
+      }
+      return WithSession(w.g, [&](Session& s) { return Get(s, w.args, *gf); });
+    };
+  });
+
+  auto* df = w.Keep<DeleteFlags>();
+  auto* del = w.app.add_subcommand(
+      "delete", "Delete resources by file names, stdin, resources and names, or by selector");
+  del->add_option("args", w.args, "TYPE NAME... | TYPE/NAME...");
+  del->add_option("-f,--filename", df->files, "Files with the resources to delete");
+  del->add_option("-l,--selector", df->labels, "Label selector");
+  del->add_option("--field-selector", df->fields, "Field selector");
+  del->add_flag("--all", df->all, "Delete every resource of the type in the namespace");
+  del->add_flag("--force", df->force, "Delete at once, without waiting for the pods to stop");
+  del->add_option("--grace-period", df->grace,
+                  "Seconds given to the resource to terminate gracefully (-1: its default)");
+  del->add_option("--wait", df->wait, "Wait for the resources to be gone before returning")
+      ->capture_default_str();
+  del->add_option("--timeout", df->timeout, "How long to wait before giving up (0: a week)");
+  del->add_option("--cascade", df->cascade,
+                  "background: dependents are deleted after the owner; foreground: before it "
+                  "(waited for); orphan: they are left")
+      ->capture_default_str();
+  del->add_flag("--ignore-not-found", df->ignore_not_found,
+                "Treat \"resource not found\" as a successful delete");
+  del->callback([&w, df] {
+    w.action = [&w, df] {
+      return WithSession(w.g, [&](Session& s) { return Delete(s, w.args, *df); });
+    };
+  });
+}
+
+void AddLabelsTaintsAndScale(Wiring& w) {
+  auto* overwrite = w.Keep<bool>();
+  struct Relabeling {
+    std::string name, help, args, what;
+  };
+  for (const Relabeling& r :
+       {Relabeling{"label", "Update the labels on a resource", "TYPE NAME KEY_1=VAL_1 ... KEY_N-",
+                   "labels"},
+        Relabeling{"annotate", "Update the annotations on a resource",
+                   "TYPE NAME KEY_1=VAL_1 ... KEY_N-", "annotations"},
+        Relabeling{"taint", "Update the taints on one or more nodes",
+                   "nodes NODE KEY_1=VAL_1:TAINT_EFFECT_1 ... KEY_N-", "taints"}}) {
+    auto* cmd = w.app.add_subcommand(r.name, r.help);
+    cmd->add_option("args", w.args, r.args)->required();
+    cmd->add_flag("--overwrite", *overwrite, "Allow " + r.what + " to be overwritten");
+    cmd->callback([&w, overwrite, name = r.name] {
+      w.action = [&w, overwrite, name] {
+        return WithSession(w.g, [&](Session& s) {
+          if (name == "taint") return Taint(s, w.args, *overwrite);
+          return Relabel(s, w.args, *overwrite, name == "annotate");
+        });
+      };
+    });
+  }
+  for (bool on : {true, false}) {
+    auto* cmd = w.app.add_subcommand(
+        on ? "cordon" : "uncordon", on ? "Mark node as unschedulable" : "Mark node as schedulable");
+    cmd->add_option("nodes", w.args, "NODE...")->required();
+    cmd->callback([&w, on] {
+      w.action = [&w, on] {
+        return WithSession(w.g, [&](Session& s) { return Cordon(s, w.args, on); });
+      };
+    });
+  }
+  auto* replicas = w.Keep<int>();
+  *replicas = -1;
+  auto* scale = w.app.add_subcommand("scale", "Set a new size for a deployment or replica set");
+  scale->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  scale->add_option("--replicas", *replicas, "The new desired number of replicas")->required();
+  scale->callback([&w, replicas] {
+    w.action = [&w, replicas] {
+      return WithSession(w.g, [&](Session& s) { return Scale(s, w.args, *replicas); });
+    };
+  });
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"mkubectl controls the mkube cluster manager."};
   app.require_subcommand(1);
@@ -356,165 +563,12 @@ int Run(int argc, char** argv) {
   std::vector<std::string> args;  // the positional words of most commands
   Wiring w{app, g, action, args, {}};
 
-  // apply / create
-  std::vector<std::string> files;
-  auto* apply =
-      app.add_subcommand("apply", "Apply a configuration to a resource by file name or stdin");
-  apply
-      ->add_option("-f,--filename", files, "Files, directories or - (stdin) with the configuration")
-      ->required();
-  apply->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Apply(s, files, false); }); };
-  });
-  auto* create = app.add_subcommand("create", "Create a resource from a file or from stdin");
-  create->require_subcommand(0, 1);
-  create->add_option("-f,--filename", files, "Files, directories or - (stdin) with the resources");
-  create->callback([&] {
-    if (action) return;  // a subcommand's
-    action = [&] {
-      if (files.empty()) {
-        return UserError("error: must specify one of -f and -k");
-      }
-      return WithSession(g, [&](Session& s) { return Apply(s, files, true); });
-    };
-  });
-  CreateJobFlags create_job;
-  std::string create_name;
-  auto* create_job_cmd = create->add_subcommand("job", "Create a job with the specified name");
-  create_job_cmd->add_option("name", create_name, "NAME");
-  create_job_cmd->add_option("command", create_job.command, "The command and its arguments, after --");
-  create_job_cmd->add_option("--image", create_job.image, "Image name to run");
-  create_job_cmd->add_option("--from", create_job.from,
-                             "The resource to create the job from (only cronjob/NAME)");
-  create_job_cmd->callback([&] {
-    action = [&] {
-      std::vector<std::string> names;
-      if (!create_name.empty()) names.push_back(create_name);
-      return WithSession(g, [&](Session& s) { return CreateJob(s, names, create_job); });
-    };
-  });
-
-  AddCreateDeploymentAndRun(w, create);
-
-  // schedule --dry-run
-  std::string schedule_config;
-  bool dry_run = false;
-  auto* schedule = app.add_subcommand(
-      "schedule", "Show where pods would be scheduled now and why, creating nothing");
-  schedule->add_option("-f,--filename", files, "Files, directories or - (stdin) with the pods")
-      ->required();
-  schedule->add_flag("--dry-run", dry_run, "Only show the decision (required: nothing is bound)")
-      ->required();
-  schedule->add_option("--config", schedule_config,
-                       "A KubeSchedulerConfiguration to schedule with (default: the defaults)");
-  schedule->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return ScheduleDryRun(s, files, schedule_config); });
-    };
-  });
-
-  // get
-  GetFlags gf;
-  auto* get = app.add_subcommand("get", "Display one or many resources");
-  get->add_option("args", args, "TYPE[.GROUP] [NAME...] | TYPE/NAME... | all");
-  get->add_option("-o,--output", gf.output,
-                  "Output format: json|yaml|name|wide|jsonpath=TEMPLATE|custom-columns=SPEC");
-  get->add_option("--sort-by", gf.sort_by,
-                  "Sort list types by this field (a JSONPath expression, e.g. .metadata.name)");
-  get->add_option("-l,--selector", gf.labels, "Label selector (=, ==, !=, in, notin, exists)");
-  get->add_option("--field-selector", gf.fields, "Field selector (=, ==, !=)");
-  get->add_flag("-A,--all-namespaces", gf.all_namespaces, "List across all namespaces");
-  get->add_flag("--show-labels", gf.show_labels, "Show all labels as the last column");
-  get->add_flag("--no-headers", gf.no_headers, "Don't print headers");
-  get->add_flag("-w,--watch", gf.watch, "After listing, watch for changes");
-  get->add_option("--raw", gf.raw, "A REST path of the API to get, e.g. /api/v1/nodes");
-  get->callback([&] {
-    action = [&] {
-      if (!gf.raw.empty()) {
-        if (!args.empty()) return UserError("error: arguments may not be passed when --raw is specified");
-        return WithSession(g, [&](Session& s) { return GetRaw(s, gf.raw); });
-      }
-      if (args.empty()) {
-        return UserError(
-            "You must specify the type of resource to get. Use \"mkubectl api-resources\" "
-            "for a complete list of supported resources.");
-      }
-      return WithSession(g, [&](Session& s) { return Get(s, args, gf); });
-    };
-  });
-
-  // delete
-  DeleteFlags df;
-  auto* del = app.add_subcommand(
-      "delete", "Delete resources by file names, stdin, resources and names, or by selector");
-  del->add_option("args", args, "TYPE NAME... | TYPE/NAME...");
-  del->add_option("-f,--filename", df.files, "Files with the resources to delete");
-  del->add_option("-l,--selector", df.labels, "Label selector");
-  del->add_option("--field-selector", df.fields, "Field selector");
-  del->add_flag("--all", df.all, "Delete every resource of the type in the namespace");
-  del->add_flag("--force", df.force, "Delete at once, without waiting for the pods to stop");
-  del->add_option("--grace-period", df.grace,
-                  "Seconds given to the resource to terminate gracefully (-1: its default)");
-  del->add_option("--wait", df.wait, "Wait for the resources to be gone before returning")
-      ->capture_default_str();
-  del->add_option("--timeout", df.timeout, "How long to wait before giving up (0: a week)");
-  del->add_option("--cascade", df.cascade,
-                  "background: dependents are deleted after the owner; foreground: before it "
-                  "(waited for); orphan: they are left")
-      ->capture_default_str();
-  del->add_flag("--ignore-not-found", df.ignore_not_found,
-                "Treat \"resource not found\" as a successful delete");
-  del->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Delete(s, args, df); }); };
-  });
-
+  AddApplyAndCreate(w);
+  AddGetAndDelete(w);
   AddConfig(w);
   AddWaitAndPatch(w);
-
-  // label / annotate / taint
-  bool overwrite = false;
-  auto* label = app.add_subcommand("label", "Update the labels on a resource");
-  label->add_option("args", args, "TYPE NAME KEY_1=VAL_1 ... KEY_N- ")->required();
-  label->add_flag("--overwrite", overwrite, "Allow labels to be overwritten");
-  label->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, false); });
-    };
-  });
-  auto* annotate = app.add_subcommand("annotate", "Update the annotations on a resource");
-  annotate->add_option("args", args, "TYPE NAME KEY_1=VAL_1 ... KEY_N-")->required();
-  annotate->add_flag("--overwrite", overwrite, "Allow annotations to be overwritten");
-  annotate->callback([&] {
-    action = [&] {
-      return WithSession(g, [&](Session& s) { return Relabel(s, args, overwrite, true); });
-    };
-  });
-  auto* taint = app.add_subcommand("taint", "Update the taints on one or more nodes");
-  taint->add_option("args", args, "nodes NODE KEY_1=VAL_1:TAINT_EFFECT_1 ... KEY_N-")->required();
-  taint->add_flag("--overwrite", overwrite, "Allow taints to be overwritten");
-  taint->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Taint(s, args, overwrite); }); };
-  });
-
-  // cordon / uncordon / scale
-  auto* cordon = app.add_subcommand("cordon", "Mark node as unschedulable");
-  cordon->add_option("nodes", args, "NODE...")->required();
-  cordon->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, true); }); };
-  });
-  auto* uncordon = app.add_subcommand("uncordon", "Mark node as schedulable");
-  uncordon->add_option("nodes", args, "NODE...")->required();
-  uncordon->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Cordon(s, args, false); }); };
-  });
-  int replicas = -1;
-  auto* scale = app.add_subcommand("scale", "Set a new size for a deployment or replica set");
-  scale->add_option("args", args, "TYPE NAME | TYPE/NAME")->required();
-  scale->add_option("--replicas", replicas, "The new desired number of replicas")->required();
-  scale->callback([&] {
-    action = [&] { return WithSession(g, [&](Session& s) { return Scale(s, args, replicas); }); };
-  });
-
+  AddTop(w);
+  AddLabelsTaintsAndScale(w);
   AddPodAndNodeCommands(w);
   AddRolloutAndSetImage(w);
   AddInformation(w);

@@ -6,7 +6,9 @@
 namespace mkube::cli {
 
 std::string KindName(const api::KindInfo& kind) {
-  return kind.group.empty() ? kind.singular : kind.singular + "." + kind.group;
+  std::string lower = kind.kind;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return kind.group.empty() ? lower : lower + "." + kind.group;
 }
 
 std::string ErrorLine(const absl::Status& st, const std::string& server) {
@@ -28,6 +30,8 @@ std::string ErrorLine(const absl::Status& st, const std::string& server) {
       return "Error from server (Forbidden): " + msg;
     case absl::StatusCode::kResourceExhausted:
       return "Error from server (TooManyRequests): " + msg;
+    case absl::StatusCode::kUnimplemented:
+      return "Error from server (MethodNotAllowed): " + msg;
     case absl::StatusCode::kUnauthenticated:
       return "error: You must be logged in to the server (Unauthorized)";
     case absl::StatusCode::kUnavailable:
@@ -52,7 +56,7 @@ absl::StatusOr<MessagePtr> Resources::Decode(const api::KindInfo& kind, const st
 absl::StatusOr<MessagePtr> Resources::Get(const api::KindInfo& kind, const std::string& ns,
                                           const std::string& name) {
   apiserver::GetRequest req;
-  req.set_resource(kind.resource);
+  req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
   auto r = client_->GetRaw(req);
@@ -68,7 +72,7 @@ absl::StatusOr<Resources::ListResult> Resources::List(const api::KindInfo& kind,
   std::string cont;
   do {
     apiserver::ListRequest req;
-    req.set_resource(kind.resource);
+    req.set_resource(kind.request_resource());
     req.set_namespace_(kind.namespaced ? ns : "");
     req.set_label_selector(labels);
     req.set_field_selector(fields);
@@ -90,7 +94,7 @@ absl::StatusOr<Resources::ListResult> Resources::List(const api::KindInfo& kind,
 absl::StatusOr<MessagePtr> Resources::Create(const api::KindInfo& kind, const std::string& ns,
                                              const google::protobuf::Message& obj) {
   apiserver::CreateRequest req;
-  req.set_resource(kind.resource);
+  req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_object(obj.SerializeAsString());
   auto r = client_->CreateRaw(req);
@@ -102,7 +106,7 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
                                             const std::string& name, const std::string& merge_patch,
                                             const std::string& subresource) {
   apiserver::PatchRequest req;
-  req.set_resource(kind.resource);
+  req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
   req.set_subresource(subresource);
@@ -118,7 +122,7 @@ absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const st
                                              const std::string& propagation) {
   apiserver::DeleteRequest req;
   req.set_propagation_policy(propagation);
-  req.set_resource(kind.resource);
+  req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
   if (grace) req.set_grace_period_seconds(*grace);

@@ -65,6 +65,10 @@ absl::StatusOr<const api::KindInfo*> Registry::Resolve(const std::string& resour
     return absl::NotFoundError(
         fmt::format("the server doesn't have a resource type \"{}\"", resource));
   }
+  if (kind->measured) {  // served from the agents' figures by the API front, never stored
+    return absl::UnimplementedError(
+        "the server does not allow this method on the requested resource");
+  }
   return kind;
 }
 

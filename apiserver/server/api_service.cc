@@ -23,7 +23,7 @@ absl::Status Fill(absl::StatusOr<std::string> r, ReplyT* resp) {
 
 std::string Canonical(const std::string& resource) {
   const api::KindInfo* k = api::FindResource(resource);
-  return k ? k->resource : resource;
+  return k ? k->request_resource() : resource;
 }
 
 // The object's name a create names: in the request for subresources, else in the object
@@ -38,9 +38,15 @@ std::string NameOf(const CreateRequest& req) {
 
 }  // namespace
 
+const api::KindInfo* ApiService::Measured(const std::string& resource) const {
+  const api::KindInfo* k = api::FindResource(resource);
+  return k && k->measured && metrics_ ? k : nullptr;
+}
+
 ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-                       ServiceOptions options)
+                       ServiceOptions options, MetricsApi* metrics)
     : registry_(registry),
+      metrics_(metrics),
       authn_(authn),
       options_(options),
       executor_(options.workers, options.max_waiting_requests),
@@ -115,6 +121,9 @@ grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, cons
         !st.ok()) {
       return st;
     }
+    if (const api::KindInfo* k = Measured(req->resource())) {
+      return Fill(metrics_->Get(*k, req->namespace_(), req->name()), resp);
+    }
     return Fill(registry_->Get(*req), resp);
   });
 }
@@ -125,7 +134,8 @@ grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx, con
     if (auto st = Check(ctx, {"list", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
       return st;
     }
-    auto r = registry_->List(*req);
+    const api::KindInfo* k = Measured(req->resource());
+    auto r = k ? metrics_->List(*k, *req) : registry_->List(*req);
     if (r.ok()) *resp = std::move(*r);
     return r.status();
   });

@@ -3,6 +3,7 @@
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/executor.h"
+#include "apiserver/server/metrics.h"
 #include "apiserver/server/watch_stream.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
@@ -30,8 +31,9 @@ using ApiServiceBase = Api::WithRawMethod_Watch<Api::WithCallbackMethod_Create<
 
 class ApiService final : public ApiServiceBase {
  public:
+  // `metrics` serves metrics.k8s.io (absent: not served).
   ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-             ServiceOptions options = {});
+             ServiceOptions options = {}, MetricsApi* metrics = nullptr);
 
   // Registers the service and the watches' completion queues with `builder`; once the
   // server is built and started, StartWatches. The gRPC server must shut down before the service
@@ -55,6 +57,8 @@ class ApiService final : public ApiServiceBase {
  private:
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.
   absl::Status Check(grpc::ServerContextBase* ctx, auth::Attributes a);
+  // The kind, when `resource` is one metrics_ serves.
+  const api::KindInfo* Measured(const std::string& resource) const;
 
   // A new Watch call: decodes its request (consuming `raw`), checks it and registers `sink`
   // with the registry's watch cache.
@@ -67,6 +71,7 @@ class ApiService final : public ApiServiceBase {
                                     std::function<absl::Status()> work);
 
   registry::Registry* registry_;
+  MetricsApi* metrics_;
   const auth::TokenAuthenticator* authn_;
   ServiceOptions options_;
   Executor executor_;

@@ -62,35 +62,16 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
         fmt::format("node \"{}\" of pod {} is not known: {}", node_name, name,
                     std::string(node.status().message())));
   }
-  std::string ip;
-  for (const auto& a : node->status().addresses()) {
-    if (a.type() == "InternalIP" && ip.empty()) ip = a.address();
-  }
-  const int port = node->status().daemon_endpoints().kubelet_endpoint().port();
-  if (ip.empty() || port <= 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("node \"{}\" has not reported where its agent listens", node_name));
-  }
-  if (agent_token_.empty()) {
-    return absl::FailedPreconditionError(
-        "this apiserver has no token for node agents (start it with --agent-token-file)");
-  }
-  const std::string endpoint = fmt::format("{}:{}", ip, port);
-  std::shared_ptr<grpc::Channel> channel;
-  {
-    absl::MutexLock lock(&mu_);
-    auto& c = channels_[endpoint];
-    if (!c) c = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
-    channel = c;
-  }
-  t.stub = agent::Agent::NewStub(channel);
+  auto channel = agents_->ChannelTo(*node);
+  if (!channel.ok()) return channel.status();
+  t.stub = agent::Agent::NewStub(*channel);
   return t;
 }
 
 std::unique_ptr<grpc::ClientContext> PodStreamsService::AgentContext(grpc::ServerContext* ctx) const {
   // Cancelled with the caller's call, and no later than its deadline.
   auto c = grpc::ClientContext::FromServerContext(*ctx);
-  c->AddMetadata("authorization", "Bearer " + agent_token_);
+  agents_->Authorize(c.get());
   return c;
 }
 

@@ -1,29 +1,26 @@
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
+#include "apiserver/server/agents.h"
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
 namespace mkube::apiserver::server {
 
 // pods/log and pods/exec: checks who asks and what for, finds the pod's node and relays the
-// stream to that node's agent (at the Node's InternalIP and daemonEndpoints port), presenting
-// the agent token. Streams run on gRPC's synchronous threads: each is long-lived and mostly
-// waits. Nothing is queued in between: each message is read from one side and written to the
-// other before the next is read, so a slow reader holds up its writer through gRPC's flow
-// control rather than filling memory here.
+// stream to that node's agent. Streams run on gRPC's synchronous threads: each is long-lived
+// and mostly waits. Nothing is queued in between: each message is read from one side and
+// written to the other before the next is read, so a slow reader holds up its writer through
+// gRPC's flow control rather than filling memory here.
 class PodStreamsService final : public PodStreams::Service {
  public:
   PodStreamsService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-                    std::string agent_token)
-      : registry_(registry), authn_(authn), agent_token_(std::move(agent_token)) {}
+                    Agents* agents)
+      : registry_(registry), authn_(authn), agents_(agents) {}
 
   grpc::Status Logs(grpc::ServerContext* ctx, const agent::LogRequest* req,
                     grpc::ServerWriter<agent::LogChunk>* writer) override;
@@ -39,16 +36,12 @@ class PodStreamsService final : public PodStreams::Service {
   // Authorizes `verb` on pods/<subresource>, then finds the pod's agent and container.
   absl::StatusOr<Target> Resolve(grpc::ServerContext* ctx, const std::string& verb,
                                  const std::string& subresource, const std::string& ns,
-                                 const std::string& pod, const std::string& container)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                 const std::string& pod, const std::string& container);
   std::unique_ptr<grpc::ClientContext> AgentContext(grpc::ServerContext* ctx) const;
 
   registry::Registry* registry_;
   const auth::TokenAuthenticator* authn_;
-  const std::string agent_token_;
-  absl::Mutex mu_;
-  // By agent endpoint, one per node: as many as the cluster has nodes.
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  Agents* agents_;
 };
 
 }  // namespace mkube::apiserver::server
