@@ -99,6 +99,13 @@ ctl uncordon node02 | grep -qx 'node/node02 uncordoned'
 ctl get nodes | grep -q '^node02 *Ready '
 
 section "7 drain: the pods come back on the other node; uncordon after"
+# A pod no controller recreates stops a drain without --force (the node stays cordoned).
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: pinned}\nspec:\n  nodeName: node02\n  containers: [{name: c, image: soscscs/myapp:v1}]\n' |
+  ctl apply -f - >/dev/null
+if ctl drain node02 >/dev/null 2>"$state/drain.err"; then fail "drain passed a bare pod"; fi
+grep -q '^cannot delete Pods declare no controller (use --force to override): .*default/pinned' \
+  "$state/drain.err" || fail "drain without --force: $(cat "$state/drain.err")"
+ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
 ctl drain node02 --ignore-daemonsets --delete-emptydir-data --force --timeout=90s >/dev/null 2>&1
 ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
 until_ok 60 running_count app=myapp1 3
@@ -206,6 +213,8 @@ ctl describe pod myapp01 | grep -q 'cht=mycht:NoExecute for 3600s'
 ctl exec myapp01 -- sh -c 'echo $HOSTNAME' | grep -qx myapp01
 ctl logs myapp01 >/dev/null
 ctl cluster-info | grep -q 'is running at'
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl top nodes | grep -q '^node01 *[0-9]*m *[0-9]*% *[0-9]*Mi *[0-9]*%'"
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl top pod myapp01 --no-headers | grep -q '^myapp01 *[0-9]*m *[0-9]*Mi'"
 section "8.2 Unknown: the agent of a pod's node stops; up.sh starts it again"
 node=$(node_of myapp01)
 kill -9 "$(cat "$state/run/agent-$node.pid")"
@@ -214,4 +223,24 @@ until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-head
 up
 ctl get nodes | grep -q "^$node *Ready "
 until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-headers | grep -q ' Running '"
+
+section "6.2.3 A key without an effect tolerates every effect of it; tolerationSeconds runs out"
+ctl taint node node01 key=a:NoSchedule >/dev/null
+ctl taint node node02 key=b:NoExecute >/dev/null
+ctl apply -f "$examples/tolerate-key.yaml" >/dev/null
+ctl wait --for=condition=Ready pod/tolerate-key --timeout=60s >/dev/null
+ctl run untolerated --image=soscscs/myapp:v1 >/dev/null
+until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=untolerated | grep -q FailedScheduling"
+# Tolerated for 3 s only: evicted by the taint once they have passed.
+printf '%s\n' 'apiVersion: v1' 'kind: Pod' 'metadata: {name: brief}' 'spec:' \
+  '  nodeSelector: {kubernetes.io/hostname: node02}' \
+  '  containers: [{name: c, image: soscscs/myapp:v1}]' \
+  '  tolerations: [{key: key, operator: Equal, value: b, effect: NoExecute, tolerationSeconds: 3}]' |
+  ctl apply -f - >/dev/null
+until_ok 60 sh -c "! MKUBECONFIG=$state/config $mkubectl get pod brief >/dev/null 2>&1"
+ctl get events --field-selector involvedObject.name=brief | grep -q TaintManagerEviction
+[ "$(ctl get pod tolerate-key -o jsonpath='{.status.phase}')" = Running ]
+ctl taint node node01 key:NoSchedule- >/dev/null
+ctl taint node node02 key:NoExecute- >/dev/null
+ctl wait --for=condition=Ready pod/untolerated --timeout=60s >/dev/null
 echo "walkthrough passed"
