@@ -67,6 +67,12 @@ struct WaitFlags {
 };
 absl::Status Wait(Session& s, const std::vector<std::string>& args, const WaitFlags& f);
 
+// replace -f FILE [--force]: each object replaced whole (--force: deleted and created again).
+absl::Status Replace(Session& s, const std::vector<std::string>& files, bool force);
+// edit TYPE NAME: the object's YAML in $KUBE_EDITOR / $EDITOR / vi, then replaced.
+absl::Status Edit(Session& s, const std::vector<std::string>& args);
+absl::Status ApiVersions();
+
 struct TopFlags {
   std::string labels, fields, sort_by;
   bool all_namespaces = false, no_headers = false, containers = false, sum = false,

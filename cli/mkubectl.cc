@@ -438,6 +438,32 @@ void AddApplyAndCreate(Wiring& w) {
   });
 }
 
+void AddReplaceAndEdit(Wiring& w) {
+  struct Replacing {
+    std::vector<std::string> files;
+    bool force = false;
+  };
+  auto* r = w.Keep<Replacing>();
+  auto* replace = w.app.add_subcommand("replace", "Replace a resource by file name or stdin");
+  replace->add_option("-f,--filename", r->files, "Files, directories or - (stdin)")->required();
+  replace->add_flag("--force", r->force, "Delete the resource and create it again");
+  replace->callback([&w, r] {
+    w.action = [&w, r] {
+      return WithSession(w.g, [&](Session& s) { return Replace(s, r->files, r->force); });
+    };
+  });
+  auto* edit = w.app.add_subcommand("edit", "Edit a resource on the server");
+  edit->add_option("args", w.args, "TYPE NAME | TYPE/NAME")->required();
+  edit->callback([&w] {
+    w.action = [&w] { return WithSession(w.g, [&](Session& s) { return Edit(s, w.args); }); };
+  });
+  w.app
+      .add_subcommand(
+          "api-versions",
+          "Print the supported API versions on the server, in the form of \"group/version\"")
+      ->callback([&w] { w.action = [] { return ApiVersions(); }; });
+}
+
 void AddGetAndDelete(Wiring& w) {
   auto* gf = w.Keep<GetFlags>();
   auto* get = w.app.add_subcommand("get", "Display one or many resources");
@@ -565,6 +591,7 @@ int Run(int argc, char** argv) {
 
   AddApplyAndCreate(w);
   AddGetAndDelete(w);
+  AddReplaceAndEdit(w);
   AddConfig(w);
   AddWaitAndPatch(w);
   AddTop(w);

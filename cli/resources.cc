@@ -102,6 +102,17 @@ absl::StatusOr<MessagePtr> Resources::Create(const api::KindInfo& kind, const st
   return Decode(kind, *r);
 }
 
+absl::StatusOr<MessagePtr> Resources::Update(const api::KindInfo& kind, const std::string& ns,
+                                             const google::protobuf::Message& obj) {
+  apiserver::UpdateRequest req;
+  req.set_resource(kind.request_resource());
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_object(obj.SerializeAsString());
+  auto r = client_->UpdateRaw(req);
+  if (!r.ok()) return r.status();
+  return Decode(kind, *r);
+}
+
 absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std::string& ns,
                                             const std::string& name, const std::string& merge_patch,
                                             const std::string& subresource) {

@@ -34,6 +34,9 @@ class Resources {
                                   const std::string& labels, const std::string& fields);
   absl::StatusOr<MessagePtr> Create(const api::KindInfo& kind, const std::string& ns,
                                     const google::protobuf::Message& obj);
+  // The whole object replaced (conditional on its resourceVersion when it carries one).
+  absl::StatusOr<MessagePtr> Update(const api::KindInfo& kind, const std::string& ns,
+                                    const google::protobuf::Message& obj);
   absl::StatusOr<MessagePtr> Patch(const api::KindInfo& kind, const std::string& ns,
                                    const std::string& name, const std::string& merge_patch,
                                    const std::string& subresource = "");

@@ -54,6 +54,13 @@ reasons=$(reasons_of web)
 [[ " $reasons" == *" Scheduled "* ]] || fail "no Scheduled event: $reasons"
 agent=$(echo $(echo "$reasons" | tr ' ' '\n' | grep -v '^Scheduled$'))
 [ "$agent" = "Pulling Pulled Created Started" ] || fail "the agent's events: $agent"
+# The scheduler and the agent post their events independently: Scheduled comes first by time
+# (the agent starts only once the pod is bound), whichever was written first.
+stamps=$(ctl get events --field-selector involvedObject.name=web \
+  -o jsonpath='{range .items[*]}{.reason} {.firstTimestamp}{"\n"}{end}')
+scheduled_at=$(echo "$stamps" | awk '$1 == "Scheduled" {print $2}')
+pulling_at=$(echo "$stamps" | awk '$1 == "Pulling" {print $2}')
+[[ ! "$pulling_at" < "$scheduled_at" ]] || fail "Pulling ($pulling_at) before Scheduled ($scheduled_at)"
 
 section "4.1.1 nodeName: every replica on node02, without the scheduler"
 ctl apply -f "$examples/myapp.yaml" | grep -qx 'deployment.apps/myapp created'

@@ -1,6 +1,8 @@
 // What a kubectl user types, through build/bin/mkubectl against a real store and apiserver:
 // global flags anywhere on the line, several types at once, JSONPath and custom columns,
-// --sort-by.
+// --sort-by, replace, edit and api-versions.
+#include <regex>
+
 #include "tests/integration/mkubectl_fixture.h"
 
 namespace mkube::testing {
@@ -204,6 +206,76 @@ TEST_F(MkubectlHabitsTest, PatchStrategicMergeAndJson) {
   r = Ctl({"patch", "deploy", "nope", "-p", "{}"});
   EXPECT_EQ(r.err, "Error from server (NotFound): deployments.apps \"nope\" not found\n");
   ASSERT_EQ(Ctl({"delete", "deploy", "myapp"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace mkube::testing
+
+namespace mkube::testing {
+namespace {
+
+class MkubectlEditTest : public MkubectlTest {
+ protected:
+  // mkubectl with EDITOR set to a shell command (the file's path is its last word).
+  static CommandResult WithEditor(const std::string& editor, std::vector<std::string> args) {
+    args.insert(args.begin(), BinDir() + "/mkubectl");
+    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}, {"EDITOR", editor}});
+  }
+  static std::string Replicas(const std::string& name) {
+    return Ctl({"get", "deploy", name, "-o", "jsonpath={.spec.replicas}"}).out;
+  }
+};
+
+TEST_F(MkubectlEditTest, ReplaceWholeObjects) {
+  ASSERT_EQ(Ctl({"create", "deployment", "rep", "--image=busybox", "--replicas=2"}).exit_code, 0);
+  auto yaml = Ctl({"get", "deploy", "rep", "-o", "yaml"}).out;
+  const std::string three = std::regex_replace(yaml, std::regex("replicas: 2"), "replicas: 3");
+  auto r = Ctl({"replace", "-f", "-"}, three);
+  EXPECT_EQ(r.out, "deployment.apps/rep replaced\n") << r.err;
+  EXPECT_EQ(Replicas("rep"), "3");
+  // The same text again carries a resourceVersion that is no longer current.
+  r = Ctl({"replace", "-f", "-"}, three);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (Conflict)"));
+  const std::string uid = Ctl({"get", "deploy", "rep", "-o", "jsonpath={.metadata.uid}"}).out;
+  r = Ctl({"replace", "--force", "-f", "-"}, three);
+  EXPECT_EQ(r.out, "deployment.apps \"rep\" deleted\ndeployment.apps/rep replaced\n") << r.err;
+  EXPECT_NE(Ctl({"get", "deploy", "rep", "-o", "jsonpath={.metadata.uid}"}).out, uid);
+  r = Ctl({"replace", "-f", "-"},
+          "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nosuch}\nspec:\n"
+          "  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n"
+          "    spec: {containers: [{name: c, image: busybox}]}\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (NotFound): error when replacing \"STDIN\""));
+  ASSERT_EQ(Ctl({"delete", "deploy", "rep"}).exit_code, 0);
+}
+
+TEST_F(MkubectlEditTest, EditInTheUsersEditor) {
+  ASSERT_EQ(Ctl({"create", "deployment", "ed", "--image=busybox", "--replicas=2"}).exit_code, 0);
+  auto r = WithEditor("sed -i 's/replicas: 2/replicas: 4/'", {"edit", "deployment/ed"});
+  EXPECT_EQ(r.out, "deployment.apps/ed edited\n") << r.err;
+  EXPECT_EQ(Replicas("ed"), "4");
+  r = WithEditor("true", {"edit", "deploy", "ed"});
+  EXPECT_EQ(r.out, "Edit cancelled, no changes made.\n") << r.err;
+  // An edit the server refuses: the changes are kept in a file named in the error.
+  r = WithEditor("sed -i 's/replicas: 4/replicas: -1/'", {"edit", "deploy", "ed"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (Invalid)"));
+  std::smatch kept;
+  ASSERT_TRUE(std::regex_search(r.err, kept, std::regex("stored to \"([^\"]+)\""))) << r.err;
+  EXPECT_THAT(ReadFile(kept[1]), HasSubstr("replicas: -1"));
+  std::remove(kept[1].str().c_str());
+  EXPECT_EQ(Replicas("ed"), "4");
+  r = WithEditor("false", {"edit", "deploy", "ed"});
+  EXPECT_EQ(r.err, "error: there was a problem with the editor \"false\"\n");
+  EXPECT_EQ(Ctl({"edit", "deploy", "nosuch"}).err,
+            "Error from server (NotFound): deployments.apps \"nosuch\" not found\n");
+  ASSERT_EQ(Ctl({"delete", "deploy", "ed"}).exit_code, 0);
+}
+
+TEST_F(MkubectlEditTest, ApiVersions) {
+  EXPECT_EQ(Ctl({"api-versions"}).out,
+            "apps/v1\nbatch/v1\ncoordination.k8s.io/v1\nmetrics.k8s.io/v1beta1\npolicy/v1\nv1\n");
 }
 
 }  // namespace
