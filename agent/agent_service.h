@@ -39,6 +39,9 @@ class StatsService final : public Stats::Service {
   const std::string token_;
 };
 
+// Only the apiserver, presenting the agent token, may call the agent.
+grpc::Status AuthenticateApiserver(grpc::ServerContext* ctx, const std::string& token);
+
 // Byte offset in the file where its last `lines` lines start.
 int64_t TailOffset(int fd, int64_t lines);
 

@@ -13,6 +13,7 @@
 #include "agent/image.h"
 #include "agent/node_status.h"
 #include "agent/pod_manager.h"
+#include "agent/port_forward.h"
 #include "agent/process_runner.h"
 #include "agent/simulated.h"
 #include "api/labels.h"
@@ -21,8 +22,8 @@
 #include "api/taint_spec.h"
 #include "client/client.h"
 #include "client/credentials.h"
-#include "client/event_recorder.h"
 #include "client/daemon.h"
+#include "client/event_recorder.h"
 #include "client/informer.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -202,12 +203,14 @@ int main(int argc, char** argv) {
                                    mkube::agent::ProcReader(), mkube::client::RealClock(),
                                    getpid());
   mkube::agent::StatsService stats(&usage, *agent_token);
+  mkube::agent::PortForwardService forward(&manager, *agent_token);
   if (listen.empty()) listen = node_ip + ":10250";
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
   builder.RegisterService(&stats);
+  builder.RegisterService(&forward);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   node.agent_port = port;

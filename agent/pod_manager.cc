@@ -427,6 +427,18 @@ absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::st
   return ExecTarget{c->env, c->dir};
 }
 
+absl::StatusOr<std::string> PodManager::PodIp(const std::string& ns, const std::string& pod,
+                                              const std::string& uid) {
+  absl::MutexLock lock(&mu_);
+  auto found = FindContainer(ns, pod, uid, "");
+  if (!found.ok()) return found.status();
+  const PodRun* run = found->first;
+  if (run->ip.empty() || !run->AnyRunning()) {
+    return absl::FailedPreconditionError("unable to forward port because pod is not running");
+  }
+  return run->ip;
+}
+
 std::vector<RunningContainer> PodManager::RunningContainers() {
   std::vector<RunningContainer> out;
   absl::MutexLock lock(&mu_);

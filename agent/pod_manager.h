@@ -83,6 +83,9 @@ class PodManager {
   absl::StatusOr<ExecTarget> Exec(const std::string& ns, const std::string& pod,
                                   const std::string& uid, const std::string& container)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The address of a pod this node runs with a container running (for port forwarding).
+  absl::StatusOr<std::string> PodIp(const std::string& ns, const std::string& pod,
+                                    const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
   // The containers running now (for the usage sampler).
   std::vector<RunningContainer> RunningContainers() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
   mkube::apiserver::server::MetricsApi metrics(&registry, &agents);
   mkube::apiserver::server::ApiService service(&registry, &*authn, service_options, &metrics);
   mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, &agents);
+  mkube::apiserver::server::PodPortForwardService port_forward(&streams);
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   service.Register(&builder);
   builder.RegisterService(&streams);
+  builder.RegisterService(&port_forward);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   service.StartWatches();

@@ -63,6 +63,8 @@ absl::StatusOr<std::string> SelectorOf(const google::protobuf::Message& obj) {
   return parsed->String();
 }
 
+}  // namespace
+
 // The pod a logs or exec argument names: "NAME", "pod/NAME", or a controller's
 // "TYPE/NAME" (deployment, replicaset, daemonset, job, replicationcontroller), for which one of
 // its pods is picked as kubectl does — a running and ready one first.
@@ -104,6 +106,8 @@ absl::StatusOr<api::Pod> ResolvePod(Session& s, const std::string& arg) {
   }
   return *candidates[0];
 }
+
+namespace {
 
 // The terminal in raw mode for as long as this lives.
 class RawTerminal {

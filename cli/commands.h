@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "cli/session.h"
+#include "proto/api/core.pb.h"
 
 // mkubectl's commands. Each prints what kubectl prints and returns the error line to show
 // (UserError) or Reported() when it printed its errors itself.
@@ -66,6 +67,17 @@ struct WaitFlags {
   bool all = false;
 };
 absl::Status Wait(Session& s, const std::vector<std::string>& args, const WaitFlags& f);
+
+// The pod "NAME", "pod/NAME" or a controller's "TYPE/NAME" names (for a controller, one of
+// its pods, running and ready first, as kubectl picks it).
+absl::StatusOr<api::Pod> ResolvePod(Session& s, const std::string& arg);
+
+struct PortForwardFlags {
+  std::vector<std::string> addresses = {"localhost"};
+};
+// port-forward TYPE/NAME [LOCAL:]REMOTE...: until interrupted.
+absl::Status PortForward(Session& s, const std::vector<std::string>& args,
+                         const PortForwardFlags& f);
 
 // replace -f FILE [--force]: each object replaced whole (--force: deleted and created again).
 absl::Status Replace(Session& s, const std::vector<std::string>& files, bool force);

@@ -457,6 +457,17 @@ void AddReplaceAndEdit(Wiring& w) {
   edit->callback([&w] {
     w.action = [&w] { return WithSession(w.g, [&](Session& s) { return Edit(s, w.args); }); };
   });
+  auto* pf = w.Keep<PortForwardFlags>();
+  auto* forward = w.app.add_subcommand(
+      "port-forward", "Forward one or more local ports to a pod: TYPE/NAME [LOCAL:]REMOTE...");
+  forward->add_option("args", w.args, "TYPE/NAME [LOCAL_PORT:]REMOTE_PORT...")->required();
+  forward->add_option("--address", pf->addresses, "Addresses to listen on (localhost or IPv4)")
+      ->delimiter(',');
+  forward->callback([&w, pf] {
+    w.action = [&w, pf] {
+      return WithSession(w.g, [&](Session& s) { return PortForward(s, w.args, *pf); });
+    };
+  });
   w.app
       .add_subcommand(
           "api-versions",

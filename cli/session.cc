@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const Globals& g) {
   if (s->cfg_.tls) o.ca_pem = s->cfg_.ca_pem;
   o.timeout = *timeout;
   o.read_attempts = 2;
+  s->options_ = o;
   s->client_ = std::make_unique<client::GrpcClient>(o);
   s->resources_ = std::make_unique<Resources>(s->client_.get());
   return s;

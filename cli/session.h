@@ -50,6 +50,8 @@ class Session {
   static absl::StatusOr<std::unique_ptr<Session>> Open(const Globals& g);
 
   Resources& res() { return *resources_; }
+  // How this session reaches the apiserver, for services the client does not wrap.
+  const client::ClientOptions& client_options() const { return options_; }
   const std::string& ns() const { return cfg_.namespace_; }
   // The namespace flag as given (empty when not).
   const std::string& ns_flag() const { return ns_flag_; }
@@ -69,6 +71,7 @@ class Session {
   Session() = default;
   KubeConfig cfg_;
   std::string ns_flag_;
+  client::ClientOptions options_;
   std::unique_ptr<client::GrpcClient> client_;
   std::unique_ptr<Resources> resources_;
 };

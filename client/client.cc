@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "client/channel.h"
+
 namespace mkube::client {
 namespace {
 
@@ -27,23 +29,27 @@ class GrpcWatchStream final : public WatchStream {
 
 }  // namespace
 
-GrpcClient::GrpcClient(ClientOptions options) : options_(std::move(options)) {
+std::shared_ptr<grpc::Channel> NewChannel(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);
   // A client of its own connection, not one shared with every client of the same target.
-  if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> creds;
-  if (options_.ca_pem.empty()) {
+  if (options.ca_pem.empty()) {
     creds = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = options_.ca_pem;
+    ssl.pem_root_certs = options.ca_pem;
     creds = grpc::SslCredentials(ssl);
   }
-  auto channel = grpc::CreateCustomChannel(options_.address, creds, args);
+  return grpc::CreateCustomChannel(options.address, creds, args);
+}
+
+GrpcClient::GrpcClient(ClientOptions options) : options_(std::move(options)) {
+  auto channel = NewChannel(options_);
   stub_ = apiserver::Api::NewStub(channel);
   streams_ = apiserver::PodStreams::NewStub(channel);
 }

@@ -20,6 +20,45 @@ spdlog::logger& Log() {
   return logger;
 }
 
+// Relays a two-way stream between the caller and an agent, `first` (what to do) having been
+// read from the caller. The agent answers with one message once it has started, or fails
+// the call; only then is the caller's input relayed (so a failure is returned as it is, at
+// once). Input goes to the agent on a thread of its own, output back on this one.
+template <typename In, typename Out>
+grpc::Status Relay(grpc::ServerContext* ctx, grpc::ServerReaderWriter<Out, In>* caller,
+                   grpc::ClientReaderWriter<In, Out>* agent, grpc::ClientContext* actx,
+                   const In& first) {
+  Out out;
+  if (!agent->Write(first) || !agent->Read(&out)) return agent->Finish();
+  if (!caller->Write(out)) return {grpc::StatusCode::CANCELLED, "the caller went away"};
+  absl::Mutex mu;
+  bool input_done = false;  // guarded by mu (a local cannot carry the annotation)
+  std::thread input([&] {
+    In in;
+    while (caller->Read(&in)) {
+      if (!agent->Write(in)) break;
+    }
+    agent->WritesDone();
+    absl::MutexLock lock(&mu);
+    input_done = true;
+  });
+  while (agent->Read(&out)) {
+    if (!caller->Write(out)) {
+      actx->TryCancel();
+      break;
+    }
+  }
+  bool caller_done;
+  {
+    // The caller half-closes once it has seen the end; one that does not is cut off.
+    absl::MutexLock lock(&mu);
+    caller_done = mu.AwaitWithTimeout(absl::Condition(&input_done), absl::Seconds(2));
+  }
+  if (!caller_done) ctx->TryCancel();
+  input.join();
+  return agent->Finish();
+}
+
 }  // namespace
 
 absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
@@ -35,7 +74,9 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   Target t;
   t.pod_uid = pod->metadata().uid();
   t.container = container;
-  if (t.container.empty()) {
+  if (subresource == "portforward") {
+    // A pod's ports are the pod's, not a container's.
+  } else if (t.container.empty()) {
     if (pod->spec().containers_size() != 1) {
       std::vector<std::string> names;
       for (const auto& c : pod->spec().containers()) names.push_back(c.name());
@@ -64,7 +105,7 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   }
   auto channel = agents_->ChannelTo(*node);
   if (!channel.ok()) return channel.status();
-  t.stub = agent::Agent::NewStub(*channel);
+  t.channel = *channel;
   return t;
 }
 
@@ -83,7 +124,8 @@ grpc::Status PodStreamsService::Logs(grpc::ServerContext* ctx, const agent::LogR
   forward.set_container(target->container);
   forward.set_pod_uid(target->pod_uid);
   auto actx = AgentContext(ctx);
-  auto reader = target->stub->Logs(actx.get(), forward);
+  auto stub = agent::Agent::NewStub(target->channel);
+  auto reader = stub->Logs(actx.get(), forward);
   agent::LogChunk chunk;
   while (reader->Read(&chunk)) {
     if (!writer->Write(chunk)) {
@@ -107,40 +149,27 @@ grpc::Status PodStreamsService::Exec(
   start->set_pod_uid(target->pod_uid);
   Log().info("exec in pod {}/{} [{}]", start->namespace_(), start->pod(), target->container);
   auto actx = AgentContext(ctx);
-  auto agent = target->stub->Exec(actx.get());
-  // The agent answers with an empty message once the command runs, or fails the call; only
-  // then is the caller's input relayed (so a failure is returned as it is, at once).
-  agent::ExecOutput out;
-  if (!agent->Write(first) || !agent->Read(&out)) return agent->Finish();
-  if (!stream->Write(out)) return {grpc::StatusCode::CANCELLED, "the caller went away"};
+  auto stub = agent::Agent::NewStub(target->channel);
+  auto agent = stub->Exec(actx.get());
+  return Relay(ctx, stream, agent.get(), actx.get(), first);
+}
 
-  // Input to the agent on a thread of its own; output back on this one.
-  absl::Mutex mu;
-  bool input_done = false;  // guarded by mu (a local cannot carry the annotation)
-  std::thread input([&] {
-    agent::ExecInput in;
-    while (stream->Read(&in)) {
-      if (!agent->Write(in)) break;
-    }
-    agent->WritesDone();
-    absl::MutexLock lock(&mu);
-    input_done = true;
-  });
-  while (agent->Read(&out)) {
-    if (!stream->Write(out)) {
-      actx->TryCancel();
-      break;
-    }
+grpc::Status PodPortForwardService::Forward(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<agent::PortForwardData, agent::PortForwardData>* stream) {
+  agent::PortForwardData first;
+  if (!stream->Read(&first) || !first.has_start()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must name the pod and port"};
   }
-  bool caller_done;
-  {
-    // The caller half-closes once it has the exit code; one that does not is cut off.
-    absl::MutexLock lock(&mu);
-    caller_done = mu.AwaitWithTimeout(absl::Condition(&input_done), absl::Seconds(2));
-  }
-  if (!caller_done) ctx->TryCancel();
-  input.join();
-  return agent->Finish();
+  auto* start = first.mutable_start();
+  auto target =
+      streams_->Resolve(ctx, "create", "portforward", start->namespace_(), start->pod(), "");
+  if (!target.ok()) return ToGrpc(target.status());
+  start->set_pod_uid(target->pod_uid);
+  auto actx = streams_->AgentContext(ctx);
+  auto stub = agent::PortForward::NewStub(target->channel);
+  auto agent = stub->Forward(actx.get());
+  return Relay(ctx, stream, agent.get(), actx.get(), first);
 }
 
 }  // namespace mkube::apiserver::server
