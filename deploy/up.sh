@@ -2,11 +2,14 @@
 # Installs what is missing, builds, and starts a local mkube cluster in the background.
 #   ./deploy/up.sh [--nodes N] [--simulated-nodes N] [--state-dir DIR] [--store mkube|etcd]
 #                  [--store-listen HOST:PORT] [--apiserver-listen HOST:PORT] [--agent-port PORT]
+#                  [--address-block B]
 # Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 ... nodeN
-# (N=2 by default), each on its own address (127.0.1.1, .2, ...) with pod addresses from
-# 127.1.<i>.0/24; --simulated-nodes adds one agent holding that many simulated nodes (sim-0000
-# ...: they run no processes, and report their pods Running at once). Idempotent: what runs
-# is left alone, a daemon that died is started again. Returns once every node is Ready.
+# (N=2 by default), each on its own address (127.0.B.1, .2, ...) with pod addresses from
+# 127.B.<i>.0/24 (B=1 unless --address-block says otherwise; kept in the state dir: two
+# clusters on one machine need different blocks and ports); --simulated-nodes adds one agent
+# holding that many simulated nodes (sim-0000 ...: they run no processes, and report their
+# pods Running at once). Idempotent: what runs is left alone, a daemon that died is started
+# again. Returns once every node is Ready.
 # MKUBE_CONTROLLER_MANAGER_FLAGS and MKUBE_AGENT_FLAGS add flags to those daemons (tests use
 # them for short node grace periods).
 set -euo pipefail
@@ -18,6 +21,7 @@ store_kind=mkube
 agent_port=10250
 workers=2
 simulated=0
+block=
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -34,7 +38,9 @@ while [ $# -gt 0 ]; do
     --nodes=*) workers=${1#*=}; shift ;;
     --simulated-nodes) simulated=$2; shift 2 ;;
     --simulated-nodes=*) simulated=${1#*=}; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --address-block) block=$2; shift 2 ;;
+    --address-block=*) block=${1#*=}; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +53,10 @@ esac
   { echo "up.sh: --nodes must be a number from 0 to 250, not '$workers'" >&2; exit 2; }
 [[ "$simulated" =~ ^[0-9]+$ ]] ||
   { echo "up.sh: --simulated-nodes must be a number, not '$simulated'" >&2; exit 2; }
+# The address block: as given, else as this cluster was started with, else 1.
+[ -n "$block" ] || block=$(cat "$state/run/address-block" 2>/dev/null || echo 1)
+[[ "$block" =~ ^[0-9]+$ ]] && [ "$block" -ge 1 ] && [ "$block" -le 254 ] ||
+  { echo "up.sh: --address-block must be a number from 1 to 254, not '$block'" >&2; exit 2; }
 nodes=(master01)
 for i in $(seq 1 "$workers"); do nodes+=("$(printf 'node%02d' "$i")"); done
 source "$root/deploy/lib/proc.sh"
@@ -56,6 +66,7 @@ source "$root/deploy/lib/proc.sh"
 bin=${MKUBE_BUILD_DIR:-$root/build}/bin
 mkdir -p "$state/run" "$state/logs" "$state/store"
 state=$(cd "$state" && pwd)
+echo "$block" >"$state/run/address-block"
 
 # running PID_FILE WORD: the recorded daemon is alive (not a zombie) and still the program
 # whose command line has WORD.
@@ -156,8 +167,8 @@ for node in "${nodes[@]}"; do
   fi
   start "agent-$node" "$state/run/agent-$node.addr" "$bin/mkube-agent" \
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$token_file" \
-    --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.1.$i" \
-    --listen "127.0.1.$i:$agent_port" --pod-cidr "127.1.$i.0/24" --root-dir "$state/nodes/$node" \
+    --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.$block.$i" \
+    --listen "127.0.$block.$i:$agent_port" --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
     --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}" \
     ${MKUBE_AGENT_FLAGS:-}
 done

@@ -7,6 +7,9 @@ set -euo pipefail
 trap 'echo "walkthrough_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
+# Addresses apart from a cluster the user may be running (block 1) and from the C++ tests'
+# clusters (20-219).
+block=$((220 + $$ % 35))
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 # Nodes are taken as lost after 10 s without a Lease renewal (Kubernetes: 50 s), so that the
 # Unknown phase shows within the test.
@@ -14,7 +17,7 @@ export MKUBE_CONTROLLER_MANAGER_FLAGS="--node-monitor-grace-period 10s --node-mo
 export MKUBE_AGENT_FLAGS="--node-lease-duration-seconds 8"
 up() {
   "$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
-    --apiserver-listen 127.0.0.1:0 --agent-port 0 >/dev/null
+    --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" >/dev/null
 }
 up
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"

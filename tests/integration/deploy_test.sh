@@ -4,10 +4,13 @@ set -euo pipefail
 trap 'echo "deploy_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d)
+# Addresses apart from a cluster the user may be running (block 1) and from the C++ tests'
+# clusters (20-219).
+block=$((220 + $$ % 35))
 trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 
 began=$(date +%s.%N)
-out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
+out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" --nodes 3)
 echo "$out"
 echo "up.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
 addr=$(cat "$state/run/store.addr")
@@ -33,7 +36,7 @@ ctl get node master01 -o yaml | grep -q 'key: node-role.kubernetes.io/master'
 ctl apply -f "$root/deploy/examples/myapp-pod.yaml" | grep -q '^pod/myapp created$'
 for _ in $(seq 1 100); do ctl get pod myapp --no-headers | grep -q ' Running ' && break; sleep 0.1; done
 ip=$(ctl get pod myapp -o wide --no-headers | awk '{print $6}')
-[[ "$ip" == 127.1.2.* ]] || { echo "pod IP '$ip' is not from node01's range" >&2; exit 1; }
+[[ "$ip" == "127.$block.2."* ]] || { echo "pod IP '$ip' is not from node01's range" >&2; exit 1; }
 reply=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://$ip/', timeout=5).read().decode().strip())")
 [ "$reply" = 'Hello MyApp | Version: v1 | <a href="hostname.html">Pod Name</a>' ] || { echo "unexpected reply: $reply" >&2; exit 1; }
 for _ in $(seq 1 100); do ctl logs myapp | grep -q '^GET / 200$' && break; sleep 0.1; done
@@ -62,6 +65,7 @@ for _ in $(seq 1 100); do
   [ -e "/proc/$sched_pid" ] || break
   sleep 0.01
 done
+# (Without --address-block: the block the cluster was started with.)
 again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
 grep -q "store already running (pid $pid)" <<<"$again"
 ! grep -q "scheduler already running" <<<"$again"
@@ -90,7 +94,7 @@ for p in "$pid" "$api_pid"; do
 done
 
 # Data survives a restart in the same state dir.
-"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 >/dev/null
+"$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" >/dev/null
 addr=$(cat "$state/run/store.addr")
 [ "$(etcdctl --endpoints="$addr" get deploy-test --print-value-only)" = ok ]
 "$root/deploy/down.sh" --state-dir "$state" --purge
@@ -98,7 +102,7 @@ addr=$(cat "$state/run/store.addr")
 
 # --store etcd: the same cluster on a real etcd.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0 --agent-port 0)
+out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block")
 grep -q "store (etcd, etcd v3 API): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^kube-system   *Active'
