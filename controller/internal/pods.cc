@@ -67,19 +67,29 @@ void SortForDeletion(std::vector<PodPtr>* pods) {
   for (const auto& p : *pods) {
     if (!p->spec().node_name().empty()) ++per_node[p->spec().node_name()];
   }
-  auto rank = [&](const PodPtr& p) {
+  // Each pod's rank worked out once (parsing its times is what costs), then sorted by it.
+  using Rank = std::tuple<bool, int, bool, int, int, int64_t, int, int64_t>;
+  std::vector<std::pair<Rank, PodPtr>> ranked;
+  ranked.reserve(pods->size());
+  for (auto& p : *pods) {
     const bool assigned = !p->spec().node_name().empty();
     const auto ready = ReadySince(*p);
     // Each element: smaller means deleted sooner.
-    return std::make_tuple(
-        assigned, PhaseRank(p->status().phase()), ready.has_value(), DeletionCost(*p),
+    Rank rank{
+        assigned,
+        PhaseRank(p->status().phase()),
+        ready.has_value(),
+        DeletionCost(*p),
         assigned ? -per_node[p->spec().node_name()] : 0,
-        ready ? -absl::ToUnixSeconds(*ready) : int64_t{0}, -Restarts(*p),
-        -absl::ToUnixSeconds(api::ParseRfc3339(p->metadata().creation_timestamp())
-                                 .value_or(absl::UnixEpoch())));
-  };
-  std::stable_sort(pods->begin(), pods->end(),
-                   [&](const PodPtr& a, const PodPtr& b) { return rank(a) < rank(b); });
+        ready ? -absl::ToUnixSeconds(*ready) : int64_t{0},
+        -Restarts(*p),
+        -absl::ToUnixSeconds(
+            api::ParseRfc3339(p->metadata().creation_timestamp()).value_or(absl::UnixEpoch()))};
+    ranked.emplace_back(rank, std::move(p));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < ranked.size(); ++i) (*pods)[i] = std::move(ranked[i].second);
 }
 
 }  // namespace mkube::controller
