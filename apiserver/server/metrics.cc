@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "api/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
@@ -74,22 +74,18 @@ std::map<std::string, agent::SummaryReply> MetricsApi::Summaries(
     agents_->Authorize(&c->ctx);
     calls.push_back(std::move(c));
   }
-  absl::Mutex mu;
-  size_t pending = calls.size();
+  // Each call's status is its own; the counter orders those writes before Wait returns, and
+  // may go away once it has (which a mutex the callbacks unlock would not allow).
+  absl::BlockingCounter pending(static_cast<int>(calls.size()));
   for (auto& c : calls) {
     Call* call = c.get();
     call->stub->async()->Summary(&call->ctx, &call->req, &call->reply,
-                                 [&mu, &pending, call](grpc::Status st) {
-                                   absl::MutexLock lock(&mu);
+                                 [&pending, call](grpc::Status st) {
                                    call->status = std::move(st);
-                                   --pending;
+                                   pending.DecrementCount();
                                  });
   }
-  {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(
-        +[](size_t* p) { return *p == 0; }, &pending));
-  }
+  pending.Wait();
   std::map<std::string, agent::SummaryReply> out;
   for (auto& c : calls) {
     if (!c->status.ok()) {
