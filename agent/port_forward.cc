@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,7 +39,9 @@ grpc::Status PortForwardService::Forward(
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(start.port()));
-  inet_pton(AF_INET, ip->c_str(), &addr.sin_addr);
+  if (inet_pton(AF_INET, ip->c_str(), &addr.sin_addr) != 1) {
+    return {grpc::StatusCode::INTERNAL, fmt::format("pod address {} is not IPv4", *ip)};
+  }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return {grpc::StatusCode::INTERNAL, "socket"};
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
@@ -57,13 +60,22 @@ grpc::Status PortForwardService::Forward(
     PortForwardData in;
     bool open = true;
     while (open && stream->Read(&in)) open = client::SendAll(fd, in.data());
-    // The caller is done sending (or gone: then the pod's side is cut too).
-    shutdown(fd, ctx->IsCancelled() ? SHUT_RDWR : SHUT_WR);
+    // The caller is done sending (a caller that is gone is noticed by the loop below).
+    shutdown(fd, SHUT_WR);
     while (!open && stream->Read(&in)) {  // the pod stopped reading: drain the caller
     }
   });
   std::string buf(kChunk, '\0');
   for (;;) {
+    // A caller that went away cuts the connection, which also ends a send blocked above.
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, 200) == 0) {
+      if (ctx->IsCancelled()) {
+        shutdown(fd, SHUT_RDWR);
+        break;
+      }
+      continue;
+    }
     const ssize_t n = read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;

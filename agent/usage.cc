@@ -76,6 +76,9 @@ std::map<pid_t, Usage> ProcReader::Groups(const std::set<pid_t>& groups) const {
 std::optional<Usage> ProcReader::Process(pid_t pid) const {
   auto s = ReadStat(root_ + "/" + std::to_string(pid) + "/stat");
   if (!s) return std::nullopt;
+  // Not its waited-for children: the agent's are container monitors, whose time (their
+  // containers') is counted with the containers already.
+  s->cutime = s->cstime = 0;
   return Of(*s);
 }
 

@@ -42,7 +42,7 @@ class ProcReader {
   // For each of `groups` (process group ids): the sum over every process in it. A group
   // none of whose processes is left is absent.
   std::map<pid_t, Usage> Groups(const std::set<pid_t>& groups) const;
-  // One process alone (the agent itself).
+  // One process alone, without the children it waited for (the agent itself).
   std::optional<Usage> Process(pid_t pid) const;
 
  private:

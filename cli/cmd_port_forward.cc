@@ -39,6 +39,7 @@ absl::StatusOr<PortPair> ParsePorts(const std::string& spec, const api::Pod& pod
   PortPair p;
   p.remote_text = parts.back();
   if (!absl::SimpleAtoi(p.remote_text, &p.remote)) {
+    p.remote = 0;  // not a number (SimpleAtoi may leave a prefix's value): a port's name
     for (const auto& c : pod.spec().containers()) {
       for (const auto& port : c.ports()) {
         if (port.name() == p.remote_text) p.remote = port.container_port();
@@ -108,13 +109,14 @@ void Bridge(std::shared_ptr<grpc::Channel> channel, const std::string& token,
       break;
     }
   }
+  // The stream is over: end the local side's reader too, then finish the call.
+  shutdown(fd, SHUT_RDWR);
+  up.join();
   const grpc::Status st = stream->Finish();
   if (!st.ok()) {
-    shutdown(fd, SHUT_RDWR);  // ends the local side's reader too
     Say(std::cerr, fmt::format("E an error occurred forwarding {} -> {}: {}", local_port,
                                start.port(), st.error_message()));
   }
-  up.join();
   close(fd);
 }
 
@@ -127,6 +129,7 @@ absl::StatusOr<int> Listen(const std::string& address, int port) {
     return UserError(fmt::format("error: {} is not a valid IP", address));
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return UserError(fmt::format("error: socket: {}", std::strerror(errno)));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 128) != 0) {

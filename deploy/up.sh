@@ -53,10 +53,20 @@ esac
   { echo "up.sh: --nodes must be a number from 0 to 250, not '$workers'" >&2; exit 2; }
 [[ "$simulated" =~ ^[0-9]+$ ]] ||
   { echo "up.sh: --simulated-nodes must be a number, not '$simulated'" >&2; exit 2; }
-# The address block: as given, else as this cluster was started with, else 1.
-[ -n "$block" ] || block=$(cat "$state/run/address-block" 2>/dev/null || echo 1)
-[[ "$block" =~ ^[0-9]+$ ]] && [ "$block" -ge 1 ] && [ "$block" -le 254 ] ||
+# The address block: as given, else as this cluster was started with, else 1. Agents that
+# run keep theirs, so a different block needs down.sh first.
+recorded=$(cat "$state/run/address-block" 2>/dev/null || true)
+[ -n "$block" ] || block=${recorded:-1}
+[[ "$block" =~ ^[0-9]+$ ]] && [ "$((10#$block))" -ge 1 ] && [ "$((10#$block))" -le 254 ] ||
   { echo "up.sh: --address-block must be a number from 1 to 254, not '$block'" >&2; exit 2; }
+block=$((10#$block))
+if [ -n "$recorded" ] && [ "$recorded" != "$block" ]; then
+  for f in "$state"/run/agent-*.pid; do
+    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null || continue
+    echo "up.sh: this cluster runs with --address-block $recorded; stop it with down.sh first" >&2
+    exit 2
+  done
+fi
 nodes=(master01)
 for i in $(seq 1 "$workers"); do nodes+=("$(printf 'node%02d' "$i")"); done
 source "$root/deploy/lib/proc.sh"

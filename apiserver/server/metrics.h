@@ -18,12 +18,13 @@ namespace mkube::apiserver::server {
 // what they measured last (as metrics-server asks kubelets, but when asked rather than on a
 // timer), and nothing is stored. Which nodes and pods a request covers, and their names and
 // labels, come from the apiserver's own objects (selectors included); the figures from the
-// agents. A node whose agent does not answer in time is left out, as metrics-server leaves
+// agents. Requests wait on an API worker thread, so the deadline is short (2 s). A node whose
+// agent does not answer in time is left out, as metrics-server leaves
 // out a node it could not scrape; so is a pod its agent has not measured twice yet.
 class MetricsApi {
  public:
   MetricsApi(registry::Registry* registry, Agents* agents,
-             absl::Duration timeout = absl::Seconds(5))
+             absl::Duration timeout = absl::Seconds(2))
       : registry_(registry), agents_(agents), timeout_(timeout) {}
 
   // For a kind that is `measured`.

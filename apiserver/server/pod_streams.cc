@@ -30,7 +30,11 @@ grpc::Status Relay(grpc::ServerContext* ctx, grpc::ServerReaderWriter<Out, In>* 
                    const In& first) {
   Out out;
   if (!agent->Write(first) || !agent->Read(&out)) return agent->Finish();
-  if (!caller->Write(out)) return {grpc::StatusCode::CANCELLED, "the caller went away"};
+  if (!caller->Write(out)) {
+    actx->TryCancel();
+    agent->Finish();
+    return {grpc::StatusCode::CANCELLED, "the caller went away"};
+  }
   absl::Mutex mu;
   bool input_done = false;  // guarded by mu (a local cannot carry the annotation)
   std::thread input([&] {

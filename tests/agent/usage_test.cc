@@ -59,6 +59,12 @@ class FakeProc {
     std::ofstream(root_ / std::to_string(pid) / "stat")
         << StatLine(pid, "p", pgrp, ticks, 0, 0, rss_pages);
   }
+  // With `children` ticks of waited-for children (cutime).
+  void SetWithChildren(pid_t pid, int64_t ticks, int64_t children) {
+    std::filesystem::create_directories(root_ / std::to_string(pid));
+    std::ofstream(root_ / std::to_string(pid) / "stat")
+        << StatLine(pid, "p", pid, ticks, 0, children, 1);
+  }
   void Remove(pid_t pid) { std::filesystem::remove_all(root_ / std::to_string(pid)); }
   std::string root() const { return root_.string(); }
 
@@ -82,6 +88,17 @@ TEST(ProcReaderTest, SumsEachGroupsProcesses) {
   EXPECT_EQ(g[100].memory_bytes, 3 * page);
   EXPECT_EQ(g[200].cpu_ns, 7 * tick);
   EXPECT_FALSE(g.contains(400));
+}
+
+TEST(ProcReaderTest, AProcessAloneLeavesOutTheChildrenItWaitedFor) {
+  // The agent's waited-for children are container monitors: their containers' time is
+  // counted with the containers, and must not come back as the agent's.
+  FakeProc proc;
+  proc.SetWithChildren(7, 20, 5000);
+  const int64_t tick = 1'000'000'000 / sysconf(_SC_CLK_TCK);
+  EXPECT_EQ(ProcReader(proc.root()).Process(7)->cpu_ns, 20 * tick);
+  // A container's group keeps them: its own children's time is its own.
+  EXPECT_EQ(ProcReader(proc.root()).Groups({7})[7].cpu_ns, 5020 * tick);
 }
 
 class SamplerTest : public ::testing::Test {
