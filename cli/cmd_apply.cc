@@ -154,16 +154,21 @@ absl::Status ApplyOne(Session& s, Manifest& m, bool create_only) {
 
 }  // namespace
 
-absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only) {
+absl::Status ForEachManifest(const std::vector<std::string>& files,
+                             const std::function<absl::Status(Manifest&)>& one) {
   MKUBE_ASSIGN_OR_RETURN(auto manifests, ReadManifests(files));
   int failures = 0;
   for (auto& m : manifests) {
-    if (absl::Status st = ApplyOne(s, m, create_only); !st.ok()) {
+    if (absl::Status st = one(m); !st.ok()) {
       std::cerr << st.message() << "\n";
       ++failures;
     }
   }
   return failures ? Reported() : absl::OkStatus();
+}
+
+absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only) {
+  return ForEachManifest(files, [&](Manifest& m) { return ApplyOne(s, m, create_only); });
 }
 
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f) {

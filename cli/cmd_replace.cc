@@ -104,7 +104,10 @@ absl::Status EditOne(Session& s, const Target& t) {
   if (fd < 0) return UserError("error: cannot create a file to edit");
   close(fd);
   std::ofstream(path) << kEditHeader << original;
-  MKUBE_RETURN_IF_ERROR(RunEditor(path));
+  if (absl::Status st = RunEditor(path); !st.ok()) {
+    unlink(path);
+    return st;
+  }
   std::stringstream edited;
   edited << std::ifstream(path).rdbuf();
   const std::string text = Uncommented(edited.str());
@@ -134,15 +137,7 @@ absl::Status EditOne(Session& s, const Target& t) {
 }  // namespace
 
 absl::Status Replace(Session& s, const std::vector<std::string>& files, bool force) {
-  MKUBE_ASSIGN_OR_RETURN(auto manifests, ReadManifests(files));
-  int failures = 0;
-  for (auto& m : manifests) {
-    if (absl::Status st = ReplaceOne(s, m, force); !st.ok()) {
-      std::cerr << st.message() << "\n";
-      ++failures;
-    }
-  }
-  return failures ? Reported() : absl::OkStatus();
+  return ForEachManifest(files, [&](Manifest& m) { return ReplaceOne(s, m, force); });
 }
 
 absl::Status Edit(Session& s, const std::vector<std::string>& args) {

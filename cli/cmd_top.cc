@@ -34,6 +34,13 @@ Figures Sum(const google::protobuf::Map<std::string, std::string>& usage, Figure
   return f;
 }
 
+// One line of a table, with what it sorts by.
+struct Row {
+  std::string key;
+  Figures figures;
+  std::vector<std::string> cells;
+};
+
 std::string Cpu(const Figures& f) { return fmt::format("{}m", f.cpu_milli); }
 std::string Memory(const Figures& f) { return fmt::format("{}Mi", f.memory_bytes / (1024 * 1024)); }
 
@@ -106,11 +113,6 @@ absl::Status TopNodes(Session& s, const std::vector<std::string>& names, const T
     const auto* node = static_cast<const api::Node*>(n.get());
     available[node->metadata().name()] = node;
   }
-  struct Row {
-    std::string key;
-    Figures figures;
-    std::vector<std::string> cells;
-  };
   std::vector<Row> rows;
   for (const auto& m : metrics) {
     const auto& nm = static_cast<const api::NodeMetrics&>(*m);
@@ -182,11 +184,6 @@ absl::Status TopPods(Session& s, const std::vector<std::string>& names, const To
   MKUBE_ASSIGN_OR_RETURN(auto metrics,
                          Measured(s, *api::FindResource("pods.metrics.k8s.io"), ns, names, f));
   if (metrics.empty()) return NoPodMetrics(s, ns, names, f);
-  struct Row {
-    std::string key;
-    Figures figures;
-    std::vector<std::string> cells;
-  };
   std::vector<Row> rows;
   Figures total;
   for (const auto& m : metrics) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct Manifest {
 
 // Every object in the files, folders (their .yaml, .yml and .json files) or stdin ("-").
 absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::vector<std::string>& files);
+
+// Runs `one` on every object of the files; a failure is printed and the others still run
+// (Reported() when any failed).
+absl::Status ForEachManifest(const std::vector<std::string>& files,
+                             const std::function<absl::Status(Manifest&)>& one);
 
 // The namespace an object goes to: its own, else -n / the kubeconfig's (set on the object);
 // a conflict is an error. Empty for kinds without namespaces.
