@@ -102,7 +102,8 @@ DaemonSetController::DaemonSetController(client::ApiClient* client,
       pod_control_(client, events),
       expectations_(clock) {
   IndexByNamespace(sets_);
-  IndexByNamespace(pods_);
+  IndexByController(pods_);
+  IndexOrphans(pods_);
   sets_->AddHandlers({
       .on_add = [this](const DaemonSetPtr& d) { Enqueue(*d); },
       .on_update = [this](const DaemonSetPtr&, const DaemonSetPtr& d) { Enqueue(*d); },
@@ -163,7 +164,7 @@ absl::Status DaemonSetController::Sync(const std::string& key) {
   auto selector = api::Selector::FromLabelSelector(ds->spec().selector());
   if (!selector.ok() || selector->empty()) return absl::OkStatus();
   std::vector<PodPtr> candidates;
-  for (auto& p : pods_->ByIndex(kByNamespace, ds->metadata().namespace_())) {
+  for (auto& p : OwnedOrOrphaned(*pods_, ds->metadata())) {
     if (p->metadata().deletion_timestamp().empty()) candidates.push_back(std::move(p));
   }
   auto can_adopt = [this, &ds, &key]() -> absl::Status {

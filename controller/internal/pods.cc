@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
@@ -12,7 +13,7 @@ namespace {
 
 const api::Condition* ReadyCondition(const api::Pod& pod) {
   for (const auto& c : pod.status().conditions()) {
-    if (c.type() == "Ready") return &c;
+    if (std::string_view(c.type()) == "Ready") return &c;  // sizes compared first
   }
   return nullptr;
 }
@@ -40,7 +41,7 @@ int Restarts(const api::Pod& pod) {
 }  // namespace
 
 bool IsActive(const api::Pod& pod) {
-  const std::string& phase = pod.status().phase();
+  const std::string_view phase = pod.status().phase();  // compared by size first
   return phase != "Succeeded" && phase != "Failed" && pod.metadata().deletion_timestamp().empty();
 }
 

@@ -91,7 +91,8 @@ JobController::JobController(client::ApiClient* client, client::Informer<api::Jo
       events_(events),
       pod_control_(client, events),
       expectations_(clock) {
-  IndexByNamespace(pods_);
+  IndexByController(pods_);
+  IndexOrphans(pods_);
   jobs_->AddHandlers({
       .on_add = [this](const JobPtr& j) { Enqueue(*j); },
       .on_update = [this](const JobPtr&, const JobPtr& j) { Enqueue(*j); },
@@ -138,8 +139,7 @@ std::vector<PodPtr> JobController::ClaimPods(const api::Job& job, const api::Sel
     return absl::OkStatus();
   };
   return Claim<api::Pod>(client_, "pods", job, ControllerRef(job, "batch/v1", "Job"), selector,
-                         pods_->ByIndex(kByNamespace, job.metadata().namespace_()), can_adopt,
-                         error);
+                         OwnedOrOrphaned(*pods_, job.metadata()), can_adopt, error);
 }
 
 absl::Status JobController::Sync(const std::string& key) {

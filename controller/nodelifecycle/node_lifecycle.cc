@@ -86,8 +86,9 @@ absl::Status NodeLifecycleController::Sync(const std::string& key) {
   return ReconcileTaints(*node, /*may_taint=*/false, &tainted);
 }
 
-absl::StatusOr<api::Node> NodeLifecycleController::CheckHealth(const api::Node& node,
-                                                               absl::Time now) {
+absl::StatusOr<std::shared_ptr<const api::Node>> NodeLifecycleController::CheckHealth(
+    const std::shared_ptr<const api::Node>& cached, absl::Time now) {
+  const api::Node& node = *cached;
   const std::string& name = node.metadata().name();
   const api::Condition* ready = NodeCondition(node, "Ready");
   auto lease = leases_->Get("kube-node-lease/" + name);
@@ -105,7 +106,7 @@ absl::StatusOr<api::Node> NodeLifecycleController::CheckHealth(const api::Node& 
     }
     lost = now - h.probe > options_.grace_period;
   }
-  if (!lost || (ready && ready->status() == "Unknown")) return node;
+  if (!lost || (ready && ready->status() == "Unknown")) return cached;
   api::Node updated = node;
   const std::string stamp = api::Rfc3339(now);
   auto* conditions = updated.mutable_status()->mutable_conditions();
@@ -137,7 +138,7 @@ absl::StatusOr<api::Node> NodeLifecycleController::CheckHealth(const api::Node& 
     events_->Record(*r, "Normal", "NodeNotReady",
                     fmt::format("Node {} status is now: NodeNotReady", name));
   }
-  return *r;
+  return std::make_shared<const api::Node>(std::move(*r));
 }
 
 absl::Status NodeLifecycleController::MarkPodsNotReady(const api::Node& node, absl::Time now) {
@@ -191,17 +192,18 @@ bool NodeLifecycleController::MayTaint(const std::string& zone, ZoneState state,
 
 absl::Status NodeLifecycleController::Monitor() {
   const absl::Time now = clock_->Now();
-  std::vector<api::Node> nodes;
+  // The cached objects, or what this pass wrote over them (not copied: there are thousands).
+  std::vector<std::shared_ptr<const api::Node>> nodes;
   absl::Status error;
-  for (const auto& cached : nodes_->List()) {
-    auto node = CheckHealth(*cached, now);
+  for (auto& cached : nodes_->List()) {
+    auto node = CheckHealth(cached, now);
     if (!node.ok()) {
       if (error.ok()) error = node.status();
-      nodes.push_back(*cached);
+      nodes.push_back(std::move(cached));
       continue;
     }
-    if (ReadyStatus(*node) != "True") {
-      if (auto st = MarkPodsNotReady(*node, now); !st.ok() && error.ok()) error = st;
+    if (ReadyStatus(**node) != "True") {
+      if (auto st = MarkPodsNotReady(**node, now); !st.ok() && error.ok()) error = st;
     }
     nodes.push_back(std::move(*node));
   }
@@ -212,8 +214,8 @@ absl::Status NodeLifecycleController::Monitor() {
   };
   std::map<std::string, Zone> zones;
   for (const auto& n : nodes) {
-    Zone& z = zones[ZoneOf(n)];
-    (ReadyStatus(n) == "True" ? z.ready : z.not_ready)++;
+    Zone& z = zones[ZoneOf(*n)];
+    (ReadyStatus(*n) == "True" ? z.ready : z.not_ready)++;
   }
   bool all_disrupted = !zones.empty();
   for (auto& [name, z] : zones) {
@@ -235,12 +237,12 @@ absl::Status NodeLifecycleController::Monitor() {
     all_disrupted_ = all_disrupted;
   }
   for (const auto& n : nodes) {
-    const std::string zone = ZoneOf(n);
+    const std::string zone = ZoneOf(*n);
     const Zone& z = zones[zone];
     bool tainted = false;
-    const bool may = ReadyStatus(n) != "True" && ReadyStatus(n) != "" &&
+    const bool may = ReadyStatus(*n) != "True" && ReadyStatus(*n) != "" &&
                      MayTaint(zone, z.state, static_cast<size_t>(z.ready + z.not_ready), now);
-    if (auto st = ReconcileTaints(n, may, &tainted); !st.ok() && error.ok()) error = st;
+    if (auto st = ReconcileTaints(*n, may, &tainted); !st.ok() && error.ok()) error = st;
     if (may && !tainted) {
       absl::MutexLock lock(&mu_);
       next_taint_[zone] = absl::InfinitePast();  // the token was not used

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -59,7 +60,8 @@ class NodeLifecycleController final : public Controller {
 
   absl::Status Monitor();
   // Sets Unknown conditions on a node that is lost; the node as it is now.
-  absl::StatusOr<api::Node> CheckHealth(const api::Node& node, absl::Time now);
+  absl::StatusOr<std::shared_ptr<const api::Node>> CheckHealth(
+      const std::shared_ptr<const api::Node>& cached, absl::Time now);
   absl::Status MarkPodsNotReady(const api::Node& node, absl::Time now);
   // Brings the node's condition taints to what its conditions call for. NoExecute taints are
   // added only when `may_taint` (the zone's rate allows it).

@@ -24,7 +24,8 @@ ReplicaSetController<T>::ReplicaSetController(client::ApiClient* client, client:
       pod_control_(client, events),
       expectations_(clock) {
   IndexByNamespace(sets_);
-  IndexByNamespace(pods_);
+  IndexByController(pods_);
+  IndexOrphans(pods_);
   sets_->AddHandlers({
       .on_add = [this](const SetPtr& s) { Enqueue(*s); },
       .on_update = [this](const SetPtr&, const SetPtr& s) { Enqueue(*s); },
@@ -137,7 +138,7 @@ absl::Status ReplicaSetController<T>::Sync(const std::string& key) {
   const bool needs_sync =
       expectations_.Satisfied(key) && set->metadata().deletion_timestamp().empty();
   std::vector<PodPtr> active;
-  for (auto& pod : pods_->ByIndex(kByNamespace, set->metadata().namespace_())) {
+  for (auto& pod : OwnedOrOrphaned(*pods_, set->metadata())) {
     if (IsActive(*pod)) active.push_back(std::move(pod));
   }
   const api::OwnerReference ref = ControllerRef(*set, SetKind<T>::kApiVersion, SetKind<T>::kKind);
@@ -217,6 +218,7 @@ api::ReplicaSetStatus ReplicaSetController<T>::StatusOf(const T& set,
   api::ReplicaSetStatus status = set.status();
   const absl::Time now = clock_->Now();
   int fully_labeled = 0, ready = 0, available = 0;
+  const int32_t min_ready = set.spec().min_ready_seconds();
   const auto& template_labels = set.spec().template_().metadata().labels();
   for (const auto& pod : pods) {
     bool all = true;
@@ -225,8 +227,9 @@ api::ReplicaSetStatus ReplicaSetController<T>::StatusOf(const T& set,
       if (it == pod->metadata().labels().end() || it->second != v) all = false;
     }
     if (all) ++fully_labeled;
-    if (IsReady(*pod)) ++ready;
-    if (IsAvailable(*pod, set.spec().min_ready_seconds(), now)) ++available;
+    if (!IsReady(*pod)) continue;
+    ++ready;
+    if (min_ready <= 0 || IsAvailable(*pod, min_ready, now)) ++available;
   }
   status.set_replicas(static_cast<int32_t>(pods.size()));
   status.set_fully_labeled_replicas(fully_labeled);

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "client/client.h"
@@ -105,7 +107,28 @@ int main(int argc, char** argv) {
   app.add_option("--token", token)->required();
   app.add_option("--replicas", replicas)->capture_default_str();
   app.add_option("--cm-pid", cm_pid, "Read the controller-manager's CPU and RSS here");
+  std::vector<std::string> daemons;
+  app.add_option("--daemon", daemons,
+                 "NAME=PID: print this process's CPU seconds in each phase (repeatable)");
+  double idle_seconds = 0;
+  app.add_option("--idle", idle_seconds,
+                 "Seconds to watch the daemons' CPU before scaling (the idle cluster's cost)");
   CLI11_PARSE(app, argc, argv);
+  std::vector<std::pair<std::string, int>> watched;
+  for (const std::string& d : daemons) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "controller_bench: --daemon %s: want NAME=PID\n", d.c_str());
+      return 2;
+    }
+    watched.emplace_back(d.substr(0, eq), std::stoi(d.substr(eq + 1)));
+  }
+  // CPU seconds of each watched daemon, read now.
+  auto sample = [&] {
+    std::vector<double> cpu;
+    for (const auto& [name, pid] : watched) cpu.push_back(CpuSeconds(pid));
+    return cpu;
+  };
 
   mkube::client::ClientOptions o;
   o.address = address;
@@ -127,6 +150,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "controller_bench: deployment: %s\n", r.status().ToString().c_str());
     return 1;
   }
+  const std::vector<double> idle0 = sample();
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_seconds));
+  const std::vector<double> d0 = sample();
   const double cpu0 = cm_pid ? CpuSeconds(cm_pid) : 0;
   // Waits until `done` holds of the counts; the seconds it took from `start` (-1: timed out).
   auto wait = [&](Clock::time_point start, auto done, const std::string& image) {
@@ -153,6 +179,7 @@ int main(int argc, char** argv) {
   const double running =
       wait(scaled, [&](const Census::Counts& c) { return c.running >= replicas; }, v1);
   const double cpu1 = cm_pid ? CpuSeconds(cm_pid) : 0;
+  const std::vector<double> d1 = sample();
 
   const Clock::time_point rolled = Clock::now();
   if (auto r = client.Patch<mkube::api::Deployment>(
@@ -169,7 +196,15 @@ int main(int argc, char** argv) {
       rolled,
       [&](const Census::Counts& c) { return c.running_new >= replicas && c.old == 0; }, v2);
   const double cpu2 = cm_pid ? CpuSeconds(cm_pid) : 0;
+  const std::vector<double> d2 = sample();
   pods.Stop();
+  // One line per daemon: its CPU seconds idle (per second), in the scale and in the rollout.
+  for (size_t i = 0; i < watched.size(); ++i) {
+    std::fprintf(stderr, "  %-20s idle %.2f cpu/s  scale %6.2f s  rollout %6.2f s\n",
+                 watched[i].first.c_str(),
+                 idle_seconds > 0 ? (d0[i] - idle0[i]) / idle_seconds : 0.0, d1[i] - d0[i],
+                 d2[i] - d1[i]);
+  }
   std::printf(
       "replicas=%d exist_s=%.2f bound_s=%.2f running_s=%.2f rollout_s=%.2f cm_cpu_s_scale=%.2f "
       "cm_cpu_s_rollout=%.2f cm_rss_mib=%lld\n",

@@ -3,19 +3,23 @@
 # mkube-controller-manager with simulated nodes (mkube-agent --simulated), a fresh cluster per
 # round; prints one line per round.
 #   tests/bench/run_controller_bench.sh [--nodes 5000] [--replicas 10000] [--rounds 1]
-#       [--build DIR]
+#       [--idle SECONDS] [--build DIR]
+# Each daemon's CPU seconds in the scale and the rollout go to stderr; with --idle, also its CPU
+# per second while the cluster sits idle that long before the scale.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
 nodes=5000
 replicas=10000
 rounds=1
+idle=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
     --replicas) replicas=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --idle) idle=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -39,9 +43,10 @@ run() {  # run ROUND
   local cm_pid=$!
   pids+=($cm_pid)
   wait_file "$d/cm.ready"
-  local line
+  local line watched=() p
+  for p in "${pids[@]}"; do watched+=(--daemon "$(ps -o comm= -p "$p")=$p"); done
   if ! line=$("$build/bench/controller_bench" --apiserver "$api" --token bench-token \
-      --replicas "$replicas" --cm-pid "$cm_pid"); then
+      --replicas "$replicas" --cm-pid "$cm_pid" --idle "$idle" "${watched[@]}"); then
     echo "round $1 did not finish: $line (logs in $d)" >&2
     tail -5 "$d"/*.log >&2
   fi
