@@ -138,12 +138,6 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
   auto target = pods_->Exec(start.namespace_(), start.pod(), start.pod_uid(), start.container());
   if (!target.ok()) return ToGrpc(target.status());
   std::vector<std::string> argv(start.command().begin(), start.command().end());
-  auto exe = ResolveExecutable(argv[0], target->env);
-  if (!exe.ok()) {
-    // As a runtime reports it: the command could not be started at all.
-    return {grpc::StatusCode::FAILED_PRECONDITION,
-            fmt::format("OCI runtime exec failed: {}", std::string(exe.status().message()))};
-  }
 
   // Descriptors: with a terminal, one pty for everything; else pipes (stdin only if asked).
   Fd in_w, out_r, err_r, master;
@@ -182,26 +176,18 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
     err_w_keep.Reset(p[1]);
     child_err = p[1];
   }
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  for (auto& e : target->env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
   const bool tty = start.tty();
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return {grpc::StatusCode::INTERNAL, fmt::format("fork: {}", std::strerror(errno))};
-  if (pid == 0) {
-    PrepareChild(parent, /*own_session=*/tty);
-    if (tty) ioctl(child_in, TIOCSCTTY, 0);
-    dup2(child_in, 0);
-    dup2(child_out, 1);
-    dup2(child_err, 2);
-    if (chdir(target->dir.c_str()) != 0) _exit(126);
-    execve(exe->c_str(), cargv.data(), cenv.data());
-    _exit(127);
+  char tty_name[64] = "";
+  if (tty) ptsname_r(master.get(), tty_name, sizeof tty_name);
+  auto spawned = SpawnInContainer(*target, argv, {child_in, child_out, child_err, tty, tty_name});
+  if (!spawned.ok()) {
+    // As a runtime reports it: the command could not be started at all.
+    const auto code = absl::IsInternal(spawned.status()) ? grpc::StatusCode::INTERNAL
+                                                         : grpc::StatusCode::FAILED_PRECONDITION;
+    return {code,
+            fmt::format("OCI runtime exec failed: {}", std::string(spawned.status().message()))};
   }
-  if (!tty) setpgid(pid, pid);
+  const pid_t pid = *spawned;
   // The child's ends belong to it now.
   slave_keep.Reset();
   in_r_keep.Reset();

@@ -55,7 +55,9 @@ std::vector<std::string> ContainerEnv(const api::Container& spec, const Image& i
     const auto eq = e.find('=');
     if (eq != std::string::npos) SetEnv(&env, e.substr(0, eq), e.substr(eq + 1));
   }
-  SetEnv(&env, "PATH", image.root + "/bin:" + EnvValue(env, "PATH"));
+  // An image in a folder of the node's puts its programs first (at the root of a container's
+  // own filesystem they are in /bin already).
+  if (image.root != "/") SetEnv(&env, "PATH", image.root + "/bin:" + EnvValue(env, "PATH"));
   SetEnv(&env, "HOSTNAME", pod_name);
   SetEnv(&env, "POD_IP", pod_ip);
   SetEnv(&env, "IMAGE_ROOT", image.root);

@@ -122,6 +122,13 @@ absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
       if (!r->ok()) return absl::InvalidArgumentError(fmt::format("image {}: {}", ref.String(), std::string(r->status().message())));
     }
     img.config = {std::move(*entry), std::move(*cmd), std::move(*env)};
+    if (j.contains("user")) {
+      if (!j["user"].is_string()) {
+        return absl::InvalidArgumentError(
+            fmt::format("image {}: user: must be a string (UID[:GID])", ref.String()));
+      }
+      img.config.user = j["user"].get<std::string>();
+    }
   }
   img.size_bytes = TreeSize(img.root);
   return img;

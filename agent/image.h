@@ -25,6 +25,7 @@ struct ImageConfig {
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::vector<std::string> env;  // "NAME=value"
+  std::string user;              // "UID" or "UID:GID"; empty: unsaid
 };
 
 // A pulled image on this node.

@@ -15,6 +15,7 @@
 #include "agent/pod_manager.h"
 #include "agent/port_forward.h"
 #include "agent/process_runner.h"
+#include "agent/sandbox.h"
 #include "agent/simulated.h"
 #include "api/labels.h"
 #include "api/log.h"
@@ -190,7 +191,17 @@ int main(int argc, char** argv) {
   // The agent's server first: the Node must say where it is.
   mkube::client::Informer<mkube::api::Pod> pods(
       &client, "pods", {.field_selector = "spec.nodeName=" + node_name});
+  // The node's folder holds its pods' files and its token: its owner's alone.
+  std::filesystem::permissions(root_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  const mkube::agent::HostIsolation isolation = mkube::agent::DetectIsolation();
+  log.info("container isolation: {}", isolation.Describe());
+  for (const auto& missing : isolation.Missing()) {
+    log.warn("containers are not protected here by: {}", missing);
+  }
+  node.annotations["mkube.io/isolation"] = isolation.Describe();
   mkube::agent::PodManagerOptions pm;
+  pm.isolation = isolation;
   pm.node_name = node_name;
   pm.node_ip = node_ip;
   pm.root_dir = root_dir;

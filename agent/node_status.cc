@@ -7,9 +7,10 @@
 #include <thread>
 
 #include "agent/pod_run.h"
+#include "api/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
-#include "api/log.h"
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
@@ -158,6 +159,11 @@ absl::Status NodeStatusManager::Register() {
     return created.status();
   } else {
     Log().info("node {}: already registered, taking it over", options_.name);
+  }
+  if (!options_.annotations.empty()) {
+    const nlohmann::json patch = {{"metadata", {{"annotations", options_.annotations}}}};
+    auto r = client_->Patch<api::Node>("nodes", "", options_.name, patch.dump());
+    if (!r.ok()) return r.status();
   }
   if (auto st = PostStatus(BuildStatus(now), now); !st.ok()) return st;
   // The Lease too, so that a registered node is never seen without one (the loop renews it).

@@ -24,6 +24,7 @@ struct NodeOptions {
   std::string ip;
   int agent_port = 0;  // where the apiserver reaches this agent (daemonEndpoints)
   std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;  // set on every start (the agent's own facts)
   std::vector<api::Taint> taints;  // only when the node is first registered
   std::map<std::string, std::string> capacity;  // cpu, memory, pods; from the machine if unset
   std::string pod_cidr;

@@ -11,9 +11,10 @@
 #include "agent/container_spec.h"
 #include "agent/pod_manager.h"
 #include "agent/prober.h"
+#include "agent/sandbox.h"
+#include "api/log.h"
 #include "api/printers.h"
 #include "fmt/format.h"
-#include "api/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {
@@ -94,6 +95,8 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
       c.started_at = absl::FromUnixSeconds(rec->started_unix);
       c.env = rec->env;
       c.dir = rec->dir;
+      c.isolated = rec->isolated;
+      c.identity = rec->identity;
       // Probed again at once: it has been running all along (so it has started).
       c.startup.ok = c.liveness.ok = true;
       c.startup.next = c.liveness.next = c.readiness.next = now;
@@ -151,7 +154,13 @@ void PodManager::ProbeLoop() {
           const api::Container* spec = run.Spec(c.name);
           if (!spec) continue;
           auto add = [&](const char* kind, const api::Probe& probe) {
-            Due d{uid, c.name, kind, c.pid, probe, *spec, {run.ip, c.env, c.dir, nullptr}};
+            Due d{uid,
+                  c.name,
+                  kind,
+                  c.pid,
+                  probe,
+                  *spec,
+                  {run.ip, {c.env, c.dir, c.pid, c.isolated, c.identity}, nullptr}};
             due.push_back(std::move(d));
           };
           if (spec->has_startup_probe() && !c.startup.ok) {
@@ -232,7 +241,10 @@ void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
         api::ContainerStateTerminated t;
         t.set_exit_code(exit->exit_code);
         t.set_signal(exit->signal);
-        t.set_reason(exit->exit_code == 0 ? "Completed" : "Error");
+        t.set_reason(!exit->message.empty() ? "StartError"
+                     : exit->exit_code == 0 ? "Completed"
+                                            : "Error");
+        t.set_message(exit->message);
         t.set_started_at(Rfc3339(c.started_at));
         t.set_finished_at(Rfc3339(now));
         t.set_container_id(c.container_id);
@@ -312,6 +324,8 @@ void PodManager::PlanStart(PodRun* run, ContainerRun* c, absl::Time now, Work* w
   }
   Launch l;
   l.uid = run->uid;
+  l.pod = run->pod;
+  l.sandbox = run->sandbox;
   l.container = c->name;
   l.spec = *spec;
   l.always = policy == "Always";
@@ -334,11 +348,52 @@ void PodManager::Carry(Launch* l) {
   l->image = images_->Pull(l->spec.image(), l->always);
   l->pull_took = clock_->Now() - began;
   if (!l->image.ok()) return;
-  l->process.argv = ContainerArgv(l->spec, *l->image);
-  l->process.env = ContainerEnv(l->spec, *l->image, l->pod_name, l->ip);
+  const HostIsolation& host = options_.isolation;
+  // Isolated, the image's files are at the root of the container's own filesystem.
+  Image seen = *l->image;
+  if (host.mount_ns) seen.root = "/";
+  l->process.argv = ContainerArgv(l->spec, seen);
+  l->process.env = ContainerEnv(l->spec, seen, l->pod_name, l->ip);
+  if (auto st = Sandbox(l, host); !st.ok()) {
+    l->config = st;
+    return;
+  }
+  if (host.mount_ns && !l->process.argv.empty()) {
+    // Looked up where the container will look (not found: a StartError, as a runtime says).
+    auto program = ResolveInSandbox(l->process.argv[0], l->process.env, l->process.sandbox);
+    if (!program.ok()) {
+      l->record = program.status();
+      return;
+    }
+    l->process.program = *program;
+  }
   std::error_code ec;
-  fs::create_directories(l->process.dir, ec);
+  if (!host.mount_ns) fs::create_directories(l->process.dir, ec);
   l->record = runner_->Start(l->process, l->record_path, l->exit_path);
+}
+
+absl::Status PodManager::Sandbox(Launch* l, const HostIsolation& host) {
+  auto identity = ResolveIdentity(*l->pod, l->spec, *l->image, host);
+  if (!identity.ok()) return identity.status();
+  l->process.sandbox.identity = *identity;
+  if (!host.mount_ns) return absl::OkStatus();
+  SandboxInputs in;
+  in.pod = l->pod.get();
+  in.container = &l->spec;
+  in.image = &*l->image;
+  in.root = (fs::path(l->sandbox) / "rootfs" / l->container).string();
+  in.volumes_dir = (fs::path(l->sandbox) / "volumes").string();
+  in.pod_ip = l->ip;
+  in.identity = *identity;
+  in.overlay = host.overlay;
+  auto sandbox = BuildSandbox(in);
+  if (!sandbox.ok()) return sandbox.status();
+  std::error_code ec;
+  fs::create_directories(in.root, ec);
+  if (ec) return absl::InternalError(fmt::format("mkdir {}: {}", in.root, ec.message()));
+  l->process.sandbox = std::move(*sandbox);
+  l->process.dir = ContainerDir(l->spec, "/");
+  return absl::OkStatus();
 }
 
 void PodManager::Launched(Launch& l, absl::Time now) {
@@ -369,10 +424,21 @@ void PodManager::Launched(Launch& l, absl::Time now) {
              : fmt::format("Container image \"{}\" already present on machine", image));
   c->pull_backoff = absl::ZeroDuration();
   c->image_id = l.image->ref.String();
+  if (!l.config.ok()) {
+    // As the kubelet: the container is not made; the pod is looked at again after a while.
+    c->waiting_reason = "CreateContainerConfigError";
+    c->waiting_message = std::string(l.config.message());
+    c->next_start = now + options_.backoff.initial;
+    events_->Record(*run->pod, "Warning", "Failed", "Error: " + c->waiting_message);
+    Log().info("pod {}/{}: container {}: {}", run->ns, run->name, c->name, c->waiting_message);
+    return;
+  }
   c->restart_count = l.instance;
   c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
   c->env = l.process.env;
   c->dir = l.process.dir;
+  c->isolated = l.process.sandbox.isolated;
+  c->identity = l.process.sandbox.identity;
   c->started_at = now;
   if (!l.record.ok()) {
     api::ContainerStateTerminated t;

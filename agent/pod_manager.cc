@@ -424,7 +424,7 @@ absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::st
   if (!c || !c->Running()) {
     return absl::FailedPreconditionError(fmt::format("container not found (\"{}\")", container));
   }
-  return ExecTarget{c->env, c->dir};
+  return ExecTarget{c->env, c->dir, c->pid, c->isolated, c->identity};
 }
 
 absl::StatusOr<std::string> PodManager::PodIp(const std::string& ns, const std::string& pod,

@@ -10,11 +10,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/container_exec.h"
 #include "agent/image.h"
 #include "agent/pod_run.h"
 #include "agent/port_proxy.h"
 #include "agent/process.h"
 #include "agent/process_runner.h"
+#include "agent/sandbox.h"
 #include "agent/usage.h"
 #include "client/client.h"
 #include "client/clock.h"
@@ -35,6 +37,9 @@ struct PodManagerOptions {
   // pod lifecycle events relist).
   absl::Duration resync = absl::Milliseconds(100);
   client::Clock* clock = client::RealClock();
+  // What the host lets containers be held apart with (nothing: they run as the agent's
+  // processes in the node's filesystem).
+  HostIsolation isolation;
 };
 
 // Where a container's log is, for `logs`.
@@ -42,12 +47,6 @@ struct LogTarget {
   std::string path;
   // Whether that instance may still write to it (for follow).
   std::function<bool()> running;
-};
-
-// How to run a command in a container, for `exec`.
-struct ExecTarget {
-  std::vector<std::string> env;
-  std::string dir;
 };
 
 // The kubelet's pod loop: runs the pods bound to this node as process groups, restarts them
@@ -98,6 +97,8 @@ class PodManager {
   // A container to start, decided under the lock and carried out without it.
   struct Launch {
     std::string uid, container, pod_name, ip;
+    std::shared_ptr<const api::Pod> pod;
+    std::string sandbox;  // the pod's folder
     api::Container spec;
     bool pull = false;     // the image is to be fetched (not merely already present)
     bool always = false;   // imagePullPolicy Always
@@ -108,6 +109,8 @@ class PodManager {
     absl::StatusOr<Image> image = absl::UnknownError("not pulled");
     absl::Duration pull_took;
     absl::StatusOr<ProcessRecord> record = absl::UnknownError("not started");
+    // Why the container cannot be made as its spec asks (CreateContainerConfigError).
+    absl::Status config;
   };
   // What one sync does once it has let go of the lock.
   struct Work {
@@ -123,6 +126,8 @@ class PodManager {
             Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Without the lock: pulls the image and starts the process.
   void Carry(Launch* launch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Without the lock: the container's root and user, when the host can hold it apart.
+  absl::Status Sandbox(Launch* launch, const HostIsolation& host) ABSL_LOCKS_EXCLUDED(mu_);
   // Under the lock: what a launch did, recorded in its container's run.
   void Launched(Launch& launch, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under the lock: statuses to post, runs that are done, and when to look again.

@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "agent/image.h"
+#include "agent/sandbox_spec.h"
 #include "api/object.h"
 #include "client/client.h"
 #include "proto/api/core.pb.h"
@@ -54,9 +55,11 @@ struct ContainerRun {
   // Probes of the running instance; a liveness failure kills it (SIGKILL from kill_at on).
   ProbeState liveness, readiness, startup;
   absl::Time kill_at = absl::InfiniteFuture();
-  // The environment and folder its processes run with (for exec).
+  // The environment and folder its processes run with, and who they are (for exec).
   std::vector<std::string> env;
   std::string dir;
+  bool isolated = false;
+  Identity identity;
 
   // The files of instance n (0 = the first run): its log, its process record and the exit
   // record its monitor writes.

@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,32 +67,13 @@ absl::StatusOr<int> Connect(const std::string& ip, int port, absl::Time deadline
 absl::Status Exec(const api::ExecAction& action, const ProbeTarget& t, absl::Time deadline) {
   if (action.command().empty()) return absl::InvalidArgumentError("exec probe without a command");
   std::vector<std::string> argv(action.command().begin(), action.command().end());
-  auto exe = ResolveExecutable(argv[0], t.env);
-  if (!exe.ok()) return exe.status();
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::vector<std::string> env = t.env;
-  for (auto& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, t.dir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = -1;
-  const int err = posix_spawn(&pid, exe->c_str(), &fa, &attr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) return absl::InternalError(fmt::format("exec probe: {}", std::strerror(err)));
+  const int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  auto spawned = SpawnInContainer(t.exec, argv, {null_in, null_out, null_out, false});
+  close(null_in);
+  close(null_out);
+  if (!spawned.ok()) return spawned.status();
+  const pid_t pid = *spawned;
   int status = 0;
   for (;;) {
     const pid_t r = waitpid(pid, &status, WNOHANG);

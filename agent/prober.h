@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "agent/container_exec.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::agent {
@@ -13,8 +14,7 @@ namespace mkube::agent {
 // ports (tcpSocket, httpGet).
 struct ProbeTarget {
   std::string pod_ip;
-  std::vector<std::string> env;
-  std::string dir;
+  ExecTarget exec;                            // where an exec probe runs
   const api::Container* container = nullptr;  // for named ports
 };
 

@@ -88,8 +88,14 @@ bool WriteAll(int fd, const void* data, size_t n) {
 }  // namespace
 
 absl::Status WriteRecord(const std::string& path, const ProcessRecord& r) {
-  nlohmann::json j = {{"pid", r.pid},         {"monitor", r.monitor}, {"startTicks", r.start_ticks},
-                      {"started", r.started_unix}, {"env", r.env},   {"dir", r.dir}};
+  nlohmann::json j = {{"pid", r.pid},
+                      {"monitor", r.monitor},
+                      {"startTicks", r.start_ticks},
+                      {"started", r.started_unix},
+                      {"env", r.env},
+                      {"dir", r.dir},
+                      {"isolated", r.isolated},
+                      {"identity", ToJson(r.identity)}};
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -120,6 +126,8 @@ absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path) {
     if (e.is_string()) r.env.push_back(e.get<std::string>());
   }
   r.dir = j["dir"].get<std::string>();
+  r.isolated = j.value("isolated", false);
+  if (j.contains("identity")) r.identity = IdentityFromJson(j["identity"]);
   return r;
 }
 
@@ -136,8 +144,18 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
                                              const std::string& record_path,
                                              const std::string& exit_path) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command specified");
-  auto exe = ResolveExecutable(spec.argv[0], spec.env);
+  auto exe = spec.program.empty() ? ResolveExecutable(spec.argv[0], spec.env)
+                                  : absl::StatusOr<std::string>(spec.program);
   if (!exe.ok()) return exe.status();
+  const Identity& id = spec.sandbox.identity;
+  const bool sandboxed = spec.sandbox.isolated || id.uid >= 0 || id.gid >= 0 ||
+                         id.limit_capabilities || id.no_new_privs;
+  const std::string sandbox_path = record_path + ".sandbox.json";
+  if (sandboxed) {
+    std::ofstream out(sandbox_path, std::ios::trunc);
+    out << ToJson(spec.sandbox).dump() << "\n";
+    if (!out.flush()) return absl::InternalError(fmt::format("cannot write {}", sandbox_path));
+  }
   const int log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     return absl::InternalError(fmt::format("open {}: {}", spec.log_path, std::strerror(errno)));
@@ -171,7 +189,9 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> args = {monitor_path, exit_path, spec.dir, *exe};
+  std::vector<std::string> args = {monitor_path};
+  if (sandboxed) args.insert(args.end(), {"--sandbox", sandbox_path});
+  args.insert(args.end(), {exit_path, spec.dir, *exe});
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
@@ -213,6 +233,8 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   r.started_unix = absl::ToUnixSeconds(absl::Now());
   r.env = spec.env;
   r.dir = spec.dir;
+  r.isolated = spec.sandbox.isolated;
+  r.identity = spec.sandbox.identity;
   if (auto st = WriteRecord(record_path, r); !st.ok()) return fail(std::string(st.message()));
   const char go = 'g';
   WriteAll(go_pipe[1], &go, 1);
@@ -224,6 +246,8 @@ std::optional<ExitInfo> ReadExitRecord(const std::string& path) {
   std::ifstream in(path);
   ExitInfo info;
   if (!(in >> info.exit_code >> info.signal)) return std::nullopt;
+  in >> std::ws;
+  std::getline(in, info.message);
   return info;
 }
 

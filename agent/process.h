@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/sandbox_spec.h"
 
 namespace mkube::agent {
 
@@ -17,6 +18,8 @@ struct ProcessSpec {
   std::vector<std::string> env;   // "NAME=value", the whole environment
   std::string dir;                // working directory
   std::string log_path;           // stdout and stderr are appended here
+  SandboxSpec sandbox;            // its root and user (dir is inside that root when isolated)
+  std::string program;            // argv[0] as found already (inside the sandbox); else looked up
 };
 
 // Where argv[0] is: itself when it has a '/', else the first match on PATH.
@@ -32,6 +35,7 @@ void PrepareChild(pid_t parent, bool own_session);
 struct ExitInfo {
   int exit_code = 0;  // 128+N when killed by signal N, as a shell reports it
   int signal = 0;
+  std::string message;  // why it could not be started at all (empty when it ran)
 };
 ExitInfo ExitFromWaitStatus(int status);
 
@@ -44,6 +48,8 @@ struct ProcessRecord {
   int64_t started_unix = 0;
   std::vector<std::string> env;  // what exec in the container runs with
   std::string dir;
+  bool isolated = false;  // in a root of its own (exec joins its namespaces)
+  Identity identity;      // who its processes are
 };
 absl::Status WriteRecord(const std::string& path, const ProcessRecord& r);
 absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path);

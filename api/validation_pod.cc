@@ -45,6 +45,12 @@ void ValidateProbe(const Probe& probe, const std::string& path, FieldErrors* err
   if (probe.has_tcp_socket()) port(probe.tcp_socket().port(), path + ".tcpSocket.port");
 }
 
+void ValidateId(bool set, int64_t id, const std::string& path, FieldErrors* errs) {
+  if (set && (id < 0 || id > 2147483647)) {
+    errs->Invalid(path, std::to_string(id), "must be between 0 and 2147483647, inclusive");
+  }
+}
+
 void ValidateContainer(const Container& c, const std::string& path,
                        const std::set<std::string>& volumes, FieldErrors* errs) {
   if (c.name().empty()) {
@@ -94,6 +100,17 @@ void ValidateContainer(const Container& c, const std::string& path,
       errs->Invalid(mp + ".name", m.name(), "volume not found");
     }
     if (m.mount_path().empty()) errs->Required(mp + ".mountPath");
+  }
+  if (c.has_security_context()) {
+    const SecurityContext& sc = c.security_context();
+    ValidateId(sc.has_run_as_user(), sc.run_as_user(), path + ".securityContext.runAsUser", errs);
+    ValidateId(sc.has_run_as_group(), sc.run_as_group(), path + ".securityContext.runAsGroup",
+               errs);
+    if (sc.has_allow_privilege_escalation() && !sc.allow_privilege_escalation() &&
+        sc.privileged()) {
+      errs->Invalid(path + ".securityContext", "",
+                    "cannot set `allowPrivilegeEscalation` to false and `privileged` to true");
+    }
   }
   if (c.has_liveness_probe()) ValidateProbe(c.liveness_probe(), path + ".livenessProbe", errs);
   if (c.has_readiness_probe()) ValidateProbe(c.readiness_probe(), path + ".readinessProbe", errs);
@@ -271,6 +288,17 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
   };
   containers(spec.init_containers(), path + ".initContainers");
   containers(spec.containers(), path + ".containers");
+  if (spec.has_security_context()) {
+    const PodSecurityContext& sc = spec.security_context();
+    const std::string sp = path + ".securityContext";
+    ValidateId(sc.has_run_as_user(), sc.run_as_user(), sp + ".runAsUser", errs);
+    ValidateId(sc.has_run_as_group(), sc.run_as_group(), sp + ".runAsGroup", errs);
+    ValidateId(sc.has_fs_group(), sc.fs_group(), sp + ".fsGroup", errs);
+    for (size_t i = 0; i < static_cast<size_t>(sc.supplemental_groups_size()); ++i) {
+      ValidateId(true, sc.supplemental_groups(static_cast<int>(i)),
+                 At(sp + ".supplementalGroups", i), errs);
+    }
+  }
   if (!spec.restart_policy().empty() && spec.restart_policy() != "Always" &&
       spec.restart_policy() != "OnFailure" && spec.restart_policy() != "Never") {
     errs->Unsupported(path + ".restartPolicy", spec.restart_policy(),

@@ -172,7 +172,13 @@ void AddState(const api::ContainerState& s, int level, const std::string& label,
   } else if (s.has_terminated()) {
     out->push_back({level, label, "Terminated"});
     out->push_back({level + 1, "Reason", s.terminated().reason()});
+    if (!s.terminated().message().empty()) {
+      out->push_back({level + 1, "Message", s.terminated().message()});
+    }
     out->push_back({level + 1, "Exit Code", std::to_string(s.terminated().exit_code())});
+    if (s.terminated().signal() != 0) {
+      out->push_back({level + 1, "Signal", std::to_string(s.terminated().signal())});
+    }
     out->push_back({level + 1, "Started", Time(s.terminated().started_at())});
     out->push_back({level + 1, "Finished", Time(s.terminated().finished_at())});
   } else {

@@ -76,6 +76,8 @@ source "$root/deploy/lib/proc.sh"
 bin=${MKUBE_BUILD_DIR:-$root/build}/bin
 mkdir -p "$state/run" "$state/logs" "$state/store"
 state=$(cd "$state" && pwd)
+# The cluster's keys, tokens and data: its owner's alone (pods run as other users).
+chmod 700 "$state"
 echo "$block" >"$state/run/address-block"
 
 # running PID_FILE WORD: the recorded daemon is alive (not a zombie) and still the program
@@ -141,6 +143,7 @@ store_addr=$(cat "$state/run/store.addr")
 
 # Credentials: a CA and serving certificate, and one bearer token per identity.
 "$root/deploy/lib/certs.sh" "$state/pki"
+chmod 700 "$state/pki"
 if [ "$("$root/deploy/lib/tokens.sh" "$state/pki" "${nodes[@]}")" = added ] &&
   running "$state/run/apiserver.pid" mkube-apiserver; then
   echo "restarting the apiserver for the new nodes' tokens"

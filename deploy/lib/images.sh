@@ -12,9 +12,9 @@ bin=$2
 image() {  # image NAME TAG IMAGE_JSON [PROGRAM]
   local dir=$registry/$1/$2
   rm -rf "$dir.tmp"
-  mkdir -p "$dir.tmp/bin"
+  mkdir -p "$dir.tmp"
   printf '%s\n' "$3" >"$dir.tmp/image.json"
-  [ -z "${4:-}" ] || cp "$bin/mkube-demo-server" "$dir.tmp/bin/$4"
+  [ -z "${4:-}" ] || { mkdir -p "$dir.tmp/bin"; cp "$bin/mkube-demo-server" "$dir.tmp/bin/$4"; }
   rm -rf "$dir"
   mv "$dir.tmp" "$dir"
 }

@@ -77,8 +77,8 @@ api::Probe Exec(const std::vector<std::string>& command, int timeout_seconds = 0
 ProbeTarget Target() {
   ProbeTarget t;
   t.pod_ip = "127.0.0.1";
-  t.env = {"PATH=/usr/bin:/bin"};
-  t.dir = "/";
+  t.exec.env = {"PATH=/usr/bin:/bin"};
+  t.exec.dir = "/";
   return t;
 }
 

@@ -16,6 +16,7 @@
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
+#include "tests/integration/agent_fixture.h"
 #include "tests/util/agent_process.h"
 #include "tests/util/apiserver_process.h"
 #include "tests/util/eventually.h"
@@ -27,97 +28,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-class AgentTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = new ApiServerProcess(dir_->path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
-    WriteTestRegistry(dir_->Sub("registry"));
-    agent_ = new AgentProcess(AgentOptions("node01", "127.1.0.0/24"));
-    auto st = agent_->Start();
-    ASSERT_TRUE(st.ok()) << st;
-    client_ = new client::GrpcClient(ClientFor("admin-token"));
-    std::ofstream(dir_->Sub("config"))
-        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
-        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
-        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete agent_;
-    delete api_;
-    delete store_;
-    delete dir_;
-  }
-
-  static AgentProcess::Options AgentOptions(const std::string& node, const std::string& cidr) {
-    AgentProcess::Options o;
-    o.dir = dir_->Sub(node);
-    o.apiserver = api_->address();
-    o.agent_token_file = api_->agent_token_file();
-    o.node = node;
-    o.registry = dir_->Sub("registry");
-    o.pod_cidr = cidr;
-    return o;
-  }
-  static client::ClientOptions ClientFor(const std::string& token) {
-    client::ClientOptions o;
-    o.address = api_->address();
-    o.token = token;
-    return o;
-  }
-
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
-  }
-
-  // Creates a pod bound to node01 from the YAML of its spec's containers part.
-  static api::Pod CreatePod(const std::string& name, const std::string& spec_yaml) {
-    const std::string yaml = fmt::format(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  nodeName: node01\n{}", name,
-        spec_yaml);
-    auto r = Ctl({"create", "-f", "-"}, yaml);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return GetPod(name).value_or(api::Pod());
-  }
-  static absl::StatusOr<api::Pod> GetPod(const std::string& name) {
-    return client_->Get<api::Pod>("pods", "default", name);
-  }
-  static bool PodPhaseIs(const std::string& name, const std::string& phase) {
-    auto p = GetPod(name);
-    return p.ok() && p->status().phase() == phase;
-  }
-  static bool PodGone(const std::string& name) {
-    return GetPod(name).status().code() == absl::StatusCode::kNotFound;
-  }
-  // The folder a pod's containers run in on the node.
-  static std::string PodRoot(const api::Pod& pod) {
-    return fmt::format("{}/pods/{}/root", agent_->root(), pod.metadata().uid());
-  }
-  static pid_t ReadPid(const std::string& path) {
-    std::ifstream in(path);
-    pid_t pid = -1;
-    in >> pid;
-    return pid;
-  }
-  static bool ProcessGone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
-
-  static TempDir* dir_;
-  static StoreProcess* store_;
-  static ApiServerProcess* api_;
-  static AgentProcess* agent_;
-  static client::ApiClient* client_;
-};
-TempDir* AgentTest::dir_ = nullptr;
-StoreProcess* AgentTest::store_ = nullptr;
-ApiServerProcess* AgentTest::api_ = nullptr;
-AgentProcess* AgentTest::agent_ = nullptr;
-client::ApiClient* AgentTest::client_ = nullptr;
 
 TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
   auto node = client_->Get<api::Node>("nodes", "", "node01");
@@ -147,10 +57,13 @@ TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
 }
 
 TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
-  api::Pod pod = CreatePod("web", R"(  containers:
+  api::Pod pod = CreatePod("web", R"(  volumes: [{name: work, emptyDir: {}}]
+  containers:
   - name: main
     image: busybox
     env: [{name: WHO, value: web}]
+    workingDir: /work
+    volumeMounts: [{name: work, mountPath: /work}]
     command: ["sh", "-c", "echo $$ > main.pid; echo started $WHO at $POD_IP; trap 'echo bye; exit 0' TERM; while true; do sleep 0.1; done"]
 )");
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("web", "Running"); }));
@@ -196,13 +109,13 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   EXPECT_THAT(r.err, HasSubstr("container other is not valid for pod web"));
 
   // Deleted: SIGTERM reaches the container, which says goodbye; then the object goes.
-  const pid_t pid = ReadPid(PodRoot(pod) + "/main.pid");
-  ASSERT_GT(pid, 0);
+  const Processes main = ProcessesOf(pod, "main");
+  ASSERT_GT(main.first, 0);
   r = Ctl({"delete", "pod", "web"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "pod \"web\" deleted\n");
   EXPECT_TRUE(PodGone("web"));  // delete waits until the node has removed it
-  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(Eventually([&] { return AllGone(main); }));
   EXPECT_FALSE(std::filesystem::exists(PodRoot(pod)));
 }
 
@@ -460,8 +373,10 @@ TEST_F(AgentTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
 
 TEST_F(AgentTest, ImagesArePulledAndTheirEntrypointCmdAndEnvUsed) {
   CreatePod("tools", "  restartPolicy: Never\n  containers:\n  - {name: a, image: 'tools:v1'}\n  - {name: b, image: 'docker.io/library/tools:v1', args: [mkube]}\n");
-  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("tools", "Succeeded"); }));
-  const std::string image_root = agent_->root() + "/images/tools/v1";
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("tools", "Succeeded"); }))
+      << Ctl({"describe", "pod", "tools"}).out;
+  // The image's folder is the root of a container's own filesystem, where the host offers one.
+  const std::string image_root = Isolated() ? "/" : agent_->root() + "/images/tools/v1";
   EXPECT_EQ(Ctl({"logs", "tools", "-c", "a"}).out, "hello world from " + image_root + "\n");
   auto r = Ctl({"logs", "tools", "-c", "b"});
   EXPECT_EQ(r.out, "hello mkube from " + image_root + "\n");
@@ -480,48 +395,57 @@ TEST_F(AgentTest, ImagesArePulledAndTheirEntrypointCmdAndEnvUsed) {
 
 TEST_F(AgentTest, AContainerThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   api::Pod pod = CreatePod("stubborn", R"(  terminationGracePeriodSeconds: 1
+  volumes: [{name: work, emptyDir: {}}]
   containers:
   - name: c
     image: busybox
+    workingDir: /work
+    volumeMounts: [{name: work, mountPath: /work}]
     command: ["sh", "-c", "trap '' TERM; echo $$ > c.pid; sleep 100 & echo $! > child.pid; wait; wait"]
 )");
   ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(PodRoot(pod) + "/child.pid"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const pid_t pid = ReadPid(PodRoot(pod) + "/c.pid");
-  const pid_t child = ReadPid(PodRoot(pod) + "/child.pid");
+  const Processes c = ProcessesOf(pod, "c");
   auto r = Ctl({"delete", "pod", "stubborn"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(PodGone("stubborn"));
   // The whole container goes, the processes it started included.
-  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid) && ProcessGone(child); }));
+  EXPECT_TRUE(Eventually([&] { return AllGone(c); }));
 }
 
 TEST_F(AgentTest, DrainEvictsThePodsAndWaitsUntilTheirNodeHasStoppedThem) {
-  api::Pod pod = CreatePod("evictee", R"(  containers:
+  api::Pod pod = CreatePod("evictee", R"(  volumes: [{name: work, emptyDir: {}}]
+  containers:
   - name: c
     image: busybox
+    workingDir: /work
+    volumeMounts: [{name: work, mountPath: /work}]
     command: ["sh", "-c", "echo $$ > c.pid; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 )");
   ASSERT_TRUE(Eventually([&] { return ReadPid(PodRoot(pod) + "/c.pid") > 0; }));
-  const pid_t pid = ReadPid(PodRoot(pod) + "/c.pid");
+  const Processes c = ProcessesOf(pod, "c");
   auto r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-emptydir-data"});
   EXPECT_EQ(r.exit_code, 1);  // a pod without a controller needs --force
   EXPECT_THAT(r.err, HasSubstr("cannot delete Pods declare no controller (use --force to override): default/evictee"));
-  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--force", "--timeout", "60s"});
+  r = Ctl({"drain", "node01", "--ignore-daemonsets", "--delete-emptydir-data", "--force",
+           "--timeout", "60s"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("evicting pod default/evictee\n"));
   EXPECT_THAT(r.out, HasSubstr("pod/evictee evicted\nnode/node01 drained\n"));
   EXPECT_TRUE(PodGone("evictee"));
-  EXPECT_TRUE(Eventually([&] { return ProcessGone(pid); }));
+  EXPECT_TRUE(Eventually([&] { return AllGone(c); }));
   EXPECT_THAT(Ctl({"get", "nodes"}).out, ::testing::ContainsRegex("node01 +Ready,SchedulingDisabled "));
   EXPECT_EQ(Ctl({"uncordon", "node01"}).out, "node/node01 uncordoned\n");
 }
 
 TEST_F(AgentTest, ReadinessProbesGateReadyAndLivenessProbesRestart) {
-  api::Pod pod = CreatePod("probed", R"(  containers:
+  api::Pod pod = CreatePod("probed", R"(  volumes: [{name: work, emptyDir: {}}]
+  containers:
   - name: exec
     image: busybox
     command: ["sleep", "100"]
+    workingDir: /work
+    volumeMounts: [{name: work, mountPath: /work}]
     readinessProbe:
       exec: {command: ["test", "-f", "ready"]}
       periodSeconds: 1
@@ -633,8 +557,9 @@ TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
   auto create = [&](const std::string& name, const std::string& policy, const std::string& cmd) {
     const std::string yaml = fmt::format(
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: {}}}\nspec:\n  nodeName: node02\n"
-        "  restartPolicy: {}\n  containers: [{{name: c, image: busybox, command: [sh, -c, '{}']}}]\n",
-        name, policy, cmd);
+        "  restartPolicy: {}\n{}  containers:\n  - name: c\n    image: busybox\n"
+        "    command: [sh, -c, '{}']\n{}",
+        name, policy, kWorkVolume, cmd, kWorkMount);
     auto r = Ctl({"create", "-f", "-"}, yaml);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   };
@@ -643,12 +568,14 @@ TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
   create("ghost", "Always", "echo $$ > c.pid; exec sleep 100");
   std::map<std::string, std::string> roots;
   std::map<std::string, pid_t> pids;
+  std::map<std::string, Processes> procs;
   for (const std::string name : {"survivor", "finisher", "ghost"}) {
     ASSERT_TRUE(Eventually([&] { return PodPhaseIs(name, "Running"); })) << name;
     auto pod = GetPod(name);
-    roots[name] = fmt::format("{}/pods/{}/root", agent.root(), pod->metadata().uid());
+    roots[name] = PodRoot(*pod, &agent);
     ASSERT_TRUE(Eventually([&] { return ReadPid(roots[name] + "/c.pid") > 0; })) << name;
-    pids[name] = ReadPid(roots[name] + "/c.pid");
+    procs[name] = ProcessesOf(*pod, "c", &agent);
+    pids[name] = procs[name].first;
   }
 
   agent.Kill9();
@@ -676,10 +603,10 @@ TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
   EXPECT_EQ(survivor->status().phase(), "Running");
   EXPECT_EQ(survivor->status().container_statuses(0).restart_count(), 0);
   r = Ctl({"exec", "survivor", "--", "cat", "c.pid"});
-  EXPECT_EQ(r.out, std::to_string(pids["survivor"]) + "\n") << r.err;
+  EXPECT_EQ(r.out, ReadFile(roots["survivor"] + "/c.pid")) << r.err;
 
   EXPECT_EQ(Ctl({"delete", "pod", "survivor", "finisher"}).exit_code, 0);
-  EXPECT_TRUE(Eventually([&] { return ProcessGone(pids["survivor"]); }));
+  EXPECT_TRUE(Eventually([&] { return AllGone(procs["survivor"]); }));
   agent.Stop();
 }
 
@@ -693,12 +620,10 @@ TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("sleeper", "Running"); }));
   auto pod = GetPod("sleeper");
   EXPECT_THAT(pod->status().pod_ip(), StartsWith("127.1.1."));
-  const std::string pid_file =
-      fmt::format("{}/pods/{}/root/c.pid", second.root(), pod->metadata().uid());
-  ASSERT_TRUE(Eventually([&] { return ReadPid(pid_file) > 0; }));
-  const pid_t pid = ReadPid(pid_file);
+  ASSERT_TRUE(Eventually([&] { return ProcessesOf(*pod, "c", &second).first > 0; }));
+  const Processes c = ProcessesOf(*pod, "c", &second);
   second.Stop();
-  EXPECT_TRUE(ProcessGone(pid));
+  EXPECT_TRUE(AllGone(c));
 }
 
 }  // namespace

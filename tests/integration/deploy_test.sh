@@ -22,6 +22,10 @@ kill -0 "$api_pid"
 grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 [ "$(stat -c %a "$state/pki/tokens.csv")" = 600 ]
 [ "$(stat -c %a "$state/config")" = 600 ]
+# The state folder and its keys: the owner's alone (pods run as other users).
+[ "$(stat -c %a "$state")" = 700 ]
+[ "$(stat -c %a "$state/pki")" = 700 ]
+[ "$(stat -c %a "$state/pki/ca.key")" = 600 ]
 # mkubectl reaches the apiserver over TLS with the kubeconfig up.sh wrote.
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'

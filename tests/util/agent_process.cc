@@ -89,7 +89,9 @@ void WriteTestRegistry(const std::string& dir) {
       << R"({"entrypoint": ["greet"], "cmd": ["world"], "env": ["GREETING=hello"]})";
   const std::string greet = dir + "/tools/v1/bin/greet";
   std::ofstream(greet) << "#!/bin/sh\necho \"$GREETING $1 from $IMAGE_ROOT\"\n";
-  fs::permissions(greet, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  // Runnable by any user: containers do not run as root.
+  fs::permissions(greet, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
   fs::create_directories(dir + "/web/v1/bin");
   std::ofstream(dir + "/web/v1/image.json") << R"({"entrypoint": ["web"], "env": ["PORT=8080"]})";
   fs::copy_file(BinDir() + "/mkube-demo-server", dir + "/web/v1/bin/web",

@@ -1,0 +1,276 @@
+#include "agent/sandbox.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string_view>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace mkube::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Capability names by number (linux/capability.h), as securityContext names them.
+constexpr std::array<std::string_view, 41> kCapabilities = {"CHOWN",
+                                                            "DAC_OVERRIDE",
+                                                            "DAC_READ_SEARCH",
+                                                            "FOWNER",
+                                                            "FSETID",
+                                                            "KILL",
+                                                            "SETGID",
+                                                            "SETUID",
+                                                            "SETPCAP",
+                                                            "LINUX_IMMUTABLE",
+                                                            "NET_BIND_SERVICE",
+                                                            "NET_BROADCAST",
+                                                            "NET_ADMIN",
+                                                            "NET_RAW",
+                                                            "IPC_LOCK",
+                                                            "IPC_OWNER",
+                                                            "SYS_MODULE",
+                                                            "SYS_RAWIO",
+                                                            "SYS_CHROOT",
+                                                            "SYS_PTRACE",
+                                                            "SYS_PACCT",
+                                                            "SYS_ADMIN",
+                                                            "SYS_BOOT",
+                                                            "SYS_NICE",
+                                                            "SYS_RESOURCE",
+                                                            "SYS_TIME",
+                                                            "SYS_TTY_CONFIG",
+                                                            "MKNOD",
+                                                            "LEASE",
+                                                            "AUDIT_WRITE",
+                                                            "AUDIT_CONTROL",
+                                                            "SETFCAP",
+                                                            "MAC_OVERRIDE",
+                                                            "MAC_ADMIN",
+                                                            "SYSLOG",
+                                                            "WAKE_ALARM",
+                                                            "BLOCK_SUSPEND",
+                                                            "AUDIT_READ",
+                                                            "PERFMON",
+                                                            "BPF",
+                                                            "CHECKPOINT_RESTORE"};
+constexpr int kNetBindService = 10;
+
+std::optional<int> CapabilityNumber(std::string name) {
+  name = absl::AsciiStrToUpper(name);
+  if (name.rfind("CAP_", 0) == 0) name = name.substr(4);
+  for (size_t i = 0; i < kCapabilities.size(); ++i) {
+    if (kCapabilities[i] == name) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+// The capabilities a container keeps: NET_BIND_SERVICE (pods share the node's network, where
+// a pod network namespace would let any user bind low ports), then the context's add and drop.
+absl::StatusOr<std::vector<int>> Capabilities(const api::SecurityContext* sc) {
+  std::set<int> keep = {kNetBindService};
+  if (!sc) return std::vector<int>(keep.begin(), keep.end());
+  for (const auto& name : sc->capabilities().drop()) {
+    if (absl::AsciiStrToUpper(name) == "ALL") {
+      keep.clear();
+      continue;
+    }
+    auto n = CapabilityNumber(name);
+    if (!n) return absl::InvalidArgumentError(fmt::format("unknown capability \"{}\"", name));
+    keep.erase(*n);
+  }
+  for (const auto& name : sc->capabilities().add()) {
+    if (absl::AsciiStrToUpper(name) == "ALL") {
+      for (size_t i = 0; i < kCapabilities.size(); ++i) keep.insert(static_cast<int>(i));
+      continue;
+    }
+    auto n = CapabilityNumber(name);
+    if (!n) return absl::InvalidArgumentError(fmt::format("unknown capability \"{}\"", name));
+    keep.insert(*n);
+  }
+  return std::vector<int>(keep.begin(), keep.end());
+}
+
+// "UID" or "UID:GID" of an image's config; names are not looked up (images carry no users).
+absl::Status ParseImageUser(const std::string& user, std::optional<int64_t>* uid,
+                            std::optional<int64_t>* gid) {
+  if (user.empty()) return absl::OkStatus();
+  std::vector<std::string> parts = absl::StrSplit(user, ':');
+  int64_t n = 0;
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &n) || n < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("image user \"{}\" is not a numeric UID[:GID]", user));
+  }
+  *uid = n;
+  if (parts.size() == 2) {
+    if (!absl::SimpleAtoi(parts[1], &n) || n < 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("image user \"{}\" is not a numeric UID[:GID]", user));
+    }
+    *gid = n;
+  }
+  return absl::OkStatus();
+}
+
+// Whether a child can make a mount namespace of its own here.
+bool CanUnshareMounts() {
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) _exit(unshare(CLONE_NEWNS | CLONE_NEWUTS) == 0 ? 0 : 1);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool HasFilesystem(const std::string& name) {
+  std::ifstream in("/proc/filesystems");
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (!f.empty() && f.back() == name) return true;
+  }
+  return false;
+}
+
+std::string Join(const std::string& a, const std::string& b) {
+  return (fs::path(a) / fs::path(b).relative_path()).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string HostIsolation::Describe() const {
+  std::vector<std::string> on;
+  if (mount_ns) on.push_back("mount+uts namespaces (own root filesystem)");
+  if (root) on.push_back("users and capabilities");
+  std::string out = on.empty() ? "none" : absl::StrJoin(on, ", ");
+  if (auto missing = Missing(); !missing.empty()) {
+    out += "; missing: " + absl::StrJoin(missing, ", ");
+  }
+  return out;
+}
+
+std::vector<std::string> HostIsolation::Missing() const {
+  std::vector<std::string> out;
+  if (!mount_ns) {
+    out.push_back("own root filesystem (containers see the node's files)");
+  }
+  if (!root) out.push_back("users (containers run as the agent's user)");
+  if (mount_ns && !overlay) out.push_back("overlayfs (an image's folder hides the host's)");
+  return out;
+}
+
+HostIsolation DetectIsolation() {
+  HostIsolation h;
+  h.root = geteuid() == 0;
+  h.mount_ns = h.root && CanUnshareMounts();
+  h.overlay = h.mount_ns && HasFilesystem("overlay");
+  return h;
+}
+
+absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Container& container,
+                                         const Image& image, const HostIsolation& host) {
+  Identity id;
+  if (!host.root) return id;  // the agent cannot change who its children are
+  const api::PodSecurityContext& psc = pod.spec().security_context();
+  const api::SecurityContext* sc =
+      container.has_security_context() ? &container.security_context() : nullptr;
+  std::optional<int64_t> image_uid, image_gid;
+  if (auto st = ParseImageUser(image.config.user, &image_uid, &image_gid); !st.ok()) return st;
+  if (sc && sc->has_run_as_user()) {
+    id.uid = sc->run_as_user();
+  } else if (psc.has_run_as_user()) {
+    id.uid = psc.run_as_user();
+  } else {
+    id.uid = image_uid.value_or(kDefaultUid);
+  }
+  if (sc && sc->has_run_as_group()) {
+    id.gid = sc->run_as_group();
+  } else if (psc.has_run_as_group()) {
+    id.gid = psc.run_as_group();
+  } else if (image_gid) {
+    id.gid = *image_gid;
+  } else {
+    // A user the image does not name a group for has the root group, as in Kubernetes; the
+    // default user has its own.
+    id.gid = id.uid == kDefaultUid ? kDefaultUid : 0;
+  }
+  const bool non_root =
+      sc && sc->has_run_as_non_root() ? sc->run_as_non_root() : psc.run_as_non_root();
+  if (non_root && id.uid == 0) {
+    return absl::FailedPreconditionError("container has runAsNonRoot and image will run as root");
+  }
+  id.groups.assign(psc.supplemental_groups().begin(), psc.supplemental_groups().end());
+  if (psc.has_fs_group()) id.groups.push_back(psc.fs_group());
+  id.no_new_privs = sc && sc->has_allow_privilege_escalation() && !sc->allow_privilege_escalation();
+  id.limit_capabilities = true;
+  id.keep_all = sc && sc->privileged();
+  auto caps = Capabilities(sc);
+  if (!caps.ok()) return caps.status();
+  id.capabilities = std::move(*caps);
+  return id;
+}
+
+absl::StatusOr<std::string> PrepareVolume(const api::Volume& volume,
+                                          const std::string& volumes_dir) {
+  std::error_code ec;
+  if (volume.has_host_path()) {
+    const std::string& path = volume.host_path().path();
+    const std::string& type = volume.host_path().type();
+    auto fail = [&](const std::string& why) {
+      return absl::FailedPreconditionError(fmt::format(
+          "MountVolume.SetUp failed for volume \"{}\" : hostPath type check failed: {} {}",
+          volume.name(), path, why));
+    };
+    if (type == "DirectoryOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(path, ec);
+      if (ec) return fail("cannot be created: " + ec.message());
+      fs::permissions(path, fs::perms(0755), ec);
+    } else if (type == "FileOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      std::ofstream(path, std::ios::app);
+      if (!fs::exists(path, ec)) return fail("cannot be created");
+    }
+    const bool exists = fs::exists(path, ec);
+    if ((type == "Directory" || type == "DirectoryOrCreate") && !fs::is_directory(path, ec)) {
+      return fail("is not a directory");
+    }
+    if ((type == "File" || type == "FileOrCreate") && !fs::is_regular_file(path, ec)) {
+      return fail("is not a file");
+    }
+    if (type == "Socket" && !fs::is_socket(path, ec)) return fail("is not a socket");
+    if (type == "CharDevice" && !fs::is_character_file(path, ec)) {
+      return fail("is not a character device");
+    }
+    if (type == "BlockDevice" && !fs::is_block_file(path, ec)) return fail("is not a block device");
+    if (!exists) {
+      // Unset type: mounted as it is, so it must be there (Kubernetes would create a folder
+      // through the runtime; a missing path is more likely a mistake here).
+      return fail("does not exist");
+    }
+    return path;
+  }
+  // An emptyDir (the only other kind a pod that got this far has): a folder any of the pod's
+  // users can write, as the kubelet makes it.
+  const std::string dir = Join(volumes_dir, volume.name());
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(fmt::format("MountVolume.SetUp failed for volume \"{}\" : {}",
+                                           volume.name(), ec.message()));
+  }
+  chmod(dir.c_str(), 0777);
+  return dir;
+}
+
+}  // namespace mkube::agent

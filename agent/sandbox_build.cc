@@ -1,0 +1,240 @@
+// A container's root, worked out as a list of steps (sandbox.h); mkube-monitor carries them
+// out in the container's mount namespace (sandbox_enter.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_split.h"
+#include "agent/sandbox.h"
+#include "fmt/format.h"
+
+namespace mkube::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Kind = MountStep::Kind;
+
+// The host's folders every container sees read-only: its programs and libraries.
+constexpr const char* kSystemFolders[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr"};
+// Names at the top of the root the sandbox makes itself; an image's own are not used.
+const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run", "image.json"};
+// Files of the host's /etc that programs need to start and resolve names (bound read-only when
+// the host has them).
+constexpr const char* kHostEtcFiles[] = {"ld.so.cache", "resolv.conf",  "nsswitch.conf",
+                                         "localtime",   "alternatives", "ssl"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+std::string Join(const std::string& a, const std::string& b) {
+  return (fs::path(a) / fs::path(b).relative_path()).lexically_normal().string();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::string HostsFile(const std::string& ip, const std::string& hostname) {
+  std::string out =
+      "# mkube-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
+      "ip6-loopback\n";
+  if (!ip.empty()) out += fmt::format("{}\t{}\n", ip, hostname);
+  return out;
+}
+
+// The pod's hostname: spec.hostname, else its name (at most 63 characters, as Kubernetes).
+std::string Hostname(const api::Pod& pod) {
+  std::string h = pod.spec().hostname().empty() ? pod.metadata().name() : pod.spec().hostname();
+  if (h.size() > 63) h.resize(63);
+  while (!h.empty() && (h.back() == '-' || h.back() == '.')) h.pop_back();
+  return h;
+}
+
+// The image's folder of that name merged over the host's (both read-only), or the image's
+// alone where overlayfs is missing.
+MountStep Merged(const std::string& image_dir, const std::string& host_dir,
+                 const std::string& target, bool overlay) {
+  if (!overlay) return {Kind::kBind, image_dir, target, true};
+  return {Kind::kOverlay, image_dir + ":" + host_dir, target, true};
+}
+
+void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& image_entries,
+                      std::vector<MountStep>* steps) {
+  const std::string& image_root = in.image->root;
+  for (const char* name : kSystemFolders) {
+    const std::string host = Join(in.host_root, name);
+    const std::string target = std::string("/") + name;
+    const bool in_image = image_entries.contains(name);
+    struct stat st;
+    if (lstat(host.c_str(), &st) != 0) {
+      if (in_image) steps->push_back({Kind::kBind, Join(image_root, name), target, true});
+      continue;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const fs::path resolved = fs::canonical(host, ec);
+      if (in_image && !ec) {
+        steps->push_back(Merged(Join(image_root, name), resolved.string(), target, in.overlay));
+      } else {
+        steps->push_back({Kind::kSymlink, fs::read_symlink(host, ec).string(), target, false});
+      }
+    } else if (S_ISDIR(st.st_mode)) {
+      steps->push_back(in_image ? Merged(Join(image_root, name), host, target, in.overlay)
+                                : MountStep{Kind::kBind, host, target, true});
+    }
+  }
+}
+
+void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<MountStep>* steps) {
+  steps->push_back({Kind::kFile,
+                    "root:x:0:0:root:/root:/bin/sh\n"
+                    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                    "/etc/passwd", false});
+  steps->push_back({Kind::kFile, "root:x:0:\nnogroup:x:65534:\n", "/etc/group", false});
+  steps->push_back({Kind::kFile, HostsFile(in.pod_ip, hostname), "/etc/hosts", false});
+  steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
+  for (const char* name : kHostEtcFiles) {
+    const std::string host = Join(in.host_root, std::string("etc/") + name);
+    if (Exists(host)) steps->push_back({Kind::kBind, host, std::string("/etc/") + name, true});
+  }
+}
+
+void AddDev(std::vector<MountStep>* steps) {
+  steps->push_back({Kind::kTmpfs, "mode=0755,size=64k", "/dev", false});
+  for (const char* name : kDevices) {
+    const std::string host = std::string("/dev/") + name;
+    if (Exists(host)) steps->push_back({Kind::kDevice, host, host, false});
+  }
+  steps->push_back({Kind::kSymlink, "/proc/self/fd", "/dev/fd", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/0", "/dev/stdin", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/1", "/dev/stdout", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/2", "/dev/stderr", false});
+  steps->push_back({Kind::kTmpfs, "mode=1777,size=64m", "/dev/shm", false});
+  // Where exec with a terminal shows the node's terminal it was given (container_exec.cc).
+  steps->push_back({Kind::kTmpfs, "mode=0755,size=4k", "/dev/pts", false});
+}
+
+absl::Status AddVolumes(const SandboxInputs& in, std::vector<MountStep>* steps) {
+  std::map<std::string, const api::Volume*> volumes;
+  for (const auto& v : in.pod->spec().volumes()) volumes[v.name()] = &v;
+  for (const auto& m : in.container->volume_mounts()) {
+    auto it = volumes.find(m.name());
+    if (it == volumes.end()) {
+      return absl::FailedPreconditionError(
+          fmt::format("volume \"{}\" of mount {} is not in the pod", m.name(), m.mount_path()));
+    }
+    auto source = PrepareVolume(*it->second, in.volumes_dir);
+    if (!source.ok()) return source.status();
+    std::string host = *source;
+    if (!m.sub_path().empty()) {
+      const fs::path sub = fs::path(m.sub_path()).lexically_normal();
+      if (sub.is_absolute() || *sub.begin() == "..") {
+        return absl::FailedPreconditionError(
+            fmt::format("subPath \"{}\" of volume \"{}\" must be a relative path inside it",
+                        m.sub_path(), m.name()));
+      }
+      host = Join(host, sub.string());
+      std::error_code ec;
+      if (!fs::exists(host, ec)) {
+        fs::create_directories(host, ec);
+        chmod(host.c_str(), 0777);
+      }
+    }
+    steps->push_back({Kind::kBind, host, Join("/", m.mount_path()), m.read_only()});
+  }
+  return absl::OkStatus();
+}
+
+// The host paths a path inside the sandbox can be read at (none when it lies only in the
+// sandbox's own tmpfs).
+std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& path, int depth) {
+  if (depth > 8) return {};
+  const MountStep* best = nullptr;
+  for (const auto& s : spec.steps) {
+    if (s.kind != Kind::kBind && s.kind != Kind::kOverlay && s.kind != Kind::kSymlink) continue;
+    const bool under = path == s.target || (path.rfind(s.target + "/", 0) == 0);
+    if (under && (!best || s.target.size() >= best->target.size())) best = &s;
+  }
+  if (!best) return {};
+  const std::string rest = path.substr(best->target.size());
+  switch (best->kind) {
+    case Kind::kBind:
+      return {best->source + rest};
+    case Kind::kOverlay: {
+      std::vector<std::string> out;
+      for (absl::string_view dir : absl::StrSplit(best->source, ':')) {
+        out.push_back(std::string(dir) + rest);
+      }
+      return out;
+    }
+    default: {  // a symlink: followed from where it is
+      const fs::path link(best->source);
+      const std::string to = link.is_absolute()
+                                 ? link.string()
+                                 : (fs::path(best->target).parent_path() / link).string();
+      return HostPaths(spec, fs::path(to + rest).lexically_normal().string(), depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
+  SandboxSpec spec;
+  spec.isolated = true;
+  spec.root = in.root;
+  spec.hostname = Hostname(*in.pod);
+  spec.identity = in.identity;
+  const api::Container& c = *in.container;
+  spec.read_only_root =
+      c.has_security_context() && c.security_context().read_only_root_filesystem();
+  std::set<std::string> image_entries;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(in.image->root, ec)) {
+    image_entries.insert(e.path().filename().string());
+  }
+  AddSystemFolders(in, image_entries, &spec.steps);
+  std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
+  for (const auto& name : image_entries) {
+    if (system.contains(name) || kReserved.contains(name)) continue;
+    spec.steps.push_back({Kind::kBind, Join(in.image->root, name), "/" + name, true});
+  }
+  AddEtc(in, spec.hostname, &spec.steps);
+  spec.steps.push_back({Kind::kProc, "", "/proc", false});
+  AddDev(&spec.steps);
+  spec.steps.push_back({Kind::kTmpfs, "mode=1777", "/tmp", false});
+  if (auto st = AddVolumes(in, &spec.steps); !st.ok()) return st;
+  return spec;
+}
+
+absl::StatusOr<std::string> ResolveInSandbox(const std::string& name,
+                                             const std::vector<std::string>& env,
+                                             const SandboxSpec& spec) {
+  if (name.empty()) return absl::InvalidArgumentError("empty command");
+  auto executable = [&](const std::string& path) {
+    for (const auto& host : HostPaths(spec, path, 0)) {
+      struct stat st;
+      if (stat(host.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) return true;
+    }
+    return false;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (name[0] != '/' || executable(name)) return name;  // relative: left to the container
+    return absl::NotFoundError(
+        fmt::format("exec: \"{}\": stat {}: no such file or directory", name, name));
+  }
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : env) {
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  }
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    const std::string candidate = fmt::format("{}/{}", std::string(dir), name);
+    if (candidate[0] == '/' && executable(candidate)) return candidate;
+  }
+  return absl::NotFoundError(fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+}
+
+}  // namespace mkube::agent

@@ -1,0 +1,52 @@
+#pragma once
+
+// A container's sandbox as plain data: what the agent works out (sandbox.h) and
+// mkube-monitor carries out (sandbox_enter.h), passed between them as JSON.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json_fwd.hpp"
+
+namespace mkube::agent {
+
+// Who a container's processes run as.
+struct Identity {
+  int64_t uid = -1, gid = -1;   // -1: as the agent
+  std::vector<int64_t> groups;  // supplementary
+  bool no_new_privs = false;
+  // Capabilities kept (numbers as in linux/capability.h); all others are dropped, unless
+  // keep_all (privileged).
+  std::vector<int> capabilities;
+  bool keep_all = false;
+  bool limit_capabilities = false;  // false: left as they are (the agent is not root)
+};
+
+// One step of building a container's root, in order.
+struct MountStep {
+  enum class Kind { kBind, kTmpfs, kProc, kOverlay, kSymlink, kFile, kDevice };
+  Kind kind = Kind::kBind;
+  std::string source;  // bind/device: host path; overlay: lowerdirs (a:b); symlink: its target;
+                       // file: its contents; tmpfs: mount options
+  std::string target;  // absolute path inside the container
+  bool read_only = false;
+};
+
+// A container's sandbox: a mount namespace whose root is a fresh tmpfs at `root` (an empty
+// host folder) built by `steps`, a hostname of its own, and an identity.
+struct SandboxSpec {
+  bool isolated = false;  // false: runs in the node's filesystem (the host offers nothing)
+  std::string root;
+  std::string hostname;
+  std::vector<MountStep> steps;
+  bool read_only_root = false;
+  Identity identity;
+};
+nlohmann::json ToJson(const SandboxSpec& spec);
+// False (with the reason in `error`) when `j` is not a sandbox.
+bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* spec, std::string* error);
+nlohmann::json ToJson(const Identity& id);
+Identity IdentityFromJson(const nlohmann::json& j);
+
+}  // namespace mkube::agent

@@ -1,0 +1,277 @@
+#include "agent/sandbox.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "nlohmann/json.hpp"
+
+namespace mkube::agent {
+namespace {
+namespace fs = std::filesystem;
+using Kind = MountStep::Kind;
+
+HostIsolation Root() {
+  HostIsolation h;
+  h.root = h.mount_ns = h.overlay = true;
+  return h;
+}
+
+api::Pod PodWith() {
+  api::Pod pod;
+  pod.mutable_metadata()->set_name("web");
+  pod.mutable_metadata()->set_namespace_("default");
+  auto* c = pod.mutable_spec()->add_containers();
+  c->set_name("app");
+  c->set_image("app:v1");
+  return pod;
+}
+
+TEST(ResolveIdentity, AsWhomAContainerRuns) {
+  const int kNetBind = 10;
+  struct Case {
+    std::string name;
+    std::function<void(api::Pod*, Image*)> set;
+    int64_t uid, gid;
+  } cases[] = {
+      {"nothing said: nobody", [](api::Pod*, Image*) {}, 65534, 65534},
+      {"the image's user", [](api::Pod*, Image* i) { i->config.user = "1000:2000"; }, 1000, 2000},
+      {"the image's uid alone: the root group", [](api::Pod*, Image* i) { i->config.user = "7"; },
+       7, 0},
+      {"the pod's context over the image",
+       [](api::Pod* p, Image* i) {
+         i->config.user = "1000";
+         p->mutable_spec()->mutable_security_context()->set_run_as_user(2000);
+         p->mutable_spec()->mutable_security_context()->set_run_as_group(3000);
+       },
+       2000, 3000},
+      {"the container's context over the pod's",
+       [](api::Pod* p, Image*) {
+         p->mutable_spec()->mutable_security_context()->set_run_as_user(2000);
+         p->mutable_spec()->mutable_containers(0)->mutable_security_context()->set_run_as_user(0);
+       },
+       0, 0},
+  };
+  for (const auto& c : cases) {
+    api::Pod pod = PodWith();
+    Image image;
+    c.set(&pod, &image);
+    auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
+    ASSERT_TRUE(id.ok()) << c.name << ": " << id.status();
+    EXPECT_EQ(id->uid, c.uid) << c.name;
+    EXPECT_EQ(id->gid, c.gid) << c.name;
+    EXPECT_TRUE(id->limit_capabilities) << c.name;
+    EXPECT_EQ(id->capabilities, std::vector<int>{kNetBind}) << c.name;
+    EXPECT_FALSE(id->no_new_privs) << c.name;
+  }
+}
+
+TEST(ResolveIdentity, SecurityContextFlags) {
+  api::Pod pod = PodWith();
+  auto* psc = pod.mutable_spec()->mutable_security_context();
+  psc->add_supplemental_groups(5);
+  psc->set_fs_group(6);
+  auto* sc = pod.mutable_spec()->mutable_containers(0)->mutable_security_context();
+  sc->set_allow_privilege_escalation(false);
+  sc->mutable_capabilities()->add_drop("ALL");
+  sc->mutable_capabilities()->add_add("CAP_CHOWN");
+  auto id = ResolveIdentity(pod, pod.spec().containers(0), Image(), Root());
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE(id->no_new_privs);
+  EXPECT_EQ(id->capabilities, std::vector<int>{0});
+  EXPECT_EQ(id->groups, (std::vector<int64_t>{5, 6}));
+
+  sc->mutable_capabilities()->add_add("NOT_A_CAP");
+  auto bad = ResolveIdentity(pod, pod.spec().containers(0), Image(), Root());
+  EXPECT_EQ(bad.status().message(), "unknown capability \"NOT_A_CAP\"");
+}
+
+TEST(ResolveIdentity, RunAsNonRootRefusesRoot) {
+  api::Pod pod = PodWith();
+  pod.mutable_spec()->mutable_security_context()->set_run_as_non_root(true);
+  Image image;
+  image.config.user = "0";
+  auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
+  EXPECT_EQ(id.status().message(), "container has runAsNonRoot and image will run as root");
+  image.config.user = "";  // the default user is not root
+  EXPECT_TRUE(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).ok());
+  image.config.user = "root";
+  EXPECT_FALSE(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).ok());
+}
+
+TEST(ResolveIdentity, AnAgentThatIsNotRootChangesNothing) {
+  api::Pod pod = PodWith();
+  pod.mutable_spec()->mutable_security_context()->set_run_as_user(1000);
+  auto id = ResolveIdentity(pod, pod.spec().containers(0), Image(), HostIsolation());
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(id->uid, -1);
+  EXPECT_FALSE(id->limit_capabilities);
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sandbox_test." + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    // A host with merged /usr: bin -> usr/bin, usr/bin/sh, lib/ld.so, etc/ld.so.cache.
+    Write(host() + "/usr/bin/sh", 0755);
+    Write(host() + "/lib/ld.so", 0755);
+    Write(host() + "/etc/ld.so.cache", 0644);
+    Write(host() + "/etc/shadow", 0600);
+    fs::create_symlink("usr/bin", host() + "/bin");
+    Write(image_.root + "/bin/myapp", 0755);
+    Write(image_.root + "/data/page.html", 0644);
+    Write(image_.root + "/image.json", 0644);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string host() const { return (dir_ / "host").string(); }
+  static void Write(const std::string& path, int mode) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << "x";
+    chmod(path.c_str(), static_cast<mode_t>(mode));
+  }
+  SandboxInputs Inputs(const api::Pod& pod) {
+    SandboxInputs in;
+    in.pod = &pod;
+    in.container = &pod.spec().containers(0);
+    in.image = &image_;
+    in.root = (dir_ / "rootfs").string();
+    in.volumes_dir = (dir_ / "volumes").string();
+    in.pod_ip = "127.1.0.5";
+    in.host_root = host();
+    return in;
+  }
+  static const MountStep* Find(const SandboxSpec& spec, const std::string& target) {
+    for (const auto& s : spec.steps) {
+      if (s.target == target) return &s;
+    }
+    return nullptr;
+  }
+
+  fs::path dir_;
+  Image image_{
+      .ref = {},
+      .root = (fs::temp_directory_path() / ("sandbox_test." + std::to_string(getpid())) / "image")
+                  .string()};
+};
+
+TEST_F(SandboxTest, TheRootHoldsTheImageTheSystemFoldersAndNothingElseOfTheHost) {
+  api::Pod pod = PodWith();
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->isolated);
+  EXPECT_EQ(spec->hostname, "web");
+  // The image's bin merged over the host's (bin -> usr/bin), read-only.
+  const MountStep* bin = Find(*spec, "/bin");
+  ASSERT_NE(bin, nullptr);
+  EXPECT_EQ(bin->kind, Kind::kOverlay);
+  EXPECT_EQ(bin->source, image_.root + "/bin:" + host() + "/usr/bin");
+  EXPECT_TRUE(bin->read_only);
+  for (const char* system : {"/usr", "/lib"}) {
+    const MountStep* s = Find(*spec, system);
+    ASSERT_NE(s, nullptr) << system;
+    EXPECT_EQ(s->kind, Kind::kBind) << system;
+    EXPECT_TRUE(s->read_only) << system;
+  }
+  const MountStep* data = Find(*spec, "/data");
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(data->source, image_.root + "/data");
+  EXPECT_EQ(Find(*spec, "/image.json"), nullptr);
+  // /etc is made, not the host's: its loader cache only.
+  EXPECT_NE(Find(*spec, "/etc/ld.so.cache"), nullptr);
+  EXPECT_EQ(Find(*spec, "/etc/shadow"), nullptr);
+  EXPECT_EQ(Find(*spec, "/etc"), nullptr);
+  ASSERT_NE(Find(*spec, "/etc/hosts"), nullptr);
+  EXPECT_NE(Find(*spec, "/etc/hosts")->source.find("127.1.0.5\tweb"), std::string::npos);
+  EXPECT_EQ(Find(*spec, "/tmp")->kind, Kind::kTmpfs);
+  EXPECT_EQ(Find(*spec, "/proc")->kind, Kind::kProc);
+  // Nothing binds the host's root or any folder outside those.
+  for (const auto& s : spec->steps) {
+    if (s.kind != Kind::kBind) continue;
+    EXPECT_NE(s.source, host()) << s.target;
+    const bool known = s.source.rfind(host() + "/", 0) == 0 ||
+                       s.source.rfind(image_.root + "/", 0) == 0 || s.source.rfind("/dev/", 0) == 0;
+    EXPECT_TRUE(known) << s.source << " at " << s.target;
+  }
+  // Without overlayfs the image's folder alone.
+  SandboxInputs plain = Inputs(pod);
+  plain.overlay = false;
+  auto without = BuildSandbox(plain);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(Find(*without, "/bin")->kind, Kind::kBind);
+}
+
+TEST_F(SandboxTest, VolumesAreMountedWhereTheContainerAsks) {
+  api::Pod pod = PodWith();
+  auto* shared = pod.mutable_spec()->add_volumes();
+  shared->set_name("shared");
+  shared->mutable_empty_dir();
+  auto* logs = pod.mutable_spec()->add_volumes();
+  logs->set_name("logs");
+  logs->mutable_host_path()->set_path(host() + "/var/log/app");
+  logs->mutable_host_path()->set_type("DirectoryOrCreate");
+  auto* c = pod.mutable_spec()->mutable_containers(0);
+  auto* m1 = c->add_volume_mounts();
+  m1->set_name("shared");
+  m1->set_mount_path("/cache");
+  auto* m2 = c->add_volume_mounts();
+  m2->set_name("logs");
+  m2->set_mount_path("/var/log");
+  m2->set_read_only(true);
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const MountStep* cache = Find(*spec, "/cache");
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->source, (dir_ / "volumes" / "shared").string());
+  EXPECT_FALSE(cache->read_only);
+  struct stat st;
+  ASSERT_EQ(stat(cache->source.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0777u);  // any of the pod's users may write
+  const MountStep* log = Find(*spec, "/var/log");
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(log->read_only);
+  EXPECT_TRUE(fs::is_directory(host() + "/var/log/app"));
+  // Volumes come last: on top of everything else.
+  EXPECT_EQ(spec->steps.back().target, "/var/log");
+
+  logs->mutable_host_path()->set_type("File");
+  auto refused = BuildSandbox(Inputs(pod));
+  EXPECT_EQ(refused.status().message(),
+            "MountVolume.SetUp failed for volume \"logs\" : hostPath type check failed: " + host() +
+                "/var/log/app is not a file");
+}
+
+TEST_F(SandboxTest, CommandsAreFoundWhereTheContainerLooks) {
+  api::Pod pod = PodWith();
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok());
+  const std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  EXPECT_EQ(*ResolveInSandbox("myapp", env, *spec), "/bin/myapp");
+  EXPECT_EQ(*ResolveInSandbox("sh", env, *spec), "/usr/bin/sh");
+  EXPECT_EQ(*ResolveInSandbox("/bin/sh", env, *spec), "/bin/sh");  // through the symlink's target
+  EXPECT_EQ(ResolveInSandbox("nope", env, *spec).status().message(),
+            "exec: \"nope\": executable file not found in $PATH");
+  EXPECT_EQ(ResolveInSandbox("/etc/shadow", env, *spec).status().message(),
+            "exec: \"/etc/shadow\": stat /etc/shadow: no such file or directory");
+}
+
+TEST_F(SandboxTest, TheSpecSurvivesItsJson) {
+  api::Pod pod = PodWith();
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok());
+  spec->identity.uid = 1000;
+  spec->identity.capabilities = {10};
+  SandboxSpec back;
+  std::string error;
+  ASSERT_TRUE(SandboxFromJson(ToJson(*spec), &back, &error)) << error;
+  EXPECT_EQ(ToJson(back), ToJson(*spec));
+  EXPECT_FALSE(SandboxFromJson(nlohmann::json::array(), &back, &error));
+  EXPECT_EQ(error, "a sandbox must be an object with a list of steps");
+}
+
+}  // namespace
+}  // namespace mkube::agent

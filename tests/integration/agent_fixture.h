@@ -1,0 +1,171 @@
+#pragma once
+
+// A store, an apiserver and one real mkube-agent (node01) shared by a test suite, with
+// mkubectl pointed at them and helpers to make and look at pods on that node.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "proto/api/core.pb.h"
+#include "tests/util/agent_process.h"
+#include "tests/util/apiserver_process.h"
+#include "tests/util/process.h"
+#include "tests/util/store_process.h"
+
+namespace mkube::testing {
+
+class AgentTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
+    ASSERT_TRUE(store_->Start().ok());
+    api_ = new ApiServerProcess(dir_->path(), store_->address());
+    ASSERT_TRUE(api_->Start().ok());
+    WriteTestRegistry(dir_->Sub("registry"));
+    agent_ = new AgentProcess(AgentOptions("node01", "127.1.0.0/24"));
+    auto st = agent_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    client_ = new client::GrpcClient(ClientFor("admin-token"));
+    std::ofstream(dir_->Sub("config"))
+        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
+        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
+        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete agent_;
+    delete api_;
+    delete store_;
+    delete dir_;
+  }
+
+  static AgentProcess::Options AgentOptions(const std::string& node, const std::string& cidr) {
+    AgentProcess::Options o;
+    o.dir = dir_->Sub(node);
+    o.apiserver = api_->address();
+    o.agent_token_file = api_->agent_token_file();
+    o.node = node;
+    o.registry = dir_->Sub("registry");
+    o.pod_cidr = cidr;
+    return o;
+  }
+  static client::ClientOptions ClientFor(const std::string& token) {
+    client::ClientOptions o;
+    o.address = api_->address();
+    o.token = token;
+    return o;
+  }
+
+  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
+    args.insert(args.begin(), BinDir() + "/mkubectl");
+    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
+  }
+
+  // Creates a pod bound to node01 from the YAML of its spec's containers part.
+  static api::Pod CreatePod(const std::string& name, const std::string& spec_yaml) {
+    const std::string yaml = fmt::format(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  nodeName: node01\n{}", name,
+        spec_yaml);
+    auto r = Ctl({"create", "-f", "-"}, yaml);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return GetPod(name).value_or(api::Pod());
+  }
+  static absl::StatusOr<api::Pod> GetPod(const std::string& name) {
+    return client_->Get<api::Pod>("pods", "default", name);
+  }
+  static bool PodPhaseIs(const std::string& name, const std::string& phase) {
+    auto p = GetPod(name);
+    return p.ok() && p->status().phase() == phase;
+  }
+  static bool PodGone(const std::string& name) {
+    return GetPod(name).status().code() == absl::StatusCode::kNotFound;
+  }
+  // Whether node01 gives containers a root filesystem of their own (an agent running as root
+  // on a host with mount namespaces).
+  static bool Isolated() {
+    auto node = client_->Get<api::Node>("nodes", "", "node01");
+    if (!node.ok()) return false;
+    auto it = node->metadata().annotations().find("mkube.io/isolation");
+    return it != node->metadata().annotations().end() && it->second.rfind("mount", 0) == 0;
+  }
+  // On the node, the folder of a pod whose containers work in an emptyDir "work" mounted at
+  // /work (workingDir): the volume's folder where containers are isolated, else /work under the
+  // pod's root folder they run in.
+  static std::string PodRoot(const api::Pod& pod, const AgentProcess* agent = nullptr) {
+    const std::string sandbox =
+        fmt::format("{}/pods/{}", (agent ? agent : agent_)->root(), pod.metadata().uid());
+    return Isolated() ? sandbox + "/volumes/work" : sandbox + "/root/work";
+  }
+  // The volume and mount that give a container the work folder PodRoot finds.
+  static constexpr char kWorkVolume[] = "  volumes: [{name: work, emptyDir: {}}]\n";
+  static constexpr char kWorkMount[] =
+      "    workingDir: /work\n    volumeMounts: [{name: work, mountPath: /work}]\n";
+
+  // A container's processes on the node, found from its first one (the pid the agent
+  // recorded): where containers are isolated, every process in its PID namespace, else those
+  // of its process group.
+  struct Processes {
+    pid_t first = -1;
+    std::string pid_ns;
+  };
+  static Processes ProcessesOf(const api::Pod& pod, const std::string& container,
+                               const AgentProcess* agent = nullptr) {
+    Processes p;
+    std::ifstream in(fmt::format("{}/pods/{}/logs/{}/0.pid", (agent ? agent : agent_)->root(),
+                                 pod.metadata().uid(), container));
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return p;
+    p.first = j.value("pid", -1);
+    std::error_code ec;
+    p.pid_ns = std::filesystem::read_symlink(fmt::format("/proc/{}/ns/pid", p.first), ec).string();
+    return p;
+  }
+  static bool AllGone(const Processes& p) {
+    if (!ProcessGone(p.first)) return false;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      if (Isolated()) {
+        if (std::filesystem::read_symlink(e.path() / "ns/pid", ec).string() == p.pid_ns)
+          return false;
+      } else {
+        std::ifstream stat(e.path() / "stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        const size_t close = text.rfind(')');
+        int pgid = 0;
+        if (close != std::string::npos &&
+            std::sscanf(text.c_str() + close + 2, "%*c %*d %d", &pgid) == 1 && pgid == p.first) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+  static pid_t ReadPid(const std::string& path) {
+    std::ifstream in(path);
+    pid_t pid = -1;
+    in >> pid;
+    return pid;
+  }
+  static bool ProcessGone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline StoreProcess* store_ = nullptr;
+  static inline ApiServerProcess* api_ = nullptr;
+  static inline AgentProcess* agent_ = nullptr;
+  static inline client::ApiClient* client_ = nullptr;
+};
+
+}  // namespace mkube::testing

@@ -1,0 +1,187 @@
+// Containers held apart from the node by the real mkube-agent: a root filesystem of their own
+// (the node's state, its keys and other pods' files are not there), a user other than root, a
+// hostname, capabilities dropped, volumes shared between a pod's containers, and exec entering
+// all of it, also after the agent was killed and started again.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/integration/agent_fixture.h"
+#include "tests/util/eventually.h"
+
+namespace mkube::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class IsolationTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "containers are isolated only by an agent running as root";
+    if (!Isolated()) {
+      auto node = client_->Get<api::Node>("nodes", "", "node01");
+      GTEST_SKIP() << "this host offers: "
+                   << (node.ok() ? node->metadata().annotations().at("mkube.io/isolation") : "?");
+    }
+  }
+  // Runs a shell command in the pod's container through mkubectl exec.
+  static CommandResult Exec(const std::string& pod, const std::string& command,
+                            const std::string& container = "") {
+    std::vector<std::string> args = {"exec", pod};
+    if (!container.empty()) args.insert(args.end(), {"-c", container});
+    args.insert(args.end(), {"--", "sh", "-c", command});
+    return Ctl(args);
+  }
+  static std::string Sandbox(const api::Pod& pod) {
+    return fmt::format("{}/pods/{}", agent_->root(), pod.metadata().uid());
+  }
+  static std::string Logs(const std::string& pod, const std::string& container = "") {
+    std::vector<std::string> args = {"logs", pod};
+    if (!container.empty()) args.insert(args.end(), {"-c", container});
+    return Ctl(args).out;
+  }
+};
+
+TEST_F(IsolationTest, APodSeesNeitherTheNodesSecretsNorOtherPodsFiles) {
+  api::Pod keeper = CreatePod("keeper", R"(  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "echo s3cret > /data/secret; sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("keeper", "Running"); }));
+  const std::string secret = Sandbox(keeper) + "/volumes/data/secret";
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(secret); }));
+  // Paths of the node that hold what would make a pod cluster admin.
+  const std::vector<std::string> forbidden = {
+      secret, agent_->root(), api_->agent_token_file(), dir_->path(),
+      std::filesystem::path(api_->agent_token_file()).parent_path().string()};
+  std::string probe;
+  for (const auto& path : forbidden) {
+    probe +=
+        fmt::format("if cat {0} 2>/dev/null || ls {0} 2>/dev/null; then echo LEAK {0}; fi; ", path);
+  }
+  // Nor through another process's root in /proc: a pod sees only its own processes.
+  const std::string through_proc =
+      "for p in /proc/[0-9]*; do cat $p/root/data/secret 2>/dev/null && echo LEAK $p; done; ";
+  CreatePod("snoop", fmt::format(R"(  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "{}echo done"]
+)",
+                                 probe + through_proc));
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("snoop", "Succeeded"); }));
+  EXPECT_EQ(Logs("snoop"), "done\n");
+  // The same through exec, into the pod that holds the secret (its own file it sees).
+  auto r = Exec("keeper", probe + "cat /data/secret");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "s3cret\n");
+  // Its root holds the image, the system's programs and its own /etc, /proc, /dev, /tmp.
+  r = Exec("keeper", "ls /");
+  for (const char* there : {"bin\n", "data\n", "dev\n", "etc\n", "proc\n", "tmp\n", "usr\n"}) {
+    EXPECT_THAT(r.out, HasSubstr(there));
+  }
+  for (const char* absent : {"home\n", "root\n", "var\n", "work\n", "opt\n"}) {
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr(absent)));
+  }
+  EXPECT_EQ(Exec("keeper", "hostname").out, "keeper\n");
+  // Its own PID namespace: its init, its program, and the exec'd shell with its ls.
+  EXPECT_EQ(Exec("keeper", "cat /proc/1/comm; cat /proc/2/cmdline | tr '\\0' ' '").out,
+            "mkube-init\nsh -c echo s3cret > /data/secret; sleep 3600 ");
+  // The node's folder is its owner's alone.
+  struct stat st;
+  ASSERT_EQ(stat(agent_->root().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  Ctl({"delete", "pod", "keeper", "snoop", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, ContainersRunAsTheirUserWithCapabilitiesDropped) {
+  CreatePod("users",
+            R"(  securityContext: {runAsUser: 1000, runAsGroup: 2000, supplementalGroups: [3000]}
+  containers:
+  - name: plain
+    image: busybox
+    command: ["sleep", "3600"]
+    securityContext: {runAsUser: 65534, runAsGroup: 65534}
+  - name: pod
+    image: busybox
+    command: ["sleep", "3600"]
+  - name: locked
+    image: busybox
+    command: ["sleep", "3600"]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("users", "Running"); }));
+  EXPECT_EQ(Exec("users", "id -u; id -g", "plain").out, "65534\n65534\n");
+  EXPECT_EQ(Exec("users", "id -u; id -g; id -G", "pod").out, "1000\n2000\n2000 3000\n");
+  // NET_BIND_SERVICE (bit 10) only, by default; none at all when dropped.
+  EXPECT_EQ(Exec("users", "grep CapEff /proc/self/status", "pod").out,
+            "CapEff:\t0000000000000400\n");
+  EXPECT_EQ(Exec("users", "grep -E 'CapEff|CapBnd|NoNewPrivs' /proc/self/status", "locked").out,
+            "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n");
+  auto r = Exec("users", "touch /x", "locked");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("Read-only file system"));
+  EXPECT_EQ(Exec("users", "touch /tmp/x && echo ok", "locked").out, "ok\n");
+  // runAsNonRoot with root named: the container is never made.
+  CreatePod("rooted", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    securityContext: {runAsUser: 0, runAsNonRoot: true}
+)");
+  ASSERT_TRUE(Eventually([&] {
+    auto p = GetPod("rooted");
+    return p.ok() && p->status().container_statuses_size() == 1 &&
+           p->status().container_statuses(0).state().waiting().reason() ==
+               "CreateContainerConfigError";
+  }));
+  EXPECT_EQ(GetPod("rooted")->status().container_statuses(0).state().waiting().message(),
+            "container has runAsNonRoot and image will run as root");
+  Ctl({"delete", "pod", "users", "rooted", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, ThePodsContainersShareAnEmptyDir) {
+  CreatePod("pair", R"(  volumes: [{name: shared, emptyDir: {}}]
+  containers:
+  - name: writer
+    image: busybox
+    command: ["sh", "-c", "echo hello from writer > /out/msg; sleep 3600"]
+    volumeMounts: [{name: shared, mountPath: /out}]
+  - name: reader
+    image: busybox
+    command: ["sh", "-c", "until [ -s /in/msg ]; do sleep 0.1; done; cat /in/msg; sleep 3600"]
+    volumeMounts: [{name: shared, mountPath: /in, readOnly: true}]
+)");
+  ASSERT_TRUE(Eventually([&] { return Logs("pair", "reader") == "hello from writer\n"; }));
+  auto r = Exec("pair", "echo no > /in/other", "reader");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("Read-only file system"));
+  Ctl({"delete", "pod", "pair", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, AnAgentKilledAndRestartedStillEntersItsContainers) {
+  api::Pod pod = CreatePod("kept", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "echo $$ > /tmp/pid; sleep 3600"]
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("kept", "Running"); }));
+  const std::string before = Exec("kept", "cat /tmp/pid").out;
+  ASSERT_FALSE(before.empty());
+  agent_->Kill9();
+  ASSERT_TRUE(agent_->Start().ok());
+  auto r = Exec("kept", "cat /tmp/pid; hostname; id -u");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, before + "kept\n65534\n");
+  Ctl({"delete", "pod", "kept", "--grace-period=0"});
+}
+
+}  // namespace
+}  // namespace mkube::testing
