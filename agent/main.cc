@@ -128,6 +128,14 @@ int main(int argc, char** argv) {
                  "(metrics.k8s.io, mkubectl top)")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
+  std::string isolation_mode = "auto";
+  app.add_option("--isolation", isolation_mode,
+                 "auto: hold containers apart with all the host offers (own root filesystem, "
+                 "PID namespace, users, capabilities); none: run them as the agent's processes "
+                 "in the node's filesystem (for comparison; any pod can then read the node's "
+                 "files)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none"}));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -194,7 +202,8 @@ int main(int argc, char** argv) {
   // The node's folder holds its pods' files and its token: its owner's alone.
   std::filesystem::permissions(root_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
-  const mkube::agent::HostIsolation isolation = mkube::agent::DetectIsolation();
+  const mkube::agent::HostIsolation isolation =
+      isolation_mode == "none" ? mkube::agent::HostIsolation() : mkube::agent::DetectIsolation();
   log.info("container isolation: {}", isolation.Describe());
   for (const auto& missing : isolation.Missing()) {
     log.warn("containers are not protected here by: {}", missing);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Pod start on a real node, with containers isolated (--isolation auto) and not (none), rounds
+# alternating, a fresh store, apiserver and agent each time; prints one line per round.
+#   tests/bench/run_pod_start_bench.sh [--pods 40] [--rounds 2] [--build DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build
+count=40
+rounds=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --pods) count=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+source "$root/tests/bench/lib.sh"
+{
+  echo 'bench-token,bench,1,"system:masters"'
+  echo 'node-token,system:node:bench-node,2,"system:nodes"'
+} >"$tmp/tokens.csv"
+echo node-token >"$tmp/node.token"
+echo agent-token >"$tmp/agent.token"
+"$root/deploy/lib/images.sh" "$tmp/registry" "$build/bin" >/dev/null
+
+run() {  # run ROUND ISOLATION
+  local d=$tmp/round-$1-$2
+  mkdir -p "$d"
+  "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
+    --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
+  pids+=($!)
+  wait_file "$d/store.addr"
+  "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$(cat "$d/store.addr")" \
+    --token-file "$tmp/tokens.csv" --insecure-plaintext --agent-token-file "$tmp/agent.token" \
+    --address-file "$d/api.addr" --log-level warn >"$d/api.log" 2>&1 &
+  pids+=($!)
+  wait_file "$d/api.addr"
+  "$build/bin/mkube-agent" --apiserver "$(cat "$d/api.addr")" --insecure-plaintext \
+    --token-file "$tmp/node.token" --agent-token-file "$tmp/agent.token" --node-name bench-node \
+    --node-ip 127.0.0.1 --listen 127.0.0.1:0 --pod-cidr 127.251.0.0/24 --root-dir "$d/agent" \
+    --image-registry "$tmp/registry" --isolation "$2" --ready-file "$d/agent.ready" \
+    --log-level warn >"$d/agent.log" 2>&1 &
+  pids+=($!)
+  wait_file "$d/agent.ready"
+  local line
+  line=$("$build/bench/pod_start_bench" --apiserver "$(cat "$d/api.addr")" --token bench-token \
+    --node bench-node --pods "$count") || { echo "round $1 ($2) failed; logs in $d" >&2; tail -5 "$d"/*.log >&2; }
+  printf 'isolation=%-4s %s load=%s\n' "$2" "$line" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  stop_all
+}
+
+for r in $(seq 1 "$rounds"); do
+  run "$r" none
+  run "$r" auto
+done
