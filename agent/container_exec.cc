@@ -80,6 +80,8 @@ absl::StatusOr<pid_t> SpawnInContainer(const ExecTarget& target,
   }
   const PreparedIdentity identity = Prepare(target.identity);
   const std::string tty_path = fds.tty_path;
+  std::vector<std::string> cgroup_procs;
+  for (const auto& dir : target.cgroups) cgroup_procs.push_back(dir + "/cgroup.procs");
   std::vector<std::string> candidates = Candidates(argv[0], target.env);
   std::vector<std::string> args = argv, env = target.env;
   std::vector<char*> cargv, cenv;
@@ -108,6 +110,12 @@ absl::StatusOr<pid_t> SpawnInContainer(const ExecTarget& target,
     dup2(fds.out, 1);
     dup2(fds.err, 2);
     const char* step = nullptr;
+    // Held to the container's limits with it, and counted as its (what it forks too).
+    for (const auto& procs : cgroup_procs) {
+      const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) Fail(report[1], Failure::kJoin, errno);
+      close(fd);
+    }
     // The terminal, taken while the node's /dev/pts is still in view.
     int tree = -1;
     if (fds.tty && ns.mnt >= 0 && !tty_path.empty()) {

@@ -17,6 +17,7 @@ struct ExecTarget {
   pid_t pid = 0;          // its first process: whose namespaces are joined
   bool isolated = false;  // has a root of its own
   Identity identity;      // who its processes are
+  std::vector<std::string> cgroups;  // the cgroups they are in
 };
 
 // What the new process's 0, 1 and 2 are; with `tty` they are a terminal it makes its

@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
                  "(metrics.k8s.io, mkubectl top)")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
+  int64_t pod_max_pids = 1024;
+  app.add_option("--pod-max-pids", pod_max_pids,
+                 "At most this many processes in a pod (where cgroups allow; 0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{4194304}));
   std::string isolation_mode = "auto";
   app.add_option("--isolation", isolation_mode,
                  "auto: hold containers apart with all the host offers (own root filesystem, "
@@ -202,8 +207,11 @@ int main(int argc, char** argv) {
   // The node's folder holds its pods' files and its token: its owner's alone.
   std::filesystem::permissions(root_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
-  const mkube::agent::HostIsolation isolation =
-      isolation_mode == "none" ? mkube::agent::HostIsolation() : mkube::agent::DetectIsolation();
+  mkube::agent::HostIsolation isolation;
+  if (isolation_mode == "auto") {
+    isolation = mkube::agent::DetectIsolation();
+    if (isolation.root) isolation.cgroups = mkube::agent::DetectCgroups(node_name);
+  }
   log.info("container isolation: {}", isolation.Describe());
   for (const auto& missing : isolation.Missing()) {
     log.warn("containers are not protected here by: {}", missing);
@@ -211,6 +219,7 @@ int main(int argc, char** argv) {
   node.annotations["mkube.io/isolation"] = isolation.Describe();
   mkube::agent::PodManagerOptions pm;
   pm.isolation = isolation;
+  pm.pod_max_pids = pod_max_pids;
   pm.node_name = node_name;
   pm.node_ip = node_ip;
   pm.root_dir = root_dir;

@@ -5,8 +5,10 @@
 // 3 a pipe to tell the agent the container's pid, 4 a pipe on which the agent says "g" once it
 // has recorded that pid. Forks the container (its own process group, killed with its monitor),
 // which execs only after the "g", in DIR. Waits for it and writes "<exit code> <signal>" to
-// EXIT_FILE (through a temporary file, so a reader never sees half of it), followed by a line
-// saying why when the container could not be started at all.
+// EXIT_FILE (through a temporary file, so a reader never sees half of it), with " OOMKilled"
+// after it when the kernel killed it for its memory cgroup's limit, followed by a line saying
+// why when the container could not be started at all. The sandbox's cgroups are joined before
+// the container runs anything.
 //
 // With a sandbox (sandbox_spec.h) that isolates, the container gets a PID namespace of its
 // own: the process the agent records is its init (pid 1 there: it sets the sandbox up, forks
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "agent/sandbox_enter.h"
 #include "nlohmann/json.hpp"
@@ -61,6 +64,28 @@ std::string ReadAll(int fd) {
 [[noreturn]] void StartFailed(int fd, const std::string& why) {
   WriteAll(fd, "E" + why);
   _exit(128);
+}
+
+// How many processes the kernel has killed in a memory cgroup for its limit (-1: unknown).
+long OomKills(const std::string& cgroup) {
+  if (cgroup.empty()) return -1;
+  std::ifstream in(cgroup + "/memory.oom_control");
+  std::string key;
+  long value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return -1;
+}
+
+// Puts `pid` in each cgroup; the first that fails, with why.
+std::string JoinCgroups(const std::vector<std::string>& cgroups, pid_t pid) {
+  for (const auto& dir : cgroups) {
+    std::ofstream out(dir + "/cgroup.procs");
+    out << pid;
+    if (!out.flush()) return "cannot join cgroup " + dir + ": " + std::strerror(errno);
+  }
+  return "";
 }
 
 bool LoadSandbox(const char* path, mkube::agent::SandboxSpec* spec, std::string* error) {
@@ -177,6 +202,10 @@ int main(int argc, char** argv) {
   }
   close(report[1]);
   setpgid(child, child);
+  // Held to its limits before it runs anything: the agent's "g" comes only after the pid.
+  std::string failure = JoinCgroups(spec.cgroups, child);
+  if (!failure.empty()) kill(child, SIGKILL);
+  const long oom_before = OomKills(spec.memory_cgroup);
   close(4);
   WriteAll(3, std::string(reinterpret_cast<const char*>(&child), sizeof child));
   close(3);
@@ -189,15 +218,16 @@ int main(int argc, char** argv) {
   }
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
-  std::string failure;
   if (!said.empty() && said[0] == 'X') {
     std::sscanf(said.c_str() + 1, "%d %d", &code, &sig);
   } else if (!said.empty() && said[0] == 'E') {
     failure = said.substr(1);
   }
+  // Failed, and the kernel's count of OOM kills in its memory cgroup went up: its limit did it.
+  const bool oom = code != 0 && oom_before >= 0 && OomKills(spec.memory_cgroup) > oom_before;
   const std::string tmp = exit_path + ".tmp";
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::fprintf(f, "%d %d\n", code, sig);
+    std::fprintf(f, "%d %d%s\n", code, sig, oom ? " OOMKilled" : "");
     if (!failure.empty()) std::fprintf(f, "%s\n", failure.c_str());
     std::fclose(f);
     std::rename(tmp.c_str(), exit_path.c_str());

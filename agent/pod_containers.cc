@@ -97,6 +97,7 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
       c.dir = rec->dir;
       c.isolated = rec->isolated;
       c.identity = rec->identity;
+      c.cgroups = rec->cgroups;
       // Probed again at once: it has been running all along (so it has started).
       c.startup.ok = c.liveness.ok = true;
       c.startup.next = c.liveness.next = c.readiness.next = now;
@@ -160,7 +161,7 @@ void PodManager::ProbeLoop() {
                   c.pid,
                   probe,
                   *spec,
-                  {run.ip, {c.env, c.dir, c.pid, c.isolated, c.identity}, nullptr}};
+                  {run.ip, {c.env, c.dir, c.pid, c.isolated, c.identity, c.cgroups}, nullptr}};
             due.push_back(std::move(d));
           };
           if (spec->has_startup_probe() && !c.startup.ok) {
@@ -241,9 +242,10 @@ void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
         api::ContainerStateTerminated t;
         t.set_exit_code(exit->exit_code);
         t.set_signal(exit->signal);
-        t.set_reason(!exit->message.empty() ? "StartError"
-                     : exit->exit_code == 0 ? "Completed"
-                                            : "Error");
+        t.set_reason(!exit->reason.empty()    ? exit->reason
+                     : !exit->message.empty() ? "StartError"
+                     : exit->exit_code == 0   ? "Completed"
+                                              : "Error");
         t.set_message(exit->message);
         t.set_started_at(Rfc3339(c.started_at));
         t.set_finished_at(Rfc3339(now));
@@ -376,6 +378,12 @@ absl::Status PodManager::Sandbox(Launch* l, const HostIsolation& host) {
   auto identity = ResolveIdentity(*l->pod, l->spec, *l->image, host);
   if (!identity.ok()) return identity.status();
   l->process.sandbox.identity = *identity;
+  if (host.cgroups.Any()) {
+    const CgroupPlan plan = PlanCgroups(host.cgroups, *l->pod, l->spec, options_.pod_max_pids);
+    if (auto st = ApplyCgroups(plan); !st.ok()) return st;
+    l->process.sandbox.cgroups = plan.join;
+    l->process.sandbox.memory_cgroup = plan.memory;
+  }
   if (!host.mount_ns) return absl::OkStatus();
   SandboxInputs in;
   in.pod = l->pod.get();
@@ -391,6 +399,8 @@ absl::Status PodManager::Sandbox(Launch* l, const HostIsolation& host) {
   std::error_code ec;
   fs::create_directories(in.root, ec);
   if (ec) return absl::InternalError(fmt::format("mkdir {}: {}", in.root, ec.message()));
+  sandbox->cgroups = std::move(l->process.sandbox.cgroups);
+  sandbox->memory_cgroup = std::move(l->process.sandbox.memory_cgroup);
   l->process.sandbox = std::move(*sandbox);
   l->process.dir = ContainerDir(l->spec, "/");
   return absl::OkStatus();
@@ -439,6 +449,7 @@ void PodManager::Launched(Launch& l, absl::Time now) {
   c->dir = l.process.dir;
   c->isolated = l.process.sandbox.isolated;
   c->identity = l.process.sandbox.identity;
+  c->cgroups = l.process.sandbox.cgroups;
   c->started_at = now;
   if (!l.record.ok()) {
     api::ContainerStateTerminated t;

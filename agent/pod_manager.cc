@@ -160,6 +160,7 @@ void PodManager::Sync(const std::string& key) {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
+  for (const auto& uid : work.removed_uids) RemovePodCgroups(options_.isolation.cgroups, uid);
   bool done = true;
   for (const auto& a : work.actions) done &= Do(a);
   if (done) {
@@ -217,6 +218,7 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
       if (!run.gone) work->actions.push_back({Action::kDelete, run.pod, {}});
       Log().info("pod {}/{}: stopped and removed", run.ns, run.name);
       work->removals.push_back(run.sandbox);
+      work->removed_uids.push_back(run.uid);
       ReleaseIp(run.ip);
       CloseHostPorts(&run);
       it = runs_.erase(it);
@@ -424,7 +426,7 @@ absl::StatusOr<ExecTarget> PodManager::Exec(const std::string& ns, const std::st
   if (!c || !c->Running()) {
     return absl::FailedPreconditionError(fmt::format("container not found (\"{}\")", container));
   }
-  return ExecTarget{c->env, c->dir, c->pid, c->isolated, c->identity};
+  return ExecTarget{c->env, c->dir, c->pid, c->isolated, c->identity, c->cgroups};
 }
 
 absl::StatusOr<std::string> PodManager::PodIp(const std::string& ns, const std::string& pod,

@@ -40,6 +40,7 @@ struct PodManagerOptions {
   // What the host lets containers be held apart with (nothing: they run as the agent's
   // processes in the node's filesystem).
   HostIsolation isolation;
+  int64_t pod_max_pids = 1024;  // each pod's processes at most (0: no limit)
 };
 
 // Where a container's log is, for `logs`.
@@ -117,6 +118,7 @@ class PodManager {
     std::vector<Launch> launches;
     std::vector<Action> actions;
     std::vector<std::string> removals;  // sandboxes of pods that are done
+    std::vector<std::string> removed_uids;     // and their uids (their cgroups go too)
     absl::Time wake = absl::InfiniteFuture();  // when the key wants another look
   };
 

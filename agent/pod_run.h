@@ -60,6 +60,7 @@ struct ContainerRun {
   std::string dir;
   bool isolated = false;
   Identity identity;
+  std::vector<std::string> cgroups;
 
   // The files of instance n (0 = the first run): its log, its process record and the exit
   // record its monitor writes.

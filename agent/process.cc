@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -95,7 +96,8 @@ absl::Status WriteRecord(const std::string& path, const ProcessRecord& r) {
                       {"env", r.env},
                       {"dir", r.dir},
                       {"isolated", r.isolated},
-                      {"identity", ToJson(r.identity)}};
+                      {"identity", ToJson(r.identity)},
+                      {"cgroups", r.cgroups}};
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -128,6 +130,7 @@ absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path) {
   r.dir = j["dir"].get<std::string>();
   r.isolated = j.value("isolated", false);
   if (j.contains("identity")) r.identity = IdentityFromJson(j["identity"]);
+  r.cgroups = j.value("cgroups", std::vector<std::string>{});
   return r;
 }
 
@@ -149,7 +152,7 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   if (!exe.ok()) return exe.status();
   const Identity& id = spec.sandbox.identity;
   const bool sandboxed = spec.sandbox.isolated || id.uid >= 0 || id.gid >= 0 ||
-                         id.limit_capabilities || id.no_new_privs;
+                         id.limit_capabilities || id.no_new_privs || !spec.sandbox.cgroups.empty();
   const std::string sandbox_path = record_path + ".sandbox.json";
   if (sandboxed) {
     std::ofstream out(sandbox_path, std::ios::trunc);
@@ -235,6 +238,7 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   r.dir = spec.dir;
   r.isolated = spec.sandbox.isolated;
   r.identity = spec.sandbox.identity;
+  r.cgroups = spec.sandbox.cgroups;
   if (auto st = WriteRecord(record_path, r); !st.ok()) return fail(std::string(st.message()));
   const char go = 'g';
   WriteAll(go_pipe[1], &go, 1);
@@ -246,7 +250,9 @@ std::optional<ExitInfo> ReadExitRecord(const std::string& path) {
   std::ifstream in(path);
   ExitInfo info;
   if (!(in >> info.exit_code >> info.signal)) return std::nullopt;
-  in >> std::ws;
+  std::string rest;
+  std::getline(in, rest);  // the first line's end: a reason, if any
+  info.reason = std::string(absl::StripAsciiWhitespace(rest));
   std::getline(in, info.message);
   return info;
 }

@@ -36,6 +36,7 @@ struct ExitInfo {
   int exit_code = 0;  // 128+N when killed by signal N, as a shell reports it
   int signal = 0;
   std::string message;  // why it could not be started at all (empty when it ran)
+  std::string reason;   // OOMKilled: the kernel killed it for its memory limit
 };
 ExitInfo ExitFromWaitStatus(int status);
 
@@ -50,6 +51,7 @@ struct ProcessRecord {
   std::string dir;
   bool isolated = false;  // in a root of its own (exec joins its namespaces)
   Identity identity;      // who its processes are
+  std::vector<std::string> cgroups;  // the cgroups its processes are in
 };
 absl::Status WriteRecord(const std::string& path, const ProcessRecord& r);
 absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path);

@@ -154,6 +154,7 @@ std::string HostIsolation::Describe() const {
   std::vector<std::string> on;
   if (mount_ns) on.push_back("mount+uts namespaces (own root filesystem)");
   if (root) on.push_back("users and capabilities");
+  if (cgroups.Any()) on.push_back("cgroup v1 limits (" + cgroups.Describe() + ")");
   std::string out = on.empty() ? "none" : absl::StrJoin(on, ", ");
   if (auto missing = Missing(); !missing.empty()) {
     out += "; missing: " + absl::StrJoin(missing, ", ");
@@ -168,6 +169,11 @@ std::vector<std::string> HostIsolation::Missing() const {
   }
   if (!root) out.push_back("users (containers run as the agent's user)");
   if (mount_ns && !overlay) out.push_back("overlayfs (an image's folder hides the host's)");
+  if (cgroups.memory.empty())
+    out.push_back("memory limits (no writable cgroup v1 memory hierarchy)");
+  if (cgroups.cpu.empty())
+    out.push_back("cpu limits and shares (no writable cgroup v1 cpu hierarchy)");
+  if (cgroups.pids.empty()) out.push_back("pids limits (no writable cgroup v1 pids hierarchy)");
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/cgroups.h"
 #include "agent/image.h"
 #include "agent/sandbox_spec.h"
 #include "proto/api/core.pb.h"
@@ -23,6 +24,7 @@ struct HostIsolation {
   bool root = false;      // the agent runs as root (users and capabilities can change)
   bool mount_ns = false;  // containers get a root filesystem of their own
   bool overlay = false;   // an image's folder can be merged with the host's of that name
+  CgroupRoots cgroups;    // memory, cpu and pids limits (set by the agent for its node)
   // Said in the agent's log and the Node's annotation: what is enforced, then what is not.
   std::string Describe() const;
   // The protections missing here (empty when none are).

@@ -35,9 +35,14 @@ nlohmann::json ToJson(const SandboxSpec& spec) {
                      {"target", s.target},
                      {"readOnly", s.read_only}});
   }
-  return {{"isolated", spec.isolated},           {"root", spec.root},
-          {"hostname", spec.hostname},           {"steps", steps},
-          {"readOnlyRoot", spec.read_only_root}, {"identity", ToJson(spec.identity)}};
+  return {{"isolated", spec.isolated},
+          {"root", spec.root},
+          {"hostname", spec.hostname},
+          {"steps", steps},
+          {"readOnlyRoot", spec.read_only_root},
+          {"identity", ToJson(spec.identity)},
+          {"cgroups", spec.cgroups},
+          {"memoryCgroup", spec.memory_cgroup}};
 }
 
 bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* error) {
@@ -52,6 +57,8 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
     spec.hostname = j.value("hostname", "");
     spec.read_only_root = j.value("readOnlyRoot", false);
     spec.identity = IdentityFromJson(j.value("identity", nlohmann::json::object()));
+    spec.cgroups = j.value("cgroups", std::vector<std::string>{});
+    spec.memory_cgroup = j.value("memoryCgroup", "");
     for (const auto& s : j["steps"]) {
       const int kind = s.at("kind").get<int>();
       if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kDevice)) {

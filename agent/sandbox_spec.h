@@ -42,6 +42,8 @@ struct SandboxSpec {
   std::vector<MountStep> steps;
   bool read_only_root = false;
   Identity identity;
+  std::vector<std::string> cgroups;  // cgroup folders its processes join
+  std::string memory_cgroup;         // where its OOM kills are counted
 };
 nlohmann::json ToJson(const SandboxSpec& spec);
 // False (with the reason in `error`) when `j` is not a sandbox.

@@ -33,6 +33,11 @@ void DefaultContainer(Container* c) {
   for (auto& port : *c->mutable_ports()) {
     if (port.protocol().empty()) port.set_protocol("TCP");
   }
+  // A limit without a request asks for as much as it allows, as in Kubernetes.
+  auto* requests = c->mutable_resources()->mutable_requests();
+  for (const auto& [name, limit] : c->resources().limits()) {
+    if (!requests->contains(name)) (*requests)[name] = limit;
+  }
   if (c->has_liveness_probe()) DefaultProbe(c->mutable_liveness_probe());
   if (c->has_readiness_probe()) DefaultProbe(c->mutable_readiness_probe());
   if (c->has_startup_probe()) DefaultProbe(c->mutable_startup_probe());

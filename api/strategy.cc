@@ -5,19 +5,45 @@
 
 #include "api/codec.h"
 #include "api/defaults.h"
+#include "api/object.h"
+#include "api/quantity.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "api/object.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/batch.pb.h"
 #include "proto/api/core.pb.h"
 
 namespace mkube::api {
 
+std::string QosClass(const PodSpec& spec) {
+  bool any = false, guaranteed = true;
+  auto look = [&](const Container& c) {
+    for (const char* r : {"cpu", "memory"}) {
+      const auto& req = c.resources().requests();
+      const auto& lim = c.resources().limits();
+      auto rq = req.find(r);
+      auto lm = lim.find(r);
+      if (rq != req.end() || lm != lim.end()) any = true;
+      if (lm == lim.end()) {
+        guaranteed = false;
+        continue;
+      }
+      auto l = Quantity::Parse(lm->second);
+      auto q = rq == req.end() ? l : Quantity::Parse(rq->second);
+      if (!l.ok() || !q.ok() || l->milli() != q->milli()) guaranteed = false;
+    }
+  };
+  for (const auto& c : spec.init_containers()) look(c);
+  for (const auto& c : spec.containers()) look(c);
+  if (!any) return "BestEffort";
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
 void PrepareForCreate(google::protobuf::Message* obj, const std::string& now) {
   if (auto* pod = dynamic_cast<Pod*>(obj)) {
     pod->clear_status();
     pod->mutable_status()->set_phase("Pending");
+    pod->mutable_status()->set_qos_class(QosClass(pod->spec()));
   } else if (auto* ns = dynamic_cast<Namespace*>(obj)) {
     ns->mutable_status()->set_phase("Active");
   } else if (auto* cj = dynamic_cast<CronJob*>(obj)) {

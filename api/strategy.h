@@ -17,6 +17,10 @@ namespace mkube::api {
 // A new object: server-set status (a pod starts Pending, a namespace Active), identity (uid,
 // creationTimestamp `now`, generation 1) and no deletion marks.
 void PrepareForCreate(google::protobuf::Message* obj, const std::string& now);
+// A pod's QoS class as Kubernetes works it out from its containers' cpu and memory: Guaranteed
+// when every container limits both and asks for exactly that, BestEffort when none asks for or
+// limits either, else Burstable.
+std::string QosClass(const PodSpec& spec);
 
 // An update of `current` with `obj`. With the status subresource, `obj` becomes `current`
 // with the status sent. Otherwise the spec and user metadata are the caller's, while identity,

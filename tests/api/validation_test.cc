@@ -241,5 +241,32 @@ TEST(Validation, SeveralErrorsAreListedTogether) {
   EXPECT_NE(msg.find("spec.restartPolicy: Unsupported value"), std::string::npos) << msg;
 }
 
+TEST(QosClass, AsKubernetesWorksItOut) {
+  struct Case {
+    std::string name, resources, want;
+  } cases[] = {
+      {"nothing asked", "{}", "BestEffort"},
+      {"limits alone: requests default to them", "{limits: {cpu: 100m, memory: 32Mi}}",
+       "Guaranteed"},
+      {"requests equal to limits",
+       "{requests: {cpu: 1, memory: 1Gi}, limits: {cpu: '1', memory: 1Gi}}", "Guaranteed"},
+      {"requests below limits", "{requests: {cpu: 50m}, limits: {cpu: 100m, memory: 32Mi}}",
+       "Burstable"},
+      {"memory limit only", "{limits: {memory: 32Mi}}", "Burstable"},
+      {"other resources do not count", "{limits: {ephemeral-storage: 1Gi}}", "BestEffort"},
+  };
+  for (const auto& c : cases) {
+    Object obj = Decode(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        "  - {name: c, image: busybox, resources: " +
+        c.resources + "}\n");
+    Default(obj);
+    auto* pod = dynamic_cast<Pod*>(obj.message.get());
+    ASSERT_NE(pod, nullptr) << c.name;
+    PrepareForCreate(pod, "2026-01-01T00:00:00Z");
+    EXPECT_EQ(pod->status().qos_class(), c.want) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace mkube::api

@@ -33,7 +33,9 @@ class AgentTest : public ::testing::Test {
     api_ = new ApiServerProcess(dir_->path(), store_->address());
     ASSERT_TRUE(api_->Start().ok());
     WriteTestRegistry(dir_->Sub("registry"));
-    agent_ = new AgentProcess(AgentOptions("node01", "127.1.0.0/24"));
+    AgentProcess::Options options = AgentOptions("node01", "127.1.0.0/24");
+    options.extra = agent_extra_;
+    agent_ = new AgentProcess(options);
     auto st = agent_->Start();
     ASSERT_TRUE(st.ok()) << st;
     client_ = new client::GrpcClient(ClientFor("admin-token"));
@@ -161,6 +163,7 @@ class AgentTest : public ::testing::Test {
   }
   static bool ProcessGone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
+  static inline std::vector<std::string> agent_extra_;  // flags for node01's agent
   static inline TempDir* dir_ = nullptr;
   static inline StoreProcess* store_ = nullptr;
   static inline ApiServerProcess* api_ = nullptr;

@@ -9,7 +9,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "nlohmann/json.hpp"
 #include "tests/integration/agent_fixture.h"
 #include "tests/util/eventually.h"
 
@@ -20,6 +22,10 @@ using ::testing::HasSubstr;
 
 class IsolationTest : public AgentTest {
  protected:
+  static void SetUpTestSuite() {
+    agent_extra_ = {"--pod-max-pids", "64"};
+    AgentTest::SetUpTestSuite();
+  }
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "containers are isolated only by an agent running as root";
     if (!Isolated()) {
@@ -36,8 +42,41 @@ class IsolationTest : public AgentTest {
     args.insert(args.end(), {"--", "sh", "-c", command});
     return Ctl(args);
   }
+  // Whether node01 holds containers to limits of this kind (memory, cpu, pids).
+  static bool Cgroups(const std::string& kind) {
+    auto node = client_->Get<api::Node>("nodes", "", "node01");
+    if (!node.ok()) return false;
+    const std::string said = node->metadata().annotations().at("mkube.io/isolation");
+    const size_t limits = said.find("cgroup v1 limits (");
+    return limits != std::string::npos && said.find(kind, limits) < said.find(')', limits);
+  }
   static std::string Sandbox(const api::Pod& pod) {
     return fmt::format("{}/pods/{}", agent_->root(), pod.metadata().uid());
+  }
+  // The container's cgroup folder in a hierarchy (memory, cpu, pids), from the agent's record.
+  static std::string Cgroup(const api::Pod& pod, const std::string& container,
+                            const std::string& controller) {
+    std::ifstream in(fmt::format("{}/logs/{}/0.pid", Sandbox(pod), container));
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return "";
+    for (const auto& dir : j.value("cgroups", std::vector<std::string>{})) {
+      if (dir.find("/" + controller + "/") != std::string::npos) return dir;
+    }
+    return "";
+  }
+  static int64_t ReadNumber(const std::string& path, const std::string& key = "") {
+    std::ifstream in(path);
+    if (key.empty()) {
+      int64_t v = -1;
+      in >> v;
+      return v;
+    }
+    std::string k;
+    int64_t v = 0;
+    while (in >> k >> v) {
+      if (k == key) return v;
+    }
+    return -1;
   }
   static std::string Logs(const std::string& pod, const std::string& container = "") {
     std::vector<std::string> args = {"logs", pod};
@@ -181,6 +220,97 @@ TEST_F(IsolationTest, AnAgentKilledAndRestartedStillEntersItsContainers) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, before + "kept\n65534\n");
   Ctl({"delete", "pod", "kept", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, AMemoryHogIsOOMKilledAndRestarted) {
+  if (!Cgroups("memory")) GTEST_SKIP() << "no memory cgroup here";
+  CreatePod("hog", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "exec tail /dev/zero"]
+    resources: {limits: {memory: 32Mi}}
+)");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = GetPod("hog");
+        return p.ok() && p->status().container_statuses_size() == 1 &&
+               p->status().container_statuses(0).restart_count() >= 1 &&
+               p->status().container_statuses(0).last_state().has_terminated();
+      },
+      std::chrono::seconds(30)));
+  const auto st = GetPod("hog")->status();
+  EXPECT_EQ(st.container_statuses(0).last_state().terminated().reason(), "OOMKilled");
+  EXPECT_EQ(st.container_statuses(0).last_state().terminated().exit_code(), 137);
+  EXPECT_EQ(st.qos_class(), "Burstable");
+  EXPECT_THAT(Ctl({"describe", "pod", "hog"}).out, ::testing::ContainsRegex("Reason: +OOMKilled"));
+  Ctl({"delete", "pod", "hog", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, ACpuLimitedBusyLoopGetsAboutItsQuota) {
+  if (!Cgroups("cpu")) GTEST_SKIP() << "no cpu cgroup here";
+  api::Pod pod = CreatePod("spin", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "while :; do :; done"]
+    resources: {requests: {cpu: 200m, memory: 16Mi}, limits: {cpu: 200m, memory: 16Mi}}
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("spin", "Running"); }));
+  EXPECT_EQ(GetPod("spin")->status().qos_class(), "Guaranteed");
+  const std::string cpu = Cgroup(pod, "main", "cpu");
+  ASSERT_FALSE(cpu.empty());
+  EXPECT_EQ(ReadNumber(cpu + "/cpu.cfs_quota_us"), 20000);
+  EXPECT_EQ(ReadNumber(cpu + "/cpu.shares"), 204);
+  // Over a second and a half its loop is held back in most periods.
+  const Processes procs = ProcessesOf(pod, "main");
+  auto used = [&] {
+    int64_t ticks = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      if (std::filesystem::read_symlink(e.path() / "ns/pid", ec).string() != procs.pid_ns) continue;
+      std::ifstream in(e.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      long utime = 0, stime = 0;
+      const size_t close = text.rfind(')');
+      if (close != std::string::npos &&
+          std::sscanf(text.c_str() + close + 2,
+                      "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) == 2) {
+        ticks += utime + stime;
+      }
+    }
+    return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  };
+  const double before = used();
+  const auto began = std::chrono::steady_clock::now();
+  const int64_t throttled = ReadNumber(cpu + "/cpu.stat", "nr_throttled");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a span to measure, not a wait
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  const double cores = (used() - before) / seconds;
+  EXPECT_GT(cores, 0.05);
+  EXPECT_LT(cores, 0.35);  // its quota is 0.2 of a core; unlimited it would take a whole one
+  EXPECT_GT(ReadNumber(cpu + "/cpu.stat", "nr_throttled"), throttled + 5);
+  Ctl({"delete", "pod", "spin", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, AForkBombStopsAtThePodsPidsLimit) {
+  if (!Cgroups("pids")) GTEST_SKIP() << "no pids cgroup here";
+  api::Pod pod = CreatePod("bomb", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "while :; do sleep 600 & done"]
+)");
+  ASSERT_TRUE(Eventually([&] { return !Cgroup(pod, "main", "pids").empty(); }));
+  const std::string pids = Cgroup(pod, "main", "pids");
+  EXPECT_EQ(ReadNumber(pids + "/pids.max"), 64);
+  // Forks were refused at the limit (the kernel counts each), never above it.
+  ASSERT_TRUE(Eventually([&] { return ReadNumber(pids + "/pids.events", "max") > 0; }));
+  EXPECT_LE(ReadNumber(pids + "/pids.current"), 64);
+  // The node goes on: another pod starts and answers exec.
+  CreatePod("after", "  containers:\n  - {name: main, image: busybox, command: [sleep, '600']}\n");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("after", "Running"); }));
+  EXPECT_EQ(Exec("after", "echo fine").out, "fine\n");
+  EXPECT_EQ(Ctl({"delete", "pod", "bomb", "after", "--grace-period=0"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(pids); }));
 }
 
 }  // namespace
