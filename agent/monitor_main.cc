@@ -1,5 +1,5 @@
 // mkube-monitor: runs one container process for the agent and outlives it.
-//   mkube-monitor [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 [ARGS...]
+//   mkube-monitor [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 [ARGS...]
 //       (environment: the container's)
 // Started by the agent in a session of its own with: 0-2 the container's stdin/stdout/stderr,
 // 3 a pipe to tell the agent the container's pid, 4 a pipe on which the agent says "g" once it
@@ -14,7 +14,10 @@
 // own: the process the agent records is its init (pid 1 there: it sets the sandbox up, forks
 // the program, reaps what is left behind and reports how the program ended), and the program
 // runs as pid 2, so signals reach it as they would outside (a pid 1 ignores those it has no
-// handler for). Killing the init ends everything in the container.
+// handler for). Killing the init ends everything in the container. A sandbox naming a PID
+// namespace to join (a pod whose containers share one) puts the program in it instead, with
+// no init of its own; --pause starts the process that holds such a namespace (its pid 1,
+// which only reaps, and runs nothing).
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -106,6 +109,16 @@ bool LoadSandbox(const char* path, mkube::agent::SandboxSpec* spec, std::string*
   StartFailed(report, std::string("exec: \"") + argv[0] + "\": " + std::strerror(errno));
 }
 
+// Pid 1 of a pod's shared PID namespace: holds it and reaps its orphans until killed.
+[[noreturn]] void Pause(int report) {
+  prctl(PR_SET_NAME, "pause");
+  signal(SIGCHLD, [](int) {});  // so that pause() returns when there is an orphan to reap
+  close(report);                // started: nothing more to say
+  for (;;) {
+    if (wait(nullptr) < 0 && errno == ECHILD) ::pause();
+  }
+}
+
 // Pid 1 of the container's PID namespace: forks the program, reaps every process until the
 // program ends, then reports its end ("X<code> <signal>") and returns (ending the namespace).
 [[noreturn]] void Init(int report, const char* dir, const char* program, char** argv) {
@@ -152,6 +165,12 @@ int main(int argc, char** argv) {
   // the node's files: only the node's root may look.
   prctl(PR_SET_DUMPABLE, 0);
   const char* sandbox_file = nullptr;
+  bool pause = false;
+  if (argc > 1 && std::strcmp(argv[1], "--pause") == 0) {
+    pause = true;
+    argv += 1;
+    argc -= 1;
+  }
   if (argc > 2 && std::strcmp(argv[1], "--sandbox") == 0) {
     sandbox_file = argv[2];
     argv += 2;
@@ -159,7 +178,8 @@ int main(int argc, char** argv) {
   }
   if (argc < 5) {
     std::fprintf(stderr,
-                 "usage: mkube-monitor [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 [ARGS...]\n");
+                 "usage: mkube-monitor [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 "
+                 "[ARGS...]\n");
     return 2;
   }
   const std::string exit_path = argv[1];
@@ -168,9 +188,17 @@ int main(int argc, char** argv) {
   mkube::agent::SandboxSpec spec;
   std::string load_error;
   const bool loaded = !sandbox_file || LoadSandbox(sandbox_file, &spec, &load_error);
-  // The container's PID namespace: the next child is its pid 1.
-  if (loaded && spec.isolated && unshare(CLONE_NEWPID) != 0) {
+  // The container's PID namespace: the next child is its pid 1; or the pod's, joined.
+  const bool own_pid_ns = loaded && spec.isolated && spec.join_pid_ns.empty();
+  if (own_pid_ns && unshare(CLONE_NEWPID) != 0) {
     load_error = std::string("unshare a PID namespace: ") + std::strerror(errno);
+  }
+  if (loaded && spec.isolated && !spec.join_pid_ns.empty()) {
+    const int ns = open(spec.join_pid_ns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWPID) != 0) {
+      load_error = "join the pod's PID namespace " + spec.join_pid_ns + ": " + std::strerror(errno);
+    }
+    if (ns >= 0) close(ns);
   }
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return 1;
@@ -197,7 +225,8 @@ int main(int argc, char** argv) {
     if (sandbox_file && !mkube::agent::EnterSandbox(spec, &error)) {
       StartFailed(report[1], "cannot set up the container: " + error);
     }
-    if (spec.isolated) Init(report[1], dir, program, argv + 4);
+    if (pause) Pause(report[1]);
+    if (own_pid_ns) Init(report[1], dir, program, argv + 4);
     Exec(report[1], dir, program, argv + 4);
   }
   close(report[1]);

@@ -105,6 +105,11 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
     }
     run.containers.push_back(std::move(c));
   }
+  if (auto pause = runner_->ReadRecord(run.sandbox + "/pause.pid");
+      pause.ok() && runner_->Alive(*pause)) {
+    run.pause = *pause;
+    run.pause_adopted = true;
+  }
   if (!Terminal(*pod)) OpenHostPorts(&run);
   run.mount_error = UnmountableVolumes(*pod);
   if (!run.mount_error.empty() && !Terminal(*pod)) {
@@ -374,6 +379,45 @@ void PodManager::Carry(Launch* l) {
   l->record = runner_->Start(l->process, l->record_path, l->exit_path);
 }
 
+pid_t PodManager::EnsurePause(const std::string& uid, const std::string& sandbox,
+                              const api::Pod& pod) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(uid);
+    if (it == runs_.end()) return 0;
+    if (it->second.pause.pid > 0 && runner_->Alive(it->second.pause)) return it->second.pause.pid;
+  }
+  ProcessSpec spec;
+  spec.argv = {"pause"};
+  spec.program = "pause";
+  spec.pause = true;
+  spec.dir = "/";
+  spec.log_path = sandbox + "/pause.log";
+  spec.sandbox.isolated = true;
+  spec.sandbox.root = sandbox + "/rootfs/.pause";
+  spec.sandbox.hostname = pod.metadata().name();
+  spec.sandbox.identity.uid = spec.sandbox.identity.gid = kDefaultUid;
+  spec.sandbox.identity.limit_capabilities = true;
+  std::error_code ec;
+  fs::create_directories(spec.sandbox.root, ec);
+  auto rec = runner_->Start(spec, sandbox + "/pause.pid", sandbox + "/pause.exit");
+  if (!rec.ok()) {
+    Log().warn("pod {}: cannot start the holder of its PID namespace: {}", uid,
+               rec.status().ToString());
+    return 0;
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(uid);
+  if (it == runs_.end()) {
+    runner_->Signal(rec->pid, SIGKILL);
+    monitors_.push_back(rec->monitor);
+    return 0;
+  }
+  it->second.pause = *rec;
+  it->second.pause_adopted = false;
+  return rec->pid;
+}
+
 absl::Status PodManager::Sandbox(Launch* l, const HostIsolation& host) {
   auto identity = ResolveIdentity(*l->pod, l->spec, *l->image, host);
   if (!identity.ok()) return identity.status();
@@ -399,6 +443,7 @@ absl::Status PodManager::Sandbox(Launch* l, const HostIsolation& host) {
   std::error_code ec;
   fs::create_directories(in.root, ec);
   if (ec) return absl::InternalError(fmt::format("mkdir {}: {}", in.root, ec.message()));
+  if (l->pause > 0) sandbox->join_pid_ns = fmt::format("/proc/{}/ns/pid", l->pause);
   sandbox->cgroups = std::move(l->process.sandbox.cgroups);
   sandbox->memory_cgroup = std::move(l->process.sandbox.memory_cgroup);
   l->process.sandbox = std::move(*sandbox);

@@ -148,6 +148,12 @@ void PodManager::Sync(const std::string& key) {
     absl::MutexLock lock(&mu_);
     Plan(key, pod, now, &work);
   }
+  if (!work.launches.empty() && options_.isolation.mount_ns &&
+      work.launches[0].pod->spec().share_process_namespace()) {
+    const pid_t pause =
+        EnsurePause(work.launches[0].uid, work.launches[0].sandbox, *work.launches[0].pod);
+    for (auto& launch : work.launches) launch.pause = pause;
+  }
   for (auto& launch : work.launches) Carry(&launch);
   // What the launches took (pulls can be long) is not taken from the pod's deadlines.
   const absl::Time after = work.launches.empty() ? now : clock_->Now();
@@ -219,6 +225,10 @@ void PodManager::Report(const std::string& key, absl::Time now, Work* work) {
       Log().info("pod {}/{}: stopped and removed", run.ns, run.name);
       work->removals.push_back(run.sandbox);
       work->removed_uids.push_back(run.uid);
+      if (run.pause.pid > 0) {
+        runner_->Signal(run.pause.pid, SIGKILL);  // what is left in the pod's namespace with it
+        if (!run.pause_adopted) monitors_.push_back(run.pause.monitor);
+      }
       ReleaseIp(run.ip);
       CloseHostPorts(&run);
       it = runs_.erase(it);

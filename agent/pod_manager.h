@@ -100,6 +100,7 @@ class PodManager {
     std::string uid, container, pod_name, ip;
     std::shared_ptr<const api::Pod> pod;
     std::string sandbox;  // the pod's folder
+    pid_t pause = 0;      // the pod's PID namespace holder, when its containers share one
     api::Container spec;
     bool pull = false;     // the image is to be fetched (not merely already present)
     bool always = false;   // imagePullPolicy Always
@@ -128,6 +129,11 @@ class PodManager {
             Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Without the lock: pulls the image and starts the process.
   void Carry(Launch* launch) ABSL_LOCKS_EXCLUDED(mu_);
+  // The pod's PID namespace holder, when its containers share one (shareProcessNamespace):
+  // the one running, else one started now (pid 0 when it cannot be). Takes the lock itself
+  // and starts the process without it.
+  pid_t EnsurePause(const std::string& uid, const std::string& sandbox, const api::Pod& pod)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Without the lock: the container's root and user, when the host can hold it apart.
   absl::Status Sandbox(Launch* launch, const HostIsolation& host) ABSL_LOCKS_EXCLUDED(mu_);
   // Under the lock: what a launch did, recorded in its container's run.

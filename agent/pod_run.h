@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "agent/image.h"
+#include "agent/process.h"
 #include "agent/sandbox_spec.h"
 #include "api/object.h"
 #include "client/client.h"
@@ -89,6 +90,10 @@ struct PodRun {
   // Why the pod's volumes cannot be set up here (empty when they can): its containers wait
   // in ContainerCreating, as the kubelet's do when a mount fails.
   std::string mount_error;
+  // The process holding the pod's PID namespace when its containers share one
+  // (shareProcessNamespace), and its monitor.
+  ProcessRecord pause;  // pid 0: none
+  bool pause_adopted = false;
   // The hostPorts forwarded to it (PortProxy ids).
   std::vector<std::string> host_ports;
 

@@ -147,8 +147,8 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
                                              const std::string& record_path,
                                              const std::string& exit_path) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command specified");
-  auto exe = spec.program.empty() ? ResolveExecutable(spec.argv[0], spec.env)
-                                  : absl::StatusOr<std::string>(spec.program);
+  auto exe = spec.program.empty() && !spec.pause ? ResolveExecutable(spec.argv[0], spec.env)
+                                                 : absl::StatusOr<std::string>(spec.program);
   if (!exe.ok()) return exe.status();
   const Identity& id = spec.sandbox.identity;
   const bool sandboxed = spec.sandbox.isolated || id.uid >= 0 || id.gid >= 0 ||
@@ -193,6 +193,7 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = {monitor_path};
+  if (spec.pause) args.push_back("--pause");
   if (sandboxed) args.insert(args.end(), {"--sandbox", sandbox_path});
   args.insert(args.end(), {exit_path, spec.dir, *exe});
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());

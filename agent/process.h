@@ -20,6 +20,7 @@ struct ProcessSpec {
   std::string log_path;           // stdout and stderr are appended here
   SandboxSpec sandbox;            // its root and user (dir is inside that root when isolated)
   std::string program;            // argv[0] as found already (inside the sandbox); else looked up
+  bool pause = false;             // no program: the monitor's child holds the pod's PID namespace
 };
 
 // Where argv[0] is: itself when it has a '/', else the first match on PATH.

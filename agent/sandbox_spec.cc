@@ -42,7 +42,8 @@ nlohmann::json ToJson(const SandboxSpec& spec) {
           {"readOnlyRoot", spec.read_only_root},
           {"identity", ToJson(spec.identity)},
           {"cgroups", spec.cgroups},
-          {"memoryCgroup", spec.memory_cgroup}};
+          {"memoryCgroup", spec.memory_cgroup},
+          {"joinPidNs", spec.join_pid_ns}};
 }
 
 bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* error) {
@@ -59,6 +60,7 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
     spec.identity = IdentityFromJson(j.value("identity", nlohmann::json::object()));
     spec.cgroups = j.value("cgroups", std::vector<std::string>{});
     spec.memory_cgroup = j.value("memoryCgroup", "");
+    spec.join_pid_ns = j.value("joinPidNs", "");
     for (const auto& s : j["steps"]) {
       const int kind = s.at("kind").get<int>();
       if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kDevice)) {

@@ -43,6 +43,9 @@ struct SandboxSpec {
   bool read_only_root = false;
   Identity identity;
   std::vector<std::string> cgroups;  // cgroup folders its processes join
+  // The pod's PID namespace to join (/proc/<pid>/ns/pid of its pause process) when its
+  // containers share one; empty: a namespace of its own with an init.
+  std::string join_pid_ns;
   std::string memory_cgroup;         // where its OOM kills are counted
 };
 nlohmann::json ToJson(const SandboxSpec& spec);

@@ -222,6 +222,34 @@ TEST_F(IsolationTest, AnAgentKilledAndRestartedStillEntersItsContainers) {
   Ctl({"delete", "pod", "kept", "--grace-period=0"});
 }
 
+TEST_F(IsolationTest, ContainersSeeEachOthersProcessesOnlyWhenThePodSharesItsNamespace) {
+  const std::string two = R"(  containers:
+  - {name: a, image: busybox, command: [sleep, '601']}
+  - {name: b, image: busybox, command: [sleep, '602']}
+)";
+  CreatePod("apart", two);
+  CreatePod("shared", "  shareProcessNamespace: true\n" + two);
+  ASSERT_TRUE(Eventually(
+      [&] { return PodPhaseIs("apart", "Running") && PodPhaseIs("shared", "Running"); }));
+  const std::string list =
+      "cat /proc/1/comm; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done";
+  // Apart: b sees its own init and program only.
+  std::string out = Exec("apart", list, "b").out;
+  EXPECT_THAT(out, ::testing::StartsWith("mkube-init\n"));
+  EXPECT_THAT(out, HasSubstr("sleep 602"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("sleep 601")));
+  // Shared: the pod's pause is pid 1, and both programs are there.
+  out = Exec("shared", list, "b").out;
+  EXPECT_THAT(out, ::testing::StartsWith("pause\n"));
+  EXPECT_THAT(out, HasSubstr("sleep 601"));
+  EXPECT_THAT(out, HasSubstr("sleep 602"));
+  // Deleted, nothing of it is left on the node.
+  api::Pod shared = *GetPod("shared");
+  const Processes a = ProcessesOf(shared, "a");
+  EXPECT_EQ(Ctl({"delete", "pod", "apart", "shared", "--grace-period=0"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] { return AllGone(a); }));
+}
+
 TEST_F(IsolationTest, AMemoryHogIsOOMKilledAndRestarted) {
   if (!Cgroups("memory")) GTEST_SKIP() << "no memory cgroup here";
   CreatePod("hog", R"(  containers:
