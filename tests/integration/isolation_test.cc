@@ -250,6 +250,48 @@ TEST_F(IsolationTest, ContainersSeeEachOthersProcessesOnlyWhenThePodSharesItsNam
   EXPECT_TRUE(Eventually([&] { return AllGone(a); }));
 }
 
+TEST_F(IsolationTest, AnAgentThatIsNotRootRunsPodsAndSaysWhatIsMissing) {
+  // The same agent as nobody: no namespaces, users or cgroups are its to use.
+  namespace fs = std::filesystem;
+  AgentProcess::Options o = AgentOptions("master01", "127.1.3.0/24");
+  // Its folder outside the suite's (which only root may enter), removed at the end.
+  TempDir own;
+  o.dir = own.Sub("master01");
+  ASSERT_EQ(chmod(own.path().c_str(), 0755), 0);
+  if (!fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "no setpriv (util-linux) here";
+  o.wrapper = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  fs::create_directories(o.dir);
+  fs::copy(o.registry, o.dir + "/registry", fs::copy_options::recursive);
+  fs::copy_file(o.agent_token_file, o.dir + "/agent.token");
+  o.registry = o.dir + "/registry";
+  o.agent_token_file = o.dir + "/agent.token";
+  ASSERT_EQ(RunCommand({"chown", "-R", "65534:65534", o.dir}).exit_code, 0);
+  AgentProcess nobody(o);
+  ASSERT_TRUE(nobody.Start().ok()) << nobody.log();
+  auto node = client_->Get<api::Node>("nodes", "", "master01");
+  ASSERT_TRUE(node.ok());
+  const std::string said = node->metadata().annotations().at("mkube.io/isolation");
+  EXPECT_THAT(said, ::testing::StartsWith("none; missing: own root filesystem"));
+  EXPECT_THAT(said, HasSubstr("users (containers run as the agent's user)"));
+  EXPECT_THAT(said, HasSubstr("memory limits"));
+  EXPECT_THAT(nobody.log(), HasSubstr("containers are not protected here by: users"));
+  auto r = Ctl({"create", "-f", "-"}, R"(apiVersion: v1
+kind: Pod
+metadata: {name: plain}
+spec:
+  nodeName: master01
+  restartPolicy: Never
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, 'id -u; echo ran']}
+)");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(
+      Eventually([&] { return PodPhaseIs("plain", "Succeeded"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(Logs("plain"), "65534\nran\n");
+  Ctl({"delete", "pod", "plain"});
+  nobody.Stop();
+}
+
 TEST_F(IsolationTest, AMemoryHogIsOOMKilledAndRestarted) {
   if (!Cgroups("memory")) GTEST_SKIP() << "no memory cgroup here";
   CreatePod("hog", R"(  containers:

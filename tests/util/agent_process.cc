@@ -33,6 +33,7 @@ absl::Status AgentProcess::Start() {
                                    "--address-file",
                                    addr_file};
   argv.insert(argv.end(), o_.extra.begin(), o_.extra.end());
+  argv.insert(argv.begin(), o_.wrapper.begin(), o_.wrapper.end());
   proc_ = std::make_unique<Subprocess>(argv, o_.dir + "/agent.log");
   auto line = WaitForFileLine(addr_file, std::chrono::seconds(30));
   if (!line) return absl::UnavailableError("agent did not start:\n" + log());

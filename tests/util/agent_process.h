@@ -23,6 +23,7 @@ class AgentProcess {
     // --node-ip in `extra`, 127.0.0.1 without one) on this port.
     std::string listen = "127.0.0.1:0";
     std::vector<std::string> extra;
+    std::vector<std::string> wrapper;  // runs the agent through this (e.g. setpriv as a user)
   };
   explicit AgentProcess(Options o) : o_(std::move(o)) {}
   ~AgentProcess() { Stop(); }
