@@ -261,5 +261,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::rename(tmp.c_str(), exit_path.c_str());
   }
-  return 0;
+  // Without exit handlers: its stderr is the container's log, and nothing of this process is
+  // left to clean up (a leak checker in a sanitized build could not inspect a process that
+  // is not dumpable, and would say so in that log).
+  _exit(0);
 }
