@@ -32,19 +32,22 @@ class SchedulerTest : public ::testing::Test {
     pods_.AddHandlers(scheduler_->PodHandlers());
     // After the scheduler's handlers: what they have seen (the informers' own versions move
     // before their handlers run).
-    auto note = [this](const google::protobuf::Message& obj) {
+    // Each informer's own: one may run ahead of the other.
+    auto note = [](std::atomic<int64_t>* handled, const google::protobuf::Message& obj) {
       int64_t v = 0;
       if (!absl::SimpleAtoi(api::MetaOf(obj).resource_version(), &v)) return;
-      int64_t cur = handled_.load();
-      while (v > cur && !handled_.compare_exchange_weak(cur, v)) {
+      int64_t cur = handled->load();
+      while (v > cur && !handled->compare_exchange_weak(cur, v)) {
       }
     };
-    nodes_.AddHandlers({.on_add = [note](const auto& n) { note(*n); },
-                        .on_update = [note](const auto&, const auto& n) { note(*n); },
-                        .on_delete = [note](const auto& n) { note(*n); }});
-    pods_.AddHandlers({.on_add = [note](const auto& p) { note(*p); },
-                       .on_update = [note](const auto&, const auto& p) { note(*p); },
-                       .on_delete = [note](const auto& p) { note(*p); }});
+    std::atomic<int64_t>* nodes = &handled_[1];
+    std::atomic<int64_t>* pods = &handled_[0];
+    nodes_.AddHandlers({.on_add = [=](const auto& n) { note(nodes, *n); },
+                        .on_update = [=](const auto&, const auto& n) { note(nodes, *n); },
+                        .on_delete = [=](const auto& n) { note(nodes, *n); }});
+    pods_.AddHandlers({.on_add = [=](const auto& p) { note(pods, *p); },
+                       .on_update = [=](const auto&, const auto& p) { note(pods, *p); },
+                       .on_delete = [=](const auto& p) { note(pods, *p); }});
   }
   void TearDown() override {
     scheduler_->Stop();
@@ -76,11 +79,13 @@ class SchedulerTest : public ::testing::Test {
   // Waits (real time) until the informers have delivered everything written so far, then
   // schedules every pod that is ready to go and waits for their bindings.
   void Settle() {
-    // The newest pod or node written (events are written too, and watched by nobody here).
-    int64_t want = 0;
-    for (const char* resource : {"pods", "nodes"}) {
+    // The newest pod and the newest node written (events are written too, and watched by
+    // nobody here); each informer's handlers must have seen its own.
+    const char* resources[] = {"pods", "nodes"};
+    for (int r = 0; r < 2; ++r) {
+      int64_t want = 0;
       apiserver::ListRequest req;
-      req.set_resource(resource);
+      req.set_resource(resources[r]);
       const auto list = fake_.List(req);
       for (const auto& bytes : list->items()) {
         api::Pod meta_only;  // metadata is field 3 in every kind
@@ -88,9 +93,9 @@ class SchedulerTest : public ::testing::Test {
         int64_t v = 0;
         if (absl::SimpleAtoi(meta_only.metadata().resource_version(), &v)) want = std::max(want, v);
       }
-    }
-    for (int i = 0; i < 2000 && handled_.load() < want; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (int i = 0; i < 2000 && handled_[r].load() < want; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
     while (scheduler_->queue().ActiveCount() > 0) scheduler_->ScheduleOne();
     scheduler_->WaitForBindings();
@@ -119,7 +124,7 @@ class SchedulerTest : public ::testing::Test {
   client::Informer<api::Node> nodes_{&fake_, "nodes"};
   client::Informer<api::Pod> pods_{&fake_, "pods"};
   std::unique_ptr<Scheduler> scheduler_;
-  std::atomic<int64_t> handled_{0};
+  std::atomic<int64_t> handled_[2] = {0, 0};  // pods, nodes: the newest version handled
 };
 
 TEST_F(SchedulerTest, BindsPodsAndTheNextPodSeesTheOneAssumedBeforeIt) {
