@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "absl/strings/str_split.h"
 #include "agent/process.h"
 #include "agent/sandbox_enter.h"
 #include "fmt/format.h"
@@ -27,20 +26,6 @@ struct Failure {
   enum Stage : int { kJoin = 1, kChdir, kIdentity, kNotFound, kExec } stage;
   int err;
 };
-
-// Where exec may find argv[0]: itself when it has a '/', else each folder of PATH.
-std::vector<std::string> Candidates(const std::string& name, const std::vector<std::string>& env) {
-  if (name.find('/') != std::string::npos) return {name};
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : env) {
-    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
-  }
-  std::vector<std::string> out;
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    out.push_back(fmt::format("{}/{}", std::string(dir), name));
-  }
-  return out;
-}
 
 // In a child that joined the container's mount namespace: the terminal, a device of the
 // node's /dev/pts cloned beforehand as a detached mount (`tree`, from open_tree), is shown at
@@ -82,7 +67,7 @@ absl::StatusOr<pid_t> SpawnInContainer(const ExecTarget& target,
   const std::string tty_path = fds.tty_path;
   std::vector<std::string> cgroup_procs;
   for (const auto& dir : target.cgroups) cgroup_procs.push_back(dir + "/cgroup.procs");
-  std::vector<std::string> candidates = Candidates(argv[0], target.env);
+  std::vector<std::string> candidates = PathCandidates(argv[0], target.env);
   std::vector<std::string> args = argv, env = target.env;
   std::vector<char*> cargv, cenv;
   for (auto& a : args) cargv.push_back(a.data());

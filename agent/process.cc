@@ -31,16 +31,24 @@ absl::StatusOr<std::string> ResolveExecutable(const std::string& name,
     }
     return name;
   }
+  for (const auto& candidate : PathCandidates(name, env)) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+}
+
+std::vector<std::string> PathCandidates(const std::string& name,
+                                        const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return {name};
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   for (const auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
   }
+  std::vector<std::string> out;
   for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    std::string candidate = fmt::format("{}/{}", std::string(dir), name);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    out.push_back(fmt::format("{}/{}", std::string(dir), name));
   }
-  return absl::NotFoundError(
-      fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+  return out;
 }
 
 void PrepareChild(pid_t parent, bool own_session) {

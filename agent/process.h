@@ -23,6 +23,11 @@ struct ProcessSpec {
   bool pause = false;             // no program: the monitor's child holds the pod's PID namespace
 };
 
+// Where exec may find argv[0]: itself when it has a '/', else name under each folder of the
+// environment's PATH (a default PATH when it has none), in order.
+std::vector<std::string> PathCandidates(const std::string& name,
+                                        const std::vector<std::string>& env);
+
 // Where argv[0] is: itself when it has a '/', else the first match on PATH.
 absl::StatusOr<std::string> ResolveExecutable(const std::string& name,
                                               const std::vector<std::string>& env);

@@ -17,7 +17,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
-#include "nlohmann/json.hpp"
 
 namespace mkube::agent {
 namespace fs = std::filesystem;
@@ -144,10 +143,6 @@ bool HasFilesystem(const std::string& name) {
   return false;
 }
 
-std::string Join(const std::string& a, const std::string& b) {
-  return (fs::path(a) / fs::path(b).relative_path()).lexically_normal().string();
-}
-
 }  // namespace
 
 std::string HostIsolation::Describe() const {
@@ -226,57 +221,6 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   if (!caps.ok()) return caps.status();
   id.capabilities = std::move(*caps);
   return id;
-}
-
-absl::StatusOr<std::string> PrepareVolume(const api::Volume& volume,
-                                          const std::string& volumes_dir) {
-  std::error_code ec;
-  if (volume.has_host_path()) {
-    const std::string& path = volume.host_path().path();
-    const std::string& type = volume.host_path().type();
-    auto fail = [&](const std::string& why) {
-      return absl::FailedPreconditionError(fmt::format(
-          "MountVolume.SetUp failed for volume \"{}\" : hostPath type check failed: {} {}",
-          volume.name(), path, why));
-    };
-    if (type == "DirectoryOrCreate" && !fs::exists(path, ec)) {
-      fs::create_directories(path, ec);
-      if (ec) return fail("cannot be created: " + ec.message());
-      fs::permissions(path, fs::perms(0755), ec);
-    } else if (type == "FileOrCreate" && !fs::exists(path, ec)) {
-      fs::create_directories(fs::path(path).parent_path(), ec);
-      std::ofstream(path, std::ios::app);
-      if (!fs::exists(path, ec)) return fail("cannot be created");
-    }
-    const bool exists = fs::exists(path, ec);
-    if ((type == "Directory" || type == "DirectoryOrCreate") && !fs::is_directory(path, ec)) {
-      return fail("is not a directory");
-    }
-    if ((type == "File" || type == "FileOrCreate") && !fs::is_regular_file(path, ec)) {
-      return fail("is not a file");
-    }
-    if (type == "Socket" && !fs::is_socket(path, ec)) return fail("is not a socket");
-    if (type == "CharDevice" && !fs::is_character_file(path, ec)) {
-      return fail("is not a character device");
-    }
-    if (type == "BlockDevice" && !fs::is_block_file(path, ec)) return fail("is not a block device");
-    if (!exists) {
-      // Unset type: mounted as it is, so it must be there (Kubernetes would create a folder
-      // through the runtime; a missing path is more likely a mistake here).
-      return fail("does not exist");
-    }
-    return path;
-  }
-  // An emptyDir (the only other kind a pod that got this far has): a folder any of the pod's
-  // users can write, as the kubelet makes it.
-  const std::string dir = Join(volumes_dir, volume.name());
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(fmt::format("MountVolume.SetUp failed for volume \"{}\" : {}",
-                                           volume.name(), ec.message()));
-  }
-  chmod(dir.c_str(), 0777);
-  return dir;
 }
 
 }  // namespace mkube::agent

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_split.h"
+#include "agent/process.h"
 #include "agent/sandbox.h"
 #include "fmt/format.h"
 
@@ -182,6 +184,57 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& p
 
 }  // namespace
 
+absl::StatusOr<std::string> PrepareVolume(const api::Volume& volume,
+                                          const std::string& volumes_dir) {
+  std::error_code ec;
+  if (volume.has_host_path()) {
+    const std::string& path = volume.host_path().path();
+    const std::string& type = volume.host_path().type();
+    auto fail = [&](const std::string& why) {
+      return absl::FailedPreconditionError(fmt::format(
+          "MountVolume.SetUp failed for volume \"{}\" : hostPath type check failed: {} {}",
+          volume.name(), path, why));
+    };
+    if (type == "DirectoryOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(path, ec);
+      if (ec) return fail("cannot be created: " + ec.message());
+      fs::permissions(path, fs::perms(0755), ec);
+    } else if (type == "FileOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      std::ofstream(path, std::ios::app);
+      if (!fs::exists(path, ec)) return fail("cannot be created");
+    }
+    const bool exists = fs::exists(path, ec);
+    if ((type == "Directory" || type == "DirectoryOrCreate") && !fs::is_directory(path, ec)) {
+      return fail("is not a directory");
+    }
+    if ((type == "File" || type == "FileOrCreate") && !fs::is_regular_file(path, ec)) {
+      return fail("is not a file");
+    }
+    if (type == "Socket" && !fs::is_socket(path, ec)) return fail("is not a socket");
+    if (type == "CharDevice" && !fs::is_character_file(path, ec)) {
+      return fail("is not a character device");
+    }
+    if (type == "BlockDevice" && !fs::is_block_file(path, ec)) return fail("is not a block device");
+    if (!exists) {
+      // Unset type: mounted as it is, so it must be there (Kubernetes would create a folder
+      // through the runtime; a missing path is more likely a mistake here).
+      return fail("does not exist");
+    }
+    return path;
+  }
+  // An emptyDir (the only other kind a pod that got this far has): a folder any of the pod's
+  // users can write, as the kubelet makes it.
+  const std::string dir = Join(volumes_dir, volume.name());
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(fmt::format("MountVolume.SetUp failed for volume \"{}\" : {}",
+                                           volume.name(), ec.message()));
+  }
+  chmod(dir.c_str(), 0777);
+  return dir;
+}
+
 absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   SandboxSpec spec;
   spec.isolated = true;
@@ -226,12 +279,7 @@ absl::StatusOr<std::string> ResolveInSandbox(const std::string& name,
     return absl::NotFoundError(
         fmt::format("exec: \"{}\": stat {}: no such file or directory", name, name));
   }
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : env) {
-    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
-  }
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    const std::string candidate = fmt::format("{}/{}", std::string(dir), name);
+  for (const auto& candidate : PathCandidates(name, env)) {
     if (candidate[0] == '/' && executable(candidate)) return candidate;
   }
   return absl::NotFoundError(fmt::format("exec: \"{}\": executable file not found in $PATH", name));

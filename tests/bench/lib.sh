@@ -37,12 +37,10 @@ stop_all() {
   pids=()
 }
 
-# start_sim_cluster DIR NODES: mkube-store, mkube-apiserver (tokens from $tmp/tokens.csv and
-# $tmp/agent.token), mkube-agent with NODES simulated nodes in ten zones (token
-# $tmp/bench.token) and mkube-scheduler ($tmp/sched.token), logs in DIR. Sets api (the
-# apiserver's address), sched_pid and registered (seconds the nodes took to register).
-start_sim_cluster() {
-  local d=$1 nodes=$2
+# start_control_plane DIR: mkube-store and mkube-apiserver (tokens from $tmp/tokens.csv and
+# $tmp/agent.token), logs in DIR. Sets api (the apiserver's address).
+start_control_plane() {
+  local d=$1
   "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
     --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
   pids+=($!)
@@ -53,6 +51,14 @@ start_sim_cluster() {
   pids+=($!)
   wait_file "$d/api.addr"
   api=$(cat "$d/api.addr")
+}
+
+# start_sim_cluster DIR NODES: start_control_plane, then mkube-agent with NODES simulated nodes
+# in ten zones (token $tmp/bench.token) and mkube-scheduler ($tmp/sched.token), logs in DIR.
+# Sets api, sched_pid and registered (seconds the nodes took to register).
+start_sim_cluster() {
+  local d=$1 nodes=$2
+  start_control_plane "$d"
   local began=$SECONDS
   "$build/bin/mkube-agent" --apiserver "$api" --insecure-plaintext --token-file "$tmp/bench.token" \
     --agent-token-file "$tmp/agent.token" --root-dir "$d/agent" --simulated "$nodes" \

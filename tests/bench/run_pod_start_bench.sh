@@ -27,16 +27,8 @@ echo agent-token >"$tmp/agent.token"
 run() {  # run ROUND ISOLATION
   local d=$tmp/round-$1-$2
   mkdir -p "$d"
-  "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
-    --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
-  pids+=($!)
-  wait_file "$d/store.addr"
-  "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$(cat "$d/store.addr")" \
-    --token-file "$tmp/tokens.csv" --insecure-plaintext --agent-token-file "$tmp/agent.token" \
-    --address-file "$d/api.addr" --log-level warn >"$d/api.log" 2>&1 &
-  pids+=($!)
-  wait_file "$d/api.addr"
-  "$build/bin/mkube-agent" --apiserver "$(cat "$d/api.addr")" --insecure-plaintext \
+  start_control_plane "$d"
+  "$build/bin/mkube-agent" --apiserver "$api" --insecure-plaintext \
     --token-file "$tmp/node.token" --agent-token-file "$tmp/agent.token" --node-name bench-node \
     --node-ip 127.0.0.1 --listen 127.0.0.1:0 --pod-cidr 127.251.0.0/24 --root-dir "$d/agent" \
     --image-registry "$tmp/registry" --isolation "$2" --ready-file "$d/agent.ready" \
@@ -44,7 +36,7 @@ run() {  # run ROUND ISOLATION
   pids+=($!)
   wait_file "$d/agent.ready"
   local line
-  line=$("$build/bench/pod_start_bench" --apiserver "$(cat "$d/api.addr")" --token bench-token \
+  line=$("$build/bench/pod_start_bench" --apiserver "$api" --token bench-token \
     --node bench-node --pods "$count") || { echo "round $1 ($2) failed; logs in $d" >&2; tail -5 "$d"/*.log >&2; }
   printf 'isolation=%-4s %s load=%s\n' "$2" "$line" "$(cut -d' ' -f1-3 /proc/loadavg)"
   stop_all

@@ -133,28 +133,31 @@ class AgentTest : public ::testing::Test {
     p.pid_ns = std::filesystem::read_symlink(fmt::format("/proc/{}/ns/pid", p.first), ec).string();
     return p;
   }
-  static bool AllGone(const Processes& p) {
-    if (!ProcessGone(p.first)) return false;
+  // The /proc/<pid>/stat text of each of the container's processes still there.
+  static std::vector<std::string> StatsOf(const Processes& p) {
+    const bool isolated = Isolated();
+    std::vector<std::string> out;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = e.path().filename().string();
       if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-      if (Isolated()) {
-        if (std::filesystem::read_symlink(e.path() / "ns/pid", ec).string() == p.pid_ns)
-          return false;
-      } else {
-        std::ifstream stat(e.path() / "stat");
-        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-        const size_t close = text.rfind(')');
-        int pgid = 0;
-        if (close != std::string::npos &&
-            std::sscanf(text.c_str() + close + 2, "%*c %*d %d", &pgid) == 1 && pgid == p.first) {
-          return false;
-        }
+      if (isolated && std::filesystem::read_symlink(e.path() / "ns/pid", ec).string() != p.pid_ns) {
+        continue;
       }
+      std::ifstream stat(e.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const size_t close = text.rfind(')');
+      int pgid = 0;
+      if (close == std::string::npos) continue;
+      if (!isolated &&
+          (std::sscanf(text.c_str() + close + 2, "%*c %*d %d", &pgid) != 1 || pgid != p.first)) {
+        continue;
+      }
+      out.push_back(text.substr(close + 2));
     }
-    return true;
+    return out;
   }
+  static bool AllGone(const Processes& p) { return ProcessGone(p.first) && StatsOf(p).empty(); }
   static pid_t ReadPid(const std::string& path) {
     std::ifstream in(path);
     pid_t pid = -1;
