@@ -145,7 +145,9 @@ void WatchHub::Apply(Command& cmd) {
       w.range = mvcc::KeyRange(cmd.spec.key, cmd.spec.range_end);
       w.spec = std::move(cmd.spec);
       w.next_rev = cmd.next_rev;
-      w.synced = w.next_rev > hub_rev_;
+      // A hub still behind the writes may hold history the store has compacted away since
+      // the watch was asked for: such a watcher goes through catch-up, which cancels it.
+      w.synced = w.next_rev > hub_rev_ && w.next_rev >= store_->CompactedRevision();
       watchers_[{cmd.raw, cmd.watch_id}] = std::move(w);
       break;
     }

@@ -50,9 +50,14 @@ class FakeSink : public WatchSink {
 class WatchHubTest : public mvcc::StoreFixture {
  protected:
   void StartHub(HubOptions options = {}) {
+    MakeHub(options);
+    hub_->Start();
+  }
+  // The hub without its thread: what is added now is applied when it starts, behind the
+  // writes made in between, as a hub busy elsewhere would be.
+  void MakeHub(HubOptions options = {}) {
     hub_ = std::make_unique<WatchHub>(store_.get(), options);
     store_->AddCommitListener(hub_.get());
-    hub_->Start();
   }
   void TearDown() override { hub_.reset(); }
 
@@ -149,6 +154,26 @@ TEST_F(WatchHubTest, WatcherBehindACompactionIsCanceled) {
   EXPECT_TRUE(got[0].canceled());
   EXPECT_EQ(got[0].compact_revision(), 8);
   EXPECT_EQ(got[0].watch_id(), 5);
+  EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
+}
+
+// The watch is added while the hub is still behind the compaction: the history it asks for is
+// gone all the same, so it is canceled rather than served from what the hub still holds.
+TEST_F(WatchHubTest, WatcherBehindACompactionIsCanceledWhileTheHubLags) {
+  MakeHub();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Put("k", std::to_string(i)).ok());  // 2..11
+  ASSERT_TRUE(Compact(8, true).ok());
+  auto sink = std::make_shared<FakeSink>();
+  hub_->Add(sink, 5, WatchSpec{"k", ""}, 3);
+  hub_->Start();
+  std::vector<etcdserverpb::WatchResponse> got;
+  ASSERT_TRUE(Eventually([&] {
+    for (auto& r : sink->Drain()) got.push_back(r);
+    return !got.empty();
+  }));
+  EXPECT_TRUE(got[0].canceled());
+  EXPECT_EQ(got[0].compact_revision(), 8);
+  EXPECT_EQ(got[0].events_size(), 0);
   EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
 }
 
