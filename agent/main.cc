@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent_service.h"
 #include "agent/image.h"
 #include "agent/node_status.h"
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
   if (simulated > 0 && app.count("--node-name") == 0) node_name = "sim";
+  // Debian's Abseil otherwise checks lock order on every absl::Mutex acquisition, under one
+  // process-wide lock (a few percent of a busy daemon's CPU).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   mkube::log::Setup("agent " + node_name, spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 

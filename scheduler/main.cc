@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "api/log.h"
 #include "client/client.h"
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
+  // Debian's Abseil otherwise checks lock order on every absl::Mutex acquisition, under one
+  // process-wide lock (a few percent of a busy daemon's CPU).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   mkube::log::Setup("scheduler", spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 
