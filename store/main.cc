@@ -1,5 +1,6 @@
 // mkube-store: an etcd v3 compatible versioned key-value store on RocksDB.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,18 @@ bool WriteAddressFile(const std::string& path, const std::string& address) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   return !ec;
+}
+
+// As Go programs do (etcd among them): the soft limit on open files up to the hard one, so
+// that connections and RocksDB's files are not refused at the 1,024 most shells start with.
+void RaiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  const rlim_t before = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    Log().debug("open files: soft limit raised from {} to {}", before, lim.rlim_cur);
+  }
 }
 
 }  // namespace
@@ -59,6 +72,10 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", options.io_threads, "Event loops serving client connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--max-connections", options.max_connections,
+                 "Client connections open at once; more are refused (GOAWAY ENHANCE_YOUR_CALM)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -70,6 +87,7 @@ int main(int argc, char** argv) {
   options.max_request_bytes = static_cast<size_t>(max_request_bytes);
   options.progress_interval = std::chrono::milliseconds(progress_ms);
   mkube::log::Setup("store", spdlog::level::from_str(log_level));
+  RaiseOpenFileLimit();
 
   // Signals are taken synchronously by this thread; every other thread inherits the mask.
   sigset_t signals;

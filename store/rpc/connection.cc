@@ -209,6 +209,16 @@ size_t Connection::Process(std::string_view in) {
   return pos;
 }
 
+std::string RefusalFrames(std::string_view why) {
+  std::string out;
+  AppendFrameHeader(&out, 0, kSettings, 0, 0);  // every server connection starts with one
+  AppendFrameHeader(&out, 8 + why.size(), kGoaway, 0, 0);
+  Append32(&out, 0);
+  Append32(&out, kEnhanceYourCalm);
+  out.append(why);
+  return out;
+}
+
 bool Connection::Fail(ErrorCode code, std::string_view why) {
   Log().debug("connection error {}: {}", static_cast<int>(code), why);
   AppendFrameHeader(&out_, 8 + why.size(), kGoaway, 0, 0);

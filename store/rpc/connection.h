@@ -28,6 +28,10 @@ enum ErrorCode : uint32_t {
 inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
 inline constexpr int64_t kDefaultWindow = 65535;
 
+// What a connection refused at accept is sent: SETTINGS, then GOAWAY ENHANCE_YOUR_CALM with
+// `why` as its debug data.
+std::string RefusalFrames(std::string_view why);
+
 // Work for a loop from any thread.
 struct Outgoing {
   enum Kind : uint8_t { kMessage, kFinish, kReply, kAdopt, kGoaway, kStop };

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,17 +17,46 @@
 
 namespace mkube::store::rpc {
 
+// A warning that may repeat many times a second (a client flood, a full descriptor table)
+// written at most once per interval, with how many were held back since the last one.
+class ThrottledLog {
+ public:
+  explicit ThrottledLog(std::chrono::seconds interval = std::chrono::seconds(10))
+      : interval_(interval) {}
+  // Whether to write now; `held` is set to the number not written since the last time.
+  bool Due(size_t* held) {
+    const auto now = std::chrono::steady_clock::now();
+    if (written_ && now < last_ + interval_) {
+      ++held_;
+      return false;
+    }
+    written_ = true;
+    last_ = now;
+    *held = held_;
+    held_ = 0;
+    return true;
+  }
+
+ private:
+  const std::chrono::seconds interval_;
+  bool written_ = false;
+  std::chrono::steady_clock::time_point last_;
+  size_t held_ = 0;
+};
+
 // One event loop: its connections, and an inbox other threads post to. Everything but the
 // inbox (and the atomics) belongs to the loop's thread.
 class Loop {
  public:
   Loop(const absl::flat_hash_map<std::string, Server::Method>* methods,
-       const ServerOptions& options, std::atomic<int>* in_flight)
+       const ServerOptions& options, std::atomic<int>* in_flight, std::atomic<size_t>* connections)
       : methods_(methods),
         max_message_(options.max_message_bytes),
         max_connection_backlog_(options.max_connection_backlog_bytes),
         max_stream_messages_(options.max_stream_queued_messages),
-        in_flight_(in_flight) {}
+        max_connections_(options.max_connections),
+        in_flight_(in_flight),
+        connections_(connections) {}
   ~Loop();
 
   absl::Status Init();
@@ -54,7 +84,16 @@ class Loop {
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   void Accept();
+  // Out of descriptors (or kernel memory): the listener leaves epoll for a while, doubling
+  // from 5 ms to 1 s while it lasts, instead of waking the loop again at once.
+  void PauseAccept(int error);
+  void ResumeAcceptIfDue();
+  // Milliseconds epoll may wait: until accepting resumes, or forever.
+  int WaitTimeout() const;
+  // Over max_connections: told so in a GOAWAY, then closed.
+  void Refuse(int fd);
   void Adopt(int fd);
+  void Closed() { connections_->fetch_sub(1, std::memory_order_relaxed); }
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
   void Flush();
   void RunDeferred(bool quiet);
@@ -63,7 +102,9 @@ class Loop {
   const size_t max_message_;
   const size_t max_connection_backlog_;
   const size_t max_stream_messages_;
+  const size_t max_connections_;
   std::atomic<int>* in_flight_;
+  std::atomic<size_t>* connections_;
   int epfd_ = -1;
   int efd_ = -1;
   int listen_fd_ = -1;
@@ -100,6 +141,11 @@ class Loop {
   int round_calls_ = 0;
   bool going_away_ = false;
   bool stop_ = false;
+  // Accepting, paused after running out of descriptors (loop 0's listener only).
+  bool accept_paused_ = false;
+  std::chrono::milliseconds accept_delay_{0};
+  std::chrono::steady_clock::time_point accept_resume_;
+  ThrottledLog accept_log_;
 };
 
 }  // namespace mkube::store::rpc

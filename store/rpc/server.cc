@@ -123,7 +123,7 @@ void Loop::MarkDirty(Connection* c) {
 }
 
 void Loop::Retire(std::shared_ptr<Connection> c) {
-  conns_.erase(c.get());
+  if (conns_.erase(c.get())) Closed();
   graveyard_.push_back(std::move(c));
 }
 
@@ -131,11 +131,22 @@ void Loop::Accept() {
   for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        Log().warn("accept: {}", strerror(errno));
+      const int error = errno;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if (error == EAGAIN || error == EWOULDBLOCK) return;
+      if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+        PauseAccept(error);
+        return;
+      }
+      if (size_t held; accept_log_.Due(&held)) {
+        Log().warn("accept: {} ({} more since the last message)", strerror(error), held);
       }
       return;
+    }
+    accept_delay_ = std::chrono::milliseconds(0);
+    if (connections_->fetch_add(1, std::memory_order_relaxed) >= max_connections_) {
+      Refuse(fd);
+      continue;
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -148,9 +159,56 @@ void Loop::Accept() {
   }
 }
 
+void Loop::PauseAccept(int error) {
+  using std::chrono::milliseconds;
+  accept_delay_ = accept_delay_.count() == 0 ? milliseconds(5)
+                                             : std::min(accept_delay_ * 2, milliseconds(1000));
+  accept_paused_ = true;
+  accept_resume_ = std::chrono::steady_clock::now() + accept_delay_;
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  if (size_t held; accept_log_.Due(&held)) {
+    Log().warn(
+        "accept: {}; new connections wait {} ms ({} open; {} more such errors since the last "
+        "message)",
+        strerror(error), accept_delay_.count(), connections_->load(std::memory_order_relaxed),
+        held);
+  }
+}
+
+void Loop::ResumeAcceptIfDue() {
+  if (!accept_paused_ || std::chrono::steady_clock::now() < accept_resume_) return;
+  accept_paused_ = false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &listen_fd_;
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+}
+
+int Loop::WaitTimeout() const {
+  if (!accept_paused_) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(accept_resume_ -
+                                                                 std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<int64_t>(left.count(), 0));
+}
+
+void Loop::Refuse(int fd) {
+  const std::string out = RefusalFrames("too many open connections");
+  [[maybe_unused]] ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+  Closed();
+  if (size_t held; accept_log_.Due(&held)) {
+    Log().warn(
+        "refused a connection: {} connections are open, the most --max-connections "
+        "allows ({} more refused since the last message)",
+        max_connections_, held);
+  }
+}
+
 void Loop::Adopt(int fd) {
   if (going_away_) {
     ::close(fd);
+    Closed();
     return;
   }
   auto conn = std::make_shared<Connection>(this, fd);
@@ -159,6 +217,7 @@ void Loop::Adopt(int fd) {
   ev.data.ptr = conn.get();
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     Log().warn("epoll_ctl: {}", strerror(errno));
+    Closed();
     return;
   }
   conns_.emplace(conn.get(), conn);
@@ -208,11 +267,12 @@ void Loop::Run() {
   std::vector<epoll_event> events(256);
   while (!stop_) {
     graveyard_.clear();
-    const int n = epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), -1);
+    const int n = epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), WaitTimeout());
     if (n < 0 && errno != EINTR) {
       Log().error("epoll_wait: {}", strerror(errno));
       break;
     }
+    ResumeAcceptIfDue();
     for (int i = 0; i < n; ++i) {
       void* p = events[i].data.ptr;
       if (p == &efd_) {
@@ -323,7 +383,7 @@ absl::Status Server::Start() {
   listen_fd_ = *fd;
   const int n = std::max(1, options_.loops);
   for (int i = 0; i < n; ++i) {
-    auto loop = std::make_unique<Loop>(&methods_, options_, &in_flight_);
+    auto loop = std::make_unique<Loop>(&methods_, options_, &in_flight_, &connections_);
     if (auto st = loop->Init(); !st.ok()) return st;
     loops_.push_back(std::move(loop));
   }

@@ -121,6 +121,8 @@ struct ServerOptions {
   // A streaming call with this many messages waiting to be framed (held by flow control or
   // the connection's output) is ended with RESOURCE_EXHAUSTED; its connection goes on.
   size_t max_stream_queued_messages = 1 << 18;
+  // Client connections open at once; one more is answered GOAWAY ENHANCE_YOUR_CALM and closed.
+  size_t max_connections = 10000;
 };
 
 class Server {
@@ -153,6 +155,7 @@ class Server {
   int listen_fd_ = -1;
   std::string address_;
   std::atomic<int> in_flight_{0};  // unary calls dispatched and not yet answered
+  std::atomic<size_t> connections_{0};  // accepted and not yet closed, over every loop
   bool started_ = false;
   bool stopped_ = false;
 };

@@ -22,6 +22,8 @@ struct ServerOptions {
   std::chrono::milliseconds progress_interval = std::chrono::minutes(10);
   // Event loops serving connections.
   int io_threads = 1;
+  // Client connections open at once (more are refused).
+  size_t max_connections = 10000;
 };
 
 // mkube-store as a whole: the store, leases, the watch hub and etcd's gRPC services on them.

@@ -20,8 +20,9 @@ StoreProcess::~StoreProcess() { Kill9(); }
 absl::Status StoreProcess::Start() {
   const std::string addr_file = data_dir_ + ".addr";
   std::filesystem::remove(addr_file);
-  std::vector<std::string> argv = {BinDir() + "/mkube-store", "--data-dir", data_dir_,
-                                   "--listen", "127.0.0.1:0", "--address-file", addr_file};
+  std::vector<std::string> argv = wrapper_;
+  argv.insert(argv.end(), {BinDir() + "/mkube-store", "--data-dir", data_dir_, "--listen",
+                           "127.0.0.1:0", "--address-file", addr_file});
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   proc_ = std::make_unique<Subprocess>(argv, log_path_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

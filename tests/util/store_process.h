@@ -15,6 +15,8 @@ class StoreProcess {
   StoreProcess(std::string data_dir, std::string log_path, std::vector<std::string> extra = {});
   ~StoreProcess();
 
+  // A command the store runs under, e.g. {"/usr/bin/prlimit", "--nofile=64:64"}.
+  void set_wrapper(std::vector<std::string> wrapper) { wrapper_ = std::move(wrapper); }
   absl::Status Start();
   // Ends it the hard way: SIGKILL, no chance to flush anything.
   void Kill9();
@@ -27,6 +29,7 @@ class StoreProcess {
   std::string data_dir_;
   std::string log_path_;
   std::vector<std::string> extra_;
+  std::vector<std::string> wrapper_;
   std::unique_ptr<Subprocess> proc_;
   std::string address_;
 };
