@@ -209,6 +209,32 @@ size_t Connection::Process(std::string_view in) {
   return pos;
 }
 
+std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value) {
+  using namespace std::chrono;
+  if (value.size() < 2 || value.size() > 9) return std::nullopt;
+  int64_t n = 0;
+  for (char c : value.substr(0, value.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  switch (value.back()) {
+    case 'H':
+      return duration_cast<nanoseconds>(hours(n));
+    case 'M':
+      return duration_cast<nanoseconds>(minutes(n));
+    case 'S':
+      return duration_cast<nanoseconds>(seconds(n));
+    case 'm':
+      return duration_cast<nanoseconds>(milliseconds(n));
+    case 'u':
+      return duration_cast<nanoseconds>(microseconds(n));
+    case 'n':
+      return nanoseconds(n);
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string RefusalFrames(std::string_view why) {
   std::string out;
   AppendFrameHeader(&out, 0, kSettings, 0, 0);  // every server connection starts with one
@@ -369,6 +395,8 @@ void Connection::OnWindowUpdate(uint32_t id, uint32_t increment) {
 bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream) {
   std::string path;
   std::string content_type;
+  std::string encoding;
+  std::string timeout;
   size_t list_size = 0;
   absl::Status st = decoder_.Decode(block, [&](std::string_view name, std::string_view value) {
     list_size += name.size() + value.size() + 32;
@@ -376,6 +404,10 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
       path.assign(value);
     } else if (name == "content-type") {
       content_type.assign(value);
+    } else if (name == "grpc-encoding" && value != "identity") {
+      encoding.assign(value);
+    } else if (name == "grpc-timeout") {
+      timeout.assign(value);
     }
   });
   if (!st.ok()) return Fail(kCompressionError, std::string(st.message()));
@@ -409,8 +441,15 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
     Answer(id, absl::UnimplementedError(fmt::format("unknown method {}", path)));
     return true;
   }
+  std::optional<std::chrono::nanoseconds> deadline;
+  if (!timeout.empty() && !(deadline = ParseGrpcTimeout(timeout))) {
+    Answer(id, absl::InternalError(fmt::format("malformed grpc-timeout: {}", timeout)));
+    return true;
+  }
+  if (deadline) loop_->AddDeadline(std::chrono::steady_clock::now() + *deadline, this, id);
   Stream& s = streams_[id];
   s.method = &m->second;
+  s.encoding = std::move(encoding);
   s.send_window = peer_initial_window_;
   if (s.method->stream) {
     s.server = std::make_shared<ServerStream>(shared_from_this(), id);
@@ -479,8 +518,15 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
                      loop_->max_message())));
       return;
     }
+    // As gRPC's servers answer: an encoding it cannot decode is UNIMPLEMENTED; the flag
+    // without an encoding is the client's error, INTERNAL.
+    if (!s.encoding.empty()) {
+      Answer(id, absl::UnimplementedError(fmt::format(
+                     "grpc: Decompressor is not installed for grpc-encoding \"{}\"", s.encoding)));
+      return;
+    }
     if (compressed != 0) {
-      Answer(id, absl::UnimplementedError("compressed messages are not supported"));
+      Answer(id, absl::InternalError("grpc: compressed flag set with identity or empty encoding"));
       return;
     }
     if (in.size() - pos - 5 < len) break;
@@ -556,6 +602,11 @@ void Connection::Answer(uint32_t id, const absl::Status& status) {
   AppendStatus(status, &block);
   AppendHeaderBlock(id, block, true);
   Forget(id);
+}
+
+void Connection::Expire(uint32_t id) {
+  if (!streams_.contains(id)) return;
+  Answer(id, absl::DeadlineExceededError("context deadline exceeded"));
 }
 
 void Connection::Forget(uint32_t id) {

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,10 @@ enum ErrorCode : uint32_t {
 };
 inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
 inline constexpr int64_t kDefaultWindow = 65535;
+
+// A grpc-timeout header's value (1 to 8 digits and a unit: H M S m u n), or nullopt if it is
+// not one.
+std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value);
 
 // What a connection refused at accept is sent: SETTINGS, then GOAWAY ENHANCE_YOUR_CALM with
 // `why` as its debug data.
@@ -62,6 +68,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnReadable();
   void OnWritable() { Flush(); }
   void Deliver(Outgoing& o);
+  // The call's grpc-timeout passed: if it is still open, it ends with DEADLINE_EXCEEDED.
+  void Expire(uint32_t id);
+  bool HasStream(uint32_t id) const { return streams_.contains(id); }
   void GoAway();
   void Close();
   // Sends what is queued; false once the connection is closed.
@@ -74,6 +83,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Stream {
     const Server::Method* method = nullptr;
     std::string in;  // the start of a request message not yet whole
+    std::string encoding;  // grpc-encoding, when not identity: none is supported
     int64_t send_window = kDefaultWindow;
     int64_t recv_unacked = 0;
     bool remote_closed = false;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <queue>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +95,14 @@ class Loop {
   void Refuse(int fd);
   void Adopt(int fd);
   void Closed() { connections_->fetch_sub(1, std::memory_order_relaxed); }
+
+ public:
+  // The call `id` on `c` ends with DEADLINE_EXCEEDED at `when` if it is still open then.
+  void AddDeadline(std::chrono::steady_clock::time_point when, Connection* c, uint32_t id);
+
+ private:
+  // Ends the calls whose deadlines have passed.
+  void ExpireDeadlines();
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
   void Flush();
   void RunDeferred(bool quiet);
@@ -146,6 +155,16 @@ class Loop {
   std::chrono::milliseconds accept_delay_{0};
   std::chrono::steady_clock::time_point accept_resume_;
   ThrottledLog accept_log_;
+  // Deadlines of calls that sent grpc-timeout, soonest first. An entry may outlive its call;
+  // it is dropped when due, or swept with the other stale ones (AddDeadline).
+  struct Deadline {
+    std::chrono::steady_clock::time_point when;
+    std::weak_ptr<Connection> conn;
+    uint32_t stream;
+    bool operator>(const Deadline& o) const { return when > o.when; }
+  };
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  size_t sweep_at_ = 1024;
 };
 
 }  // namespace mkube::store::rpc

@@ -185,10 +185,41 @@ void Loop::ResumeAcceptIfDue() {
 }
 
 int Loop::WaitTimeout() const {
-  if (!accept_paused_) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(accept_resume_ -
-                                                                 std::chrono::steady_clock::now());
-  return static_cast<int>(std::max<int64_t>(left.count(), 0));
+  if (!accept_paused_ && deadlines_.empty()) return -1;
+  auto next = std::chrono::steady_clock::time_point::max();
+  if (accept_paused_) next = accept_resume_;
+  if (!deadlines_.empty()) next = std::min(next, deadlines_.top().when);
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(next - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60 * 60 * 1000));
+}
+
+void Loop::AddDeadline(std::chrono::steady_clock::time_point when, Connection* c, uint32_t id) {
+  // A call usually ends long before its deadline, leaving its entry stale: when the heap has
+  // doubled since it was last swept, only the entries of open calls are kept, so that a client
+  // sending many calls with long timeouts grows it no further than twice its open calls.
+  if (deadlines_.size() >= sweep_at_) {
+    std::vector<Deadline> live;
+    for (; !deadlines_.empty(); deadlines_.pop()) {
+      const Deadline& d = deadlines_.top();
+      if (auto conn = d.conn.lock(); conn && !conn->closed() && conn->HasStream(d.stream)) {
+        live.push_back(d);
+      }
+    }
+    for (auto& d : live) deadlines_.push(std::move(d));
+    sweep_at_ = std::max<size_t>(1024, 2 * deadlines_.size());
+  }
+  deadlines_.push(Deadline{when, c->weak_from_this(), id});
+}
+
+void Loop::ExpireDeadlines() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!deadlines_.empty() && deadlines_.top().when <= now) {
+    std::shared_ptr<Connection> conn = deadlines_.top().conn.lock();
+    const uint32_t id = deadlines_.top().stream;
+    deadlines_.pop();
+    if (conn && !conn->closed()) conn->Expire(id);
+  }
 }
 
 void Loop::Refuse(int fd) {
@@ -273,6 +304,7 @@ void Loop::Run() {
       break;
     }
     ResumeAcceptIfDue();
+    ExpireDeadlines();
     for (int i = 0; i < n; ++i) {
       void* p = events[i].data.ptr;
       if (p == &efd_) {

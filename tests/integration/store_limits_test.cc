@@ -122,7 +122,9 @@ TEST_F(StoreLimitsTest, ConnectionsPastTheLimitAreRefusedWithGoaway) {
   EXPECT_EQ(got[9 + 3], 7) << "then GOAWAY";
   EXPECT_EQ(static_cast<uint8_t>(got[9 + 9 + 7]), 11) << "ENHANCE_YOUR_CALM";
   EXPECT_EQ(got.substr(9 + 9 + 8), "too many open connections");
-  EXPECT_TRUE(absl::StrContains(ReadFile(dir_.Sub("store.log")), "--max-connections"));
+  // Logged after the refusal is sent.
+  EXPECT_TRUE(Eventually(
+      [&] { return absl::StrContains(ReadFile(dir_.Sub("store.log")), "--max-connections"); }));
 
   close(clients_.back());
   clients_.pop_back();

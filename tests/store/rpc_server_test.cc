@@ -1,8 +1,6 @@
 // The store's own gRPC transport, driven by real gRPC C++ channels (and, for bad input, a
 // raw socket): unary and streaming calls, messages across many frames and flow-control
 // windows, errors, cancellation, backpressure, many concurrent calls, shutdown.
-#include "store/rpc/server.h"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -20,7 +19,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/etcd/rpc.grpc.pb.h"
+#include "store/rpc/connection.h"
 #include "store/rpc/hpack.h"
+#include "store/rpc/server.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::store::rpc {
@@ -163,8 +164,11 @@ class RawClient {
     return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
            EncodeFrame(kSettings, 0, 0, no_window);
   }
+  // A call; `encoding` as its grpc-encoding, `compressed` as its message's flag.
   static std::string Call(uint32_t stream, std::string_view path,
-                          const google::protobuf::MessageLite& request, bool end_stream) {
+                          const google::protobuf::MessageLite& request, bool end_stream,
+                          std::string_view encoding = "", bool compressed = false,
+                          std::string_view timeout = "") {
     std::string block;
     hpack::EncodeLiteral(":method", "POST", &block);
     hpack::EncodeLiteral(":scheme", "http", &block);
@@ -172,8 +176,12 @@ class RawClient {
     hpack::EncodeLiteral(":authority", "test", &block);
     hpack::EncodeLiteral("content-type", "application/grpc", &block);
     hpack::EncodeLiteral("te", "trailers", &block);
+    if (!encoding.empty()) hpack::EncodeLiteral("grpc-encoding", encoding, &block);
+    if (!timeout.empty()) hpack::EncodeLiteral("grpc-timeout", timeout, &block);
+    std::string message = FrameMessage(request);
+    message[0] = compressed ? 1 : 0;
     return EncodeFrame(kHeaders, kEndHeaders, stream, block) +
-           EncodeFrame(kData, end_stream ? kEndStream : 0, stream, FrameMessage(request));
+           EncodeFrame(kData, end_stream ? kEndStream : 0, stream, message);
   }
 
   bool Send(const std::string& bytes) {
@@ -217,12 +225,29 @@ class RawClient {
   bool closed() const { return closed_; }
   const std::vector<Frame>& frames() const { return frames_; }
 
+  // The fields of the server's header blocks on `stream`, once one ends it (its trailers).
+  std::map<std::string, std::string> Trailers(uint32_t stream) {
+    std::map<std::string, std::string> fields;
+    ReadUntil([&](const Frame& f) {
+      if (f.type != kHeaders) return false;
+      EXPECT_TRUE(decoder_
+                      .Decode(f.payload,
+                              [&](std::string_view name, std::string_view value) {
+                                if (f.stream == stream) fields[std::string(name)] = value;
+                              })
+                      .ok());
+      return f.stream == stream && (f.flags & kEndStream);
+    });
+    return fields;
+  }
+
  private:
   int fd_ = -1;
   bool connected_ = false;
   bool closed_ = false;
   std::string in_;
   std::vector<Frame> frames_;
+  hpack::Decoder decoder_;
 };
 
 class RpcServerTest : public ::testing::Test {
@@ -269,6 +294,11 @@ class RpcServerTest : public ::testing::Test {
         r.Reply(resp);
       });
     });
+    // DeleteRange is never answered until the test says so.
+    server_->AddUnary("/etcdserverpb.KV/DeleteRange", [this](std::string_view, Responder r) {
+      std::lock_guard<std::mutex> lock(parked_mu_);
+      parked_.push_back(std::move(r));
+    });
     // Compact tells whether the call was its loop's only work.
     server_->AddUnary("/etcdserverpb.KV/Compact", [](std::string_view, Responder r) {
       etcdserverpb::CompactionResponse resp;
@@ -303,6 +333,8 @@ class RpcServerTest : public ::testing::Test {
   }
 
   Answerer answerer_;
+  std::mutex parked_mu_;
+  std::vector<Responder> parked_;
   std::atomic<int> closed_{0};
   std::atomic<int> drained_{0};
   std::atomic<int> puts_{0};
@@ -373,6 +405,86 @@ TEST_F(RpcServerTest, ErrorsReachTheClientWithTheirCodeAndMessage) {
   st = lease->LeaseGrant(&ctx, etcdserverpb::LeaseGrantRequest(), &granted);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_NE(st.error_message().find("LeaseGrant"), std::string::npos);
+}
+
+// As gRPC's own servers answer: a message flagged compressed without an encoding is the
+// client's error (INTERNAL); an encoding the server cannot decode is UNIMPLEMENTED.
+TEST_F(RpcServerTest, CompressedMessagesAreAnsweredAsGrpcServersDo) {
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  const std::string settings = RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  RangeRequest req;
+  req.set_key("k");
+  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings +
+                       RawClient::Call(1, "/etcdserverpb.KV/Range", req, true, "", true)));
+  auto t = raw.Trailers(1);
+  EXPECT_EQ(t["grpc-status"], "13");
+  EXPECT_NE(t["grpc-message"].find("compressed flag"), std::string::npos) << t["grpc-message"];
+
+  ASSERT_TRUE(raw.Send(RawClient::Call(3, "/etcdserverpb.KV/Range", req, true, "gzip", true)));
+  t = raw.Trailers(3);
+  EXPECT_EQ(t["grpc-status"], "12");
+  EXPECT_NE(t["grpc-message"].find("gzip"), std::string::npos) << t["grpc-message"];
+
+  // identity is no encoding at all.
+  ASSERT_TRUE(raw.Send(RawClient::Call(5, "/etcdserverpb.KV/Range", req, true, "identity")));
+  t = raw.Trailers(5);
+  EXPECT_EQ(t["grpc-status"], "0");
+}
+
+TEST(GrpcTimeoutTest, ParsesEveryUnitAndRefusesTheRest) {
+  using namespace std::chrono;
+  EXPECT_EQ(ParseGrpcTimeout("2H"), hours(2));
+  EXPECT_EQ(ParseGrpcTimeout("3M"), minutes(3));
+  EXPECT_EQ(ParseGrpcTimeout("10S"), seconds(10));
+  EXPECT_EQ(ParseGrpcTimeout("99999999m"), milliseconds(99999999));
+  EXPECT_EQ(ParseGrpcTimeout("7u"), microseconds(7));
+  EXPECT_EQ(ParseGrpcTimeout("0n"), nanoseconds(0));
+  for (const char* bad : {"", "S", "10", "10s", "123456789S", "-1S", "1.5S", "1 S"}) {
+    EXPECT_FALSE(ParseGrpcTimeout(bad).has_value()) << bad;
+  }
+}
+
+// grpc-timeout: a call still open when it passes ends with DEADLINE_EXCEEDED (its answer, if
+// it comes later, is dropped); a malformed one is refused.
+TEST_F(RpcServerTest, ACallEndsWhenItsGrpcTimeoutPasses) {
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  const std::string settings = RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  etcdserverpb::DeleteRangeRequest req;
+  req.set_key("k");
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings +
+               RawClient::Call(1, "/etcdserverpb.KV/DeleteRange", req, true, "", false, "200m")));
+  auto t = raw.Trailers(1);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(t["grpc-status"], "4");
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    ASSERT_EQ(parked_.size(), 1u);
+    etcdserverpb::DeleteRangeResponse late;
+    parked_[0].Reply(late);  // too late: dropped
+  }
+  ASSERT_TRUE(
+      raw.Send(RawClient::Call(3, "/etcdserverpb.KV/DeleteRange", req, true, "", false, "soon")));
+  t = raw.Trailers(3);
+  EXPECT_EQ(t["grpc-status"], "13");
+  EXPECT_NE(t["grpc-message"].find("malformed grpc-timeout"), std::string::npos);
+  // The connection goes on, and nothing arrived for stream 1 after its end.
+  RangeRequest range;
+  range.set_key("k");
+  ASSERT_TRUE(raw.Send(RawClient::Call(5, "/etcdserverpb.KV/Range", range, true)));
+  EXPECT_EQ(raw.Trailers(5)["grpc-status"], "0");
+  size_t after_end = 0, ended = 0;
+  for (const auto& f : raw.frames()) {
+    if (f.stream != 1) continue;
+    after_end += ended;
+    ended += f.type == RawClient::kHeaders && (f.flags & RawClient::kEndStream);
+  }
+  EXPECT_EQ(ended, 1u);
+  EXPECT_EQ(after_end, 0u);
 }
 
 TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
