@@ -1,8 +1,8 @@
 #pragma once
 
+#include "api/executor.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
-#include "apiserver/server/executor.h"
 #include "apiserver/server/metrics.h"
 #include "apiserver/server/watch_stream.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"

@@ -368,8 +368,8 @@ int64_t KvStore::DatabaseSize() const {
   return static_cast<int64_t>(sst + std::max(mem, wal));
 }
 
-absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
-    const etcdserverpb::RangeRequest& req) const {
+absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(const etcdserverpb::RangeRequest& req,
+                                                           bool cache_only) const {
   ReadStatePtr state = Read();
   etcdserverpb::RangeResponse resp;
   resp.mutable_header()->set_revision(state->revision);
@@ -386,6 +386,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(
   // versions below its floor, and the snapshot is older than any such removal.
   rocksdb::ReadOptions ro;
   ro.snapshot = state->snapshot;
+  if (cache_only) ro.read_tier = rocksdb::kBlockCacheTier;
   auto load = [&](const std::vector<Found*>& found) {
     return LoadValues(db_.get(), families_.history, ro, found,
                       absl::DataLossError("mkube-store: a version named by the index is missing"));

@@ -100,7 +100,11 @@ class KvStore {
   int64_t Revision() const { return Read()->revision; }
   int64_t CompactedRevision() const { return Read()->compacted; }
 
-  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& req) const;
+  // With cache_only, reads only what is in memory (memtables and the block cache), never
+  // the disk: a read that would need it fails at once with a status IsNotCached tells apart,
+  // for an event loop to hand the read to a thread that may wait.
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& req,
+                                                    bool cache_only = false) const;
 
   // Queues a (validated) txn. Put and DeleteRange are single-op txns. With commit_if_idle, a
   // caller that may wait for a sync has the txn committed on its own thread (done runs there

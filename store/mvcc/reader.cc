@@ -77,6 +77,20 @@ absl::Status LoadMissing(std::vector<Found>& found, Loader load) {
   return wanted.empty() ? absl::OkStatus() : load(wanted);
 }
 
+namespace {
+constexpr char kNotCachedUrl[] = "mkube.io/store/not-cached";
+}  // namespace
+
+absl::Status NotCachedError() {
+  absl::Status st = absl::UnavailableError("mkube-store: the read needs the disk");
+  st.SetPayload(kNotCachedUrl, absl::Cord());
+  return st;
+}
+
+bool IsNotCached(const absl::Status& status) {
+  return status.GetPayload(kNotCachedUrl).has_value();
+}
+
 absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
                         const rocksdb::ReadOptions& ro, const std::vector<Found*>& found,
                         const absl::Status& missing) {
@@ -92,6 +106,8 @@ absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
     return absl::OkStatus();
   };
   auto failed = [](const rocksdb::Status& s) {
+    // Incomplete: a read limited to memory (kBlockCacheTier) that needed the disk.
+    if (s.IsIncomplete()) return NotCachedError();
     return absl::UnavailableError(fmt::format("mkube-store: read failed: {}", s.ToString()));
   };
   if (found.size() == 1) {  // the writer's point reads: a plain Get costs less than MultiGet

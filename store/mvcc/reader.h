@@ -38,6 +38,11 @@ IndexedVersion IndexEntry(Revision rev, const mvccpb::KeyValue* kv);
 absl::Status FindInIndex(const SharedIndex& index, const KeyRange& range, int64_t rev,
                          absl::FunctionRef<void(Found&&)> add);
 
+// What a read limited to memory answers when it would have needed the disk, and the test for
+// it (KvStore::Range with cache_only).
+absl::Status NotCachedError();
+bool IsNotCached(const absl::Status& status);
+
 // Loads the values of versions (all live puts) from the history family as `ro` sees it.
 // A version missing there is reported with `missing` (the caller knows whether that means
 // compacted or corrupt).

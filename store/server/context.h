@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <string>
 
+#include "api/executor.h"
 #include "proto/etcd/rpc.pb.h"
 #include "store/lease/lessor.h"
 #include "store/mvcc/kv_store.h"
@@ -15,6 +16,8 @@ struct ServiceContext {
   mvcc::KvStore* store = nullptr;
   lease::Lessor* lessor = nullptr;
   watch::WatchHub* hub = nullptr;
+  // Where reads that may wait for the disk run, off the event loops.
+  Executor* readers = nullptr;
   size_t max_request_bytes = 0;
   size_t max_txn_ops = 128;
   std::string name;

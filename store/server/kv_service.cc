@@ -1,3 +1,4 @@
+#include "store/mvcc/reader.h"
 #include "store/mvcc/validate.h"
 #include "store/server/services.h"
 
@@ -31,18 +32,41 @@ void WriteAsTxn(const ServiceContext& ctx, TxnRequest txn, rpc::Responder respon
   }, /*commit_if_idle=*/quiet);
 }
 
+void Reply(const ServiceContext& ctx, absl::StatusOr<etcdserverpb::RangeResponse> r,
+           rpc::Responder responder) {
+  if (!r.ok()) return responder.Fail(r.status());
+  const int64_t revision = r->header().revision();
+  ctx.FillHeader(r->mutable_header());
+  r->mutable_header()->set_revision(revision);
+  responder.Reply(*r);
+}
+
+void Range(const ServiceContext& ctx, const etcdserverpb::RangeRequest& req,
+           rpc::Responder responder) {
+  Reply(ctx, ctx.store->Range(req), std::move(responder));
+}
+
 }  // namespace
 
 void AddKvService(rpc::Server& server, const ServiceContext& ctx) {
   AddMethod<etcdserverpb::RangeRequest>(
       server, "/etcdserverpb.KV/Range", [&ctx](auto& req, rpc::Responder responder) {
         if (auto st = mvcc::ValidateRange(req); !st.ok()) return responder.Fail(st);
-        auto r = ctx.store->Range(req);
-        if (!r.ok()) return responder.Fail(r.status());
-        const int64_t revision = r->header().revision();
-        ctx.FillHeader(r->mutable_header());
-        r->mutable_header()->set_revision(revision);
-        responder.Reply(*r);
+        // A read may wait for the disk: on the loop only when it has nothing else to do (as
+        // a write's sync may) or what it reads is in memory, else on a reader thread.
+        if (responder.quiet()) return Range(ctx, req, std::move(responder));
+        if (auto r = ctx.store->Range(req, /*cache_only=*/true); !mvcc::IsNotCached(r.status())) {
+          return Reply(ctx, std::move(r), std::move(responder));
+        }
+        struct Call {
+          etcdserverpb::RangeRequest req;
+          rpc::Responder responder;
+        };
+        auto call = std::make_shared<Call>(Call{std::move(req), std::move(responder)});
+        if (!ctx.readers->Run(
+                [&ctx, call] { Range(ctx, call->req, std::move(call->responder)); })) {
+          call->responder.Fail(absl::ResourceExhaustedError(mvcc::kErrTooManyRequests));
+        }
       });
 
   AddMethod<etcdserverpb::PutRequest>(

@@ -15,6 +15,15 @@ spdlog::logger& Log() {
 
 }  // namespace
 
+namespace {
+
+// Threads for reads that may wait for the disk, and the most that wait for one (past it a
+// read is refused, as a write past the store's queue is, with etcd's "too many requests").
+constexpr size_t kReadThreads = 4;
+constexpr size_t kMaxWaitingReads = 10000;
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOptions& options) {
   std::unique_ptr<StoreServer> s(new StoreServer());
   auto store = mvcc::KvStore::Open(options.store);
@@ -32,6 +41,8 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   s->ctx_.store = s->store_.get();
   s->ctx_.lessor = s->lessor_.get();
   s->ctx_.hub = s->hub_.get();
+  s->readers_ = std::make_unique<Executor>(kReadThreads, kMaxWaitingReads);
+  s->ctx_.readers = s->readers_.get();
   s->ctx_.max_request_bytes = options.max_request_bytes;
   s->ctx_.name = options.name;
 
@@ -69,6 +80,8 @@ StoreServer::~StoreServer() {
   if (server_) Shutdown();
   // The store answers the writes still queued as it closes: into the stopped server's loops,
   // which must still exist, and past the (stopped) hub and lessor it tells of commits.
+  // Reads still waiting for a reader are answered first, the same way.
+  readers_.reset();
   store_.reset();
   server_.reset();
   hub_.reset();

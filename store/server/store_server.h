@@ -43,6 +43,7 @@ class StoreServer {
   mvcc::KvStorePtr store_;
   std::unique_ptr<lease::Lessor> lessor_;
   std::unique_ptr<watch::WatchHub> hub_;
+  std::unique_ptr<Executor> readers_;
   ServiceContext ctx_;
   std::unique_ptr<rpc::Server> server_;
   std::string address_;

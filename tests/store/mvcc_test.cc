@@ -9,8 +9,10 @@
 #include <thread>
 
 #include "rocksdb/db.h"
+#include "rocksdb/table.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/kv_store.h"
+#include "store/mvcc/reader.h"
 #include "store/mvcc/validate.h"
 #include "tests/store/store_fixture.h"
 #include "tests/util/eventually.h"
@@ -357,6 +359,58 @@ TEST_F(MvccTest, CompactionRemovesHistoryButKeepsTheVisibleState) {
   EXPECT_EQ(ValueAt("k", 7), kErrCompacted);
   EXPECT_EQ(ValueAt("k"), "v4");
   EXPECT_EQ(store_->Revision(), 9);
+}
+
+// A store's cache-only read of what is in memory answers as a full read does.
+TEST_F(MvccTest, ACacheOnlyReadOfWhatIsInMemoryAnswers) {
+  ASSERT_TRUE(Put("k/a", "1").ok());
+  ASSERT_TRUE(Put("k/b", "2").ok());
+  etcdserverpb::RangeRequest prefix;
+  prefix.set_key("k/");
+  prefix.set_range_end("k0");
+  auto cached = store_->Range(prefix, /*cache_only=*/true);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  ASSERT_EQ(cached->kvs_size(), 2);
+  EXPECT_EQ(cached->kvs(1).value(), "2");
+}
+
+// Loading a version that is only in a file, with reads limited to memory (no block cache
+// here, so nothing read from a file stays in memory): NotCached, which nothing else is.
+TEST(LoadValuesTest, AReadLimitedToMemoryNeverWaitsForTheDisk) {
+  mkube::testing::TempDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::BlockBasedTableOptions table;
+  table.no_block_cache = true;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.Sub("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  mvccpb::KeyValue kv;
+  kv.set_key("k");
+  kv.set_value("v");
+  kv.set_mod_revision(2);
+  std::string stored;
+  AppendHistoryPut(&stored, kv);
+  const Revision rev{2, 0};
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), EncodeRevision(rev), stored).ok());
+  Found found{.kv = {}, .rev = rev};
+  found.kv.set_key("k");
+  auto load = [&](rocksdb::ReadTier tier) {
+    rocksdb::ReadOptions ro;
+    ro.read_tier = tier;
+    found.loaded = false;
+    return LoadValues(db.get(), db->DefaultColumnFamily(), ro, {&found},
+                      absl::NotFoundError("missing"));
+  };
+  EXPECT_TRUE(load(rocksdb::kBlockCacheTier).ok());  // still in the memtable
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  const absl::Status st = load(rocksdb::kBlockCacheTier);
+  EXPECT_TRUE(IsNotCached(st)) << st;
+  EXPECT_FALSE(found.loaded);
+  ASSERT_TRUE(load(rocksdb::kReadAllTier).ok());
+  EXPECT_EQ(found.kv.value(), "v");
+  EXPECT_FALSE(IsNotCached(absl::UnavailableError("mkube-store: the read needs the disk")));
 }
 
 TEST_F(MvccTest, EventsFromDiskEqualEventsFromMemory) {

@@ -9,10 +9,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace mkube::apiserver::server {
+namespace mkube {
 
-// A fixed pool of threads for request work that blocks on the store, so gRPC's few
-// callback threads only hand requests over and never wait on a round trip themselves.
+// A fixed pool of threads for work that may block (a store round trip, a disk read), so that
+// the threads that take requests (gRPC's callback threads, the store's event loops) only hand
+// them over and never wait themselves.
 class Executor {
  public:
   // Tasks that may wait for a thread, by default. Each is about a store round trip: with 16
@@ -45,4 +46,4 @@ class Executor {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace mkube::apiserver::server
+}  // namespace mkube

@@ -1,6 +1,6 @@
 // The request executor's bound: a full executor refuses at once (and never runs what it
 // refused), a drained one accepts again, and destruction runs what it had accepted.
-#include "apiserver/server/executor.h"
+#include "api/executor.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
-namespace mkube::apiserver::server {
+namespace mkube {
 namespace {
 
 constexpr absl::Duration kDeadline = absl::Seconds(10);
@@ -107,4 +107,4 @@ TEST(ExecutorTest, DestructionRunsEveryAcceptedTask) {
 }
 
 }  // namespace
-}  // namespace mkube::apiserver::server
+}  // namespace mkube

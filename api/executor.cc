@@ -1,8 +1,8 @@
-#include "apiserver/server/executor.h"
+#include "api/executor.h"
 
 #include <algorithm>
 
-namespace mkube::apiserver::server {
+namespace mkube {
 
 Executor::Executor(size_t threads, size_t max_waiting)
     : max_waiting_(std::max<size_t>(max_waiting, 1)) {
@@ -42,4 +42,4 @@ bool Executor::Run(std::function<void()> task) {
   return true;
 }
 
-}  // namespace mkube::apiserver::server
+}  // namespace mkube
