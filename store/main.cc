@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
                  "Client connections open at once; more are refused (GOAWAY ENHANCE_YOUR_CALM)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-concurrent-streams", options.max_concurrent_streams,
+                 "Calls open at once on one client connection (SETTINGS_MAX_CONCURRENT_STREAMS)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 31));
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()

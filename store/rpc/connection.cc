@@ -50,7 +50,6 @@ constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kFrameHeader = 9;
 constexpr int64_t kStreamWindow = 4 << 20;   // what each stream may send us unacknowledged
 constexpr int64_t kConnWindow = 16 << 20;    // and the whole connection
-constexpr uint32_t kMaxStreams = 100000;
 constexpr size_t kMaxHeaderList = 64 << 10;
 constexpr int64_t kMaxWindow = 0x7fffffff;
 // Stream data stops moving into a connection's output above this many unsent bytes.
@@ -139,7 +138,7 @@ void Connection::Open() {
     settings.push_back(static_cast<char>(id));
     Append32(&settings, value);
   };
-  add(kMaxConcurrentStreams, kMaxStreams);
+  add(kMaxConcurrentStreams, loop_->max_streams());
   add(kInitialWindowSize, kStreamWindow);
   add(kMaxHeaderListSize, kMaxHeaderList);
   AppendFrameHeader(&out_, settings.size(), kSettings, 0, 0);
@@ -422,7 +421,7 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
     return Fail(kProtocolError, "HEADERS on a closed or server stream");
   }
   last_stream_ = id;
-  if (going_away_ || streams_.size() >= kMaxStreams) {
+  if (going_away_ || streams_.size() >= loop_->max_streams()) {
     Reset(id, kRefusedStream);
     return true;
   }
@@ -506,6 +505,7 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
   std::string_view in = data;
   if (!s.in.empty()) {
     s.in.append(data);
+    Buffered(static_cast<int64_t>(data.size()));
     in = s.in;
   }
   size_t pos = 0;
@@ -544,13 +544,29 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
       loop_->DispatchUnary(s.method, message, Responder(shared_from_this(), id));
     }
   }
+  bool over = false;
   if (pos == in.size()) {
+    Buffered(-static_cast<int64_t>(s.in.size()));
     s.in.clear();
   } else if (s.in.empty()) {
     s.in.assign(in.substr(pos));
+    over = Buffered(static_cast<int64_t>(s.in.size()));
   } else {
     s.in.erase(0, pos);
+    over = Buffered(-static_cast<int64_t>(pos));
   }
+  // The call whose message takes the partly received bytes over a limit ends; the others go
+  // on (with this connection's buffers freed of it).
+  if (!s.in.empty() && (over || partial_bytes_ > loop_->max_connection_partial())) {
+    Answer(id, absl::ResourceExhaustedError(fmt::format(
+                   "grpc: too many bytes of partly received messages ({} on this connection)",
+                   partial_bytes_)));
+  }
+}
+
+bool Connection::Buffered(int64_t delta) {
+  partial_bytes_ = static_cast<size_t>(static_cast<int64_t>(partial_bytes_) + delta);
+  return loop_->AddPartial(delta);
 }
 
 void Connection::SendWindowUpdates(uint32_t id, Stream* s) {
@@ -614,6 +630,7 @@ void Connection::Forget(uint32_t id) {
   if (it == streams_.end()) return;
   Stream s = std::move(it->second);
   streams_.erase(it);
+  if (!s.in.empty()) Buffered(-static_cast<int64_t>(s.in.size()));
   for (const std::string& m : s.pending) pending_bytes_ -= m.size() + kQueuedMessageCost;
   pending_bytes_ += s.pending_offset;  // already framed
   if (s.dispatched) loop_->in_flight().fetch_sub(1, std::memory_order_relaxed);

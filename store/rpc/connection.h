@@ -126,6 +126,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes the connection if `backlog` is over the limit; returns whether it did.
   bool OverLimit(size_t backlog);
   void Dirty();
+  // Adds to the bytes of partly received messages; whether every loop's are now over the
+  // total limit.
+  bool Buffered(int64_t delta);
 
   Loop* loop_;
   int fd_;
@@ -136,6 +139,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t out_pos_ = 0;
   // The streams' pending messages, less what is framed, plus an allowance for each message.
   size_t pending_bytes_ = 0;
+  // The streams' partly received request messages (their `in`), in bytes.
+  size_t partial_bytes_ = 0;
   bool want_write_ = false;
   bool preface_seen_ = false;
   bool closed_ = false;

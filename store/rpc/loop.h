@@ -50,14 +50,19 @@ class ThrottledLog {
 class Loop {
  public:
   Loop(const absl::flat_hash_map<std::string, Server::Method>* methods,
-       const ServerOptions& options, std::atomic<int>* in_flight, std::atomic<size_t>* connections)
+       const ServerOptions& options, std::atomic<int>* in_flight, std::atomic<size_t>* connections,
+       std::atomic<size_t>* partial_bytes)
       : methods_(methods),
         max_message_(options.max_message_bytes),
         max_connection_backlog_(options.max_connection_backlog_bytes),
         max_stream_messages_(options.max_stream_queued_messages),
         max_connections_(options.max_connections),
+        max_streams_(options.max_concurrent_streams),
+        max_connection_partial_(options.max_connection_partial_bytes),
+        max_total_partial_(options.max_total_partial_bytes),
         in_flight_(in_flight),
-        connections_(connections) {}
+        connections_(connections),
+        partial_bytes_(partial_bytes) {}
   ~Loop();
 
   absl::Status Init();
@@ -78,6 +83,14 @@ class Loop {
   size_t max_message() const { return max_message_; }
   size_t max_connection_backlog() const { return max_connection_backlog_; }
   size_t max_stream_messages() const { return max_stream_messages_; }
+  uint32_t max_streams() const { return max_streams_; }
+  size_t max_connection_partial() const { return max_connection_partial_; }
+  // Adds to the bytes of partly received messages of every loop; whether they are now over
+  // the total limit.
+  bool AddPartial(int64_t delta) {
+    const size_t d = static_cast<size_t>(delta);
+    return partial_bytes_->fetch_add(d, std::memory_order_relaxed) + d > max_total_partial_;
+  }
   std::atomic<int>& in_flight() { return *in_flight_; }
   char* read_buffer() { return read_buffer_.data(); }
   size_t read_buffer_size() const { return read_buffer_.size(); }
@@ -112,8 +125,12 @@ class Loop {
   const size_t max_connection_backlog_;
   const size_t max_stream_messages_;
   const size_t max_connections_;
+  const uint32_t max_streams_;
+  const size_t max_connection_partial_;
+  const size_t max_total_partial_;
   std::atomic<int>* in_flight_;
   std::atomic<size_t>* connections_;
+  std::atomic<size_t>* partial_bytes_;
   int epfd_ = -1;
   int efd_ = -1;
   int listen_fd_ = -1;

@@ -415,7 +415,8 @@ absl::Status Server::Start() {
   listen_fd_ = *fd;
   const int n = std::max(1, options_.loops);
   for (int i = 0; i < n; ++i) {
-    auto loop = std::make_unique<Loop>(&methods_, options_, &in_flight_, &connections_);
+    auto loop =
+        std::make_unique<Loop>(&methods_, options_, &in_flight_, &connections_, &partial_bytes_);
     if (auto st = loop->Init(); !st.ok()) return st;
     loops_.push_back(std::move(loop));
   }

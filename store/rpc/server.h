@@ -123,6 +123,13 @@ struct ServerOptions {
   size_t max_stream_queued_messages = 1 << 18;
   // Client connections open at once; one more is answered GOAWAY ENHANCE_YOUR_CALM and closed.
   size_t max_connections = 10000;
+  // Calls open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); one more is
+  // refused with RST_STREAM REFUSED_STREAM, which gRPC clients retry.
+  uint32_t max_concurrent_streams = 1000;
+  // Bytes of request messages received in part, waiting for their rest: on one connection,
+  // and on all of them. A call whose message takes them over either ends RESOURCE_EXHAUSTED.
+  size_t max_connection_partial_bytes = 64 << 20;
+  size_t max_total_partial_bytes = 1 << 30;
 };
 
 class Server {
@@ -156,6 +163,7 @@ class Server {
   std::string address_;
   std::atomic<int> in_flight_{0};  // unary calls dispatched and not yet answered
   std::atomic<size_t> connections_{0};  // accepted and not yet closed, over every loop
+  std::atomic<size_t> partial_bytes_{0};  // of request messages received in part, every loop
   bool started_ = false;
   bool stopped_ = false;
 };

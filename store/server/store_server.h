@@ -24,6 +24,8 @@ struct ServerOptions {
   int io_threads = 1;
   // Client connections open at once (more are refused).
   size_t max_connections = 10000;
+  // Calls open at once on one connection (more are refused, and gRPC clients wait).
+  uint32_t max_concurrent_streams = 1000;
 };
 
 // mkube-store as a whole: the store, leases, the watch hub and etcd's gRPC services on them.

@@ -487,6 +487,66 @@ TEST_F(RpcServerTest, ACallEndsWhenItsGrpcTimeoutPasses) {
   EXPECT_EQ(after_end, 0u);
 }
 
+// The streams a connection may open at once are advertised, and one more is refused.
+TEST_F(RpcServerTest, StreamsPastTheLimitAreRefused) {
+  Start(1, [](ServerOptions& o) { o.max_concurrent_streams = 4; });
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  etcdserverpb::DeleteRangeRequest req;  // never answered: the streams stay open
+  std::string calls;
+  for (uint32_t id = 1; id <= 9; id += 2) {
+    calls += RawClient::Call(id, "/etcdserverpb.KV/DeleteRange", req, true);
+  }
+  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                       RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "") + calls));
+  ASSERT_TRUE(raw.ReadUntil([](const RawClient::Frame& f) { return f.type == 3; }));
+  const auto& frames = raw.frames();
+  ASSERT_FALSE(frames.empty());
+  ASSERT_EQ(frames[0].type, RawClient::kSettings);
+  const std::string max_streams("\x00\x03\x00\x00\x00\x04", 6);  // MAX_CONCURRENT_STREAMS 4
+  EXPECT_NE(frames[0].payload.find(max_streams), std::string::npos);
+  EXPECT_EQ(frames.back().stream, 9u);
+  EXPECT_EQ(frames.back().payload, std::string("\x00\x00\x00\x07", 4));  // REFUSED_STREAM
+  std::lock_guard<std::mutex> lock(parked_mu_);
+  EXPECT_EQ(parked_.size(), 4u);
+}
+
+// Request messages sent in part hold memory until their rest comes: past the connection's
+// limit, the call that went over ends RESOURCE_EXHAUSTED; the others, and new calls, go on.
+TEST_F(RpcServerTest, PartlyReceivedMessagesAreBounded) {
+  Start(1, [](ServerOptions& o) { o.max_connection_partial_bytes = 256 << 10; });
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                       RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "")));
+  // Each call announces a 1 MiB message and sends 96 KiB of it.
+  auto start_call = [&](uint32_t id) {
+    std::string block;
+    hpack::EncodeLiteral(":method", "POST", &block);
+    hpack::EncodeLiteral(":scheme", "http", &block);
+    hpack::EncodeLiteral(":path", "/etcdserverpb.KV/Put", &block);
+    hpack::EncodeLiteral("content-type", "application/grpc", &block);
+    std::string bytes =
+        RawClient::EncodeFrame(RawClient::kHeaders, RawClient::kEndHeaders, id, block);
+    std::string body = NewFrame(1 << 20).substr(0, 5) + std::string(96 << 10, 'x');
+    for (size_t pos = 0; pos < body.size(); pos += 16384) {
+      bytes += RawClient::EncodeFrame(RawClient::kData, 0, id, body.substr(pos, 16384));
+    }
+    return raw.Send(bytes);
+  };
+  ASSERT_TRUE(start_call(1));
+  ASSERT_TRUE(start_call(3));
+  ASSERT_TRUE(start_call(5));  // 288 KiB waiting: over
+  auto t = raw.Trailers(5);
+  EXPECT_EQ(t["grpc-status"], "8");
+  EXPECT_NE(t["grpc-message"].find("partly received"), std::string::npos) << t["grpc-message"];
+  RangeRequest range;
+  range.set_key("k");
+  ASSERT_TRUE(raw.Send(RawClient::Call(7, "/etcdserverpb.KV/Range", range, true)));
+  EXPECT_EQ(raw.Trailers(7)["grpc-status"], "0");
+  for (const auto& f : raw.frames()) EXPECT_TRUE(f.stream != 1 && f.stream != 3) << f.stream;
+}
+
 TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
   grpc::ClientContext ctx;
   auto stream = watch_->Watch(&ctx);
