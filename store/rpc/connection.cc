@@ -302,7 +302,9 @@ bool Connection::OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_v
       header_block_.clear();
       return OnHeaders(id, block, continuing_end_stream_);
     }
-    case kPriority:
+    case kPriority:  // deprecated, and ignored, but still checked (RFC 9113 6.3)
+      if (id == 0) return Fail(kProtocolError, "PRIORITY on stream 0");
+      if (payload.size() != 5) Reset(id, kFrameSizeError);
       return true;
     case kRstStream:
       if (id == 0 || payload.size() != 4) return Fail(kProtocolError, "malformed RST_STREAM");
@@ -343,7 +345,10 @@ bool Connection::OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_v
 }
 
 bool Connection::OnSettings(uint8_t flags, std::string_view payload) {
-  if (flags & kAck) return true;
+  if (flags & kAck) {
+    if (!payload.empty()) return Fail(kFrameSizeError, "SETTINGS ACK with a payload");
+    return true;
+  }
   if (payload.size() % 6 != 0) return Fail(kFrameSizeError, "malformed SETTINGS");
   for (size_t i = 0; i < payload.size(); i += 6) {
     const uint16_t key = (static_cast<uint8_t>(payload[i]) << 8) | static_cast<uint8_t>(payload[i + 1]);
@@ -396,10 +401,29 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
   std::string content_type;
   std::string encoding;
   std::string timeout;
+  std::string method;
+  int pseudo = 0;              // :method, :scheme and :path seen, each once (a bit each)
+  std::string_view malformed;  // why the request is malformed (RFC 9113 8.2, 8.3)
+  bool regular_seen = false;
   size_t list_size = 0;
   absl::Status st = decoder_.Decode(block, [&](std::string_view name, std::string_view value) {
     list_size += name.size() + value.size() + 32;
-    if (name == ":path") {
+    if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+      malformed = "upper-case header name";
+    }
+    if (name.starts_with(":")) {
+      const int bit = name == ":method" ? 1 : name == ":scheme" ? 2 : name == ":path" ? 4 : 0;
+      if (regular_seen) malformed = "pseudo-header after a regular one";
+      if (name != ":authority" && (bit == 0 || (pseudo & bit))) {
+        malformed = "unknown or repeated pseudo-header";
+      }
+      pseudo |= bit;
+    } else {
+      regular_seen = true;
+    }
+    if (name == ":method") {
+      method.assign(value);
+    } else if (name == ":path") {
       path.assign(value);
     } else if (name == "content-type") {
       content_type.assign(value);
@@ -421,6 +445,12 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
     return Fail(kProtocolError, "HEADERS on a closed or server stream");
   }
   last_stream_ = id;
+  if (malformed.empty() && pseudo != 7) malformed = "a request without :method, :scheme or :path";
+  if (!malformed.empty()) {
+    Log().debug("stream {}: malformed request: {}", id, malformed);
+    Reset(id, kProtocolError);
+    return true;
+  }
   if (going_away_ || streams_.size() >= loop_->max_streams()) {
     Reset(id, kRefusedStream);
     return true;
@@ -432,6 +462,16 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
   if (!content_type.starts_with("application/grpc")) {
     std::string reply;
     hpack::EncodeLiteral(8, "415", &reply);  // :status 415
+    AppendHeaderBlock(id, reply, true);
+    return true;
+  }
+  if (method != "POST") {  // as gRPC's servers answer it
+    std::string reply;
+    hpack::EncodeLiteral(8, "405", &reply);  // :status 405
+    hpack::EncodeLiteral("content-type", "application/grpc", &reply);
+    AppendStatus(absl::InternalError(fmt::format(
+                     "Received a HEADERS frame with :method \"{}\" which should be POST", method)),
+                 &reply);
     AppendHeaderBlock(id, reply, true);
     return true;
   }
@@ -472,8 +512,8 @@ bool Connection::OnDataFrame(uint32_t id, uint8_t flags, std::string_view payloa
     return true;  // a stream we ended: its data is dropped
   }
   Stream& s = it->second;
-  if (s.remote_closed) {
-    Reset(id, kProtocolError);
+  if (s.remote_closed) {  // half-closed (remote): RFC 9113 5.1
+    Reset(id, kStreamClosed);
     return true;
   }
   s.recv_unacked += payload.size();

@@ -24,6 +24,7 @@ enum ErrorCode : uint32_t {
   kFlowControlError = 3,
   kFrameSizeError = 6,
   kRefusedStream = 7,
+  kStreamClosed = 5,
   kCompressionError = 9,
   kEnhanceYourCalm = 11,  // gRPC clients report RESOURCE_EXHAUSTED
 };

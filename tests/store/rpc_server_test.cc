@@ -547,6 +547,63 @@ TEST_F(RpcServerTest, PartlyReceivedMessagesAreBounded) {
   for (const auto& f : raw.frames()) EXPECT_TRUE(f.stream != 1 && f.stream != 3) << f.stream;
 }
 
+// What RFC 9113 requires of a server, case by case, each on a connection of its own.
+TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
+  const std::string start =
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  // A GOAWAY's error code, or -1 if the connection did not end with one.
+  auto goaway = [&](const std::string& bytes) -> int64_t {
+    RawClient raw(server_->address());
+    EXPECT_TRUE(raw.Send(start + bytes));
+    raw.ReadUntil([](const RawClient::Frame& f) { return f.type == RawClient::kGoaway; });
+    if (raw.frames().empty() || raw.frames().back().type != RawClient::kGoaway) return -1;
+    return static_cast<uint8_t>(raw.frames().back().payload[7]);
+  };
+  // The RST_STREAM code the server sends for stream 1, or -1.
+  auto reset = [&](const std::string& bytes) -> int64_t {
+    RawClient raw(server_->address());
+    EXPECT_TRUE(raw.Send(start + bytes));
+    raw.ReadUntil([](const RawClient::Frame& f) { return f.type == 3 && f.stream == 1; });
+    for (const auto& f : raw.frames()) {
+      if (f.type == 3 && f.stream == 1) return static_cast<uint8_t>(f.payload[3]);
+    }
+    return -1;
+  };
+  auto headers = [](std::vector<std::pair<std::string, std::string>> fields, bool end) {
+    std::string block;
+    for (const auto& [k, v] : fields) hpack::EncodeLiteral(k, v, &block);
+    return RawClient::EncodeFrame(
+        RawClient::kHeaders, RawClient::kEndHeaders | (end ? RawClient::kEndStream : 0), 1, block);
+  };
+  EXPECT_EQ(goaway(RawClient::EncodeFrame(RawClient::kSettings, 0x1, 0, std::string(6, '\0'))), 6)
+      << "SETTINGS ACK with a payload: FRAME_SIZE_ERROR";
+  EXPECT_EQ(goaway(RawClient::EncodeFrame(2, 0, 0, std::string(5, '\0'))), 1)
+      << "PRIORITY on stream 0: PROTOCOL_ERROR";
+  EXPECT_EQ(reset(RawClient::EncodeFrame(2, 0, 1, std::string(4, '\0'))), 6)
+      << "PRIORITY of 4 bytes: FRAME_SIZE_ERROR on its stream";
+  etcdserverpb::DeleteRangeRequest parked;  // never answered: the stream stays half-closed
+  EXPECT_EQ(reset(RawClient::Call(1, "/etcdserverpb.KV/DeleteRange", parked, true) +
+                  RawClient::EncodeFrame(RawClient::kData, 0, 1, "x")),
+            5)
+      << "DATA on a half-closed stream: STREAM_CLOSED";
+  const std::pair<std::string, std::string> method{":method", "POST"}, scheme{":scheme", "http"},
+      path{":path", "/etcdserverpb.KV/Range"}, grpc{"content-type", "application/grpc"};
+  EXPECT_EQ(reset(headers({scheme, path, grpc}, true)), 1) << "no :method";
+  EXPECT_EQ(reset(headers({method, path, grpc}, true)), 1) << "no :scheme";
+  EXPECT_EQ(reset(headers({method, scheme, path, grpc, {"Content-Length", "0"}}, true)), 1)
+      << "upper-case header name";
+  EXPECT_EQ(reset(headers({method, scheme, grpc, path}, true)), 1)
+      << "pseudo-header after a regular one";
+
+  RawClient get(server_->address());
+  ASSERT_TRUE(get.Send(start + headers({{":method", "GET"}, scheme, path, grpc}, true)));
+  auto t = get.Trailers(1);
+  EXPECT_EQ(t[":status"], "405");
+  EXPECT_EQ(t["grpc-status"], "13");
+  std::lock_guard<std::mutex> lock(parked_mu_);
+  parked_.clear();
+}
+
 TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
   grpc::ClientContext ctx;
   auto stream = watch_->Watch(&ctx);
