@@ -54,6 +54,13 @@ constexpr size_t kMaxHeaderList = 64 << 10;
 constexpr int64_t kMaxWindow = 0x7fffffff;
 // Stream data stops moving into a connection's output above this many unsent bytes.
 constexpr size_t kOutputHighWater = 1 << 20;
+// Framed output the client has not taken past which its input is no longer read (whatever
+// asked for the output: answers, acks, refusals), until half of it is gone. Answers beyond it
+// wait unframed (kOutputHighWater), bounded by the streams a connection may open.
+constexpr size_t kReadPause = kOutputHighWater;
+// PING and SETTINGS acks waiting to be written past which the connection is closed (GOAWAY
+// ENHANCE_YOUR_CALM): a client that sends them and does not read is flooding.
+constexpr size_t kMaxQueuedAcks = 1000;
 // What a message waiting in a stream's queue costs beyond its bytes (its string, its slot),
 // so that the backlog limit bounds memory with small messages too.
 constexpr size_t kQueuedMessageCost = 64;
@@ -149,6 +156,12 @@ void Connection::Open() {
 }
 
 void Connection::OnReadable() {
+  if (read_paused_) {  // only an error or the peer's end gets here: nothing is read now
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close();
+    return;
+  }
   for (int round = 0; round < 8 && !closed_; ++round) {
     char* buf = loop_->read_buffer();
     const ssize_t n = ::recv(fd_, buf, loop_->read_buffer_size(), 0);
@@ -175,6 +188,11 @@ void Connection::OnReadable() {
     // What the input asked for without reading it: ping and settings acks, refusals. (Only
     // the frames: an answer larger than the limit, sent while its client reads, is allowed.)
     if (OverLimit(out_.size() - out_pos_)) return;
+    if (out_.size() - out_pos_ > kReadPause) {
+      read_paused_ = true;
+      Dirty();  // its Flush takes the connection out of reading until the output drains
+      break;
+    }
     if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
   }
   if (!closed_) SendWindowUpdates(0, nullptr);
@@ -318,6 +336,7 @@ bool Connection::OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_v
     case kPing:
       if (id != 0 || payload.size() != 8) return Fail(kProtocolError, "malformed PING");
       if (!(flags & kAck)) {
+        if (++queued_acks_ > kMaxQueuedAcks) return Fail(kEnhanceYourCalm, "too many PINGs");
         AppendFrameHeader(&out_, 8, kPing, kAck, 0);
         out_.append(payload);
         Dirty();
@@ -374,6 +393,7 @@ bool Connection::OnSettings(uint8_t flags, std::string_view payload) {
         break;  // our encoder keeps no table; the rest do not bind a server
     }
   }
+  if (++queued_acks_ > kMaxQueuedAcks) return Fail(kEnhanceYourCalm, "too many SETTINGS");
   AppendFrameHeader(&out_, 0, kSettings, kAck, 0);
   Dirty();
   PumpBlocked();
@@ -833,10 +853,14 @@ void Connection::Flush() {
     out_.erase(0, out_pos_);
     out_pos_ = 0;
   }
-  if (rest != want_write_) {
-    want_write_ = rest;
+  if (!rest) queued_acks_ = 0;
+  if (read_paused_ && out_.size() - out_pos_ <= kReadPause / 2) read_paused_ = false;
+  const uint32_t events =
+      (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (rest ? uint32_t{EPOLLOUT} : 0u);
+  if (events != events_) {
+    events_ = events;
     epoll_event ev{};
-    ev.events = rest ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+    ev.events = events;
     ev.data.ptr = this;
     epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_MOD, fd_, &ev);
   }

@@ -142,7 +142,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t pending_bytes_ = 0;
   // The streams' partly received request messages (their `in`), in bytes.
   size_t partial_bytes_ = 0;
-  bool want_write_ = false;
+  uint32_t events_ = 1;       // what epoll watches for: EPOLLIN (1), EPOLLOUT when output waits
+  bool read_paused_ = false;  // too much output unsent: input is not read (kReadPause)
+  size_t queued_acks_ = 0;    // PING and SETTINGS acks since the output was last all sent
   bool preface_seen_ = false;
   bool closed_ = false;
   bool going_away_ = false;

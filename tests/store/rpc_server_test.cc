@@ -184,6 +184,25 @@ class RawClient {
            EncodeFrame(kData, end_stream ? kEndStream : 0, stream, message);
   }
 
+  // Sends without blocking for at most `limit`; the bytes sent.
+  size_t SendFor(const std::string& bytes, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    size_t sent = 0;
+    while (sent < bytes.size() && std::chrono::steady_clock::now() < deadline) {
+      const ssize_t n =
+          send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += n;
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        break;
+      } else {
+        pollfd p{fd_, POLLOUT, 0};
+        poll(&p, 1, 10);
+      }
+    }
+    return sent;
+  }
+
   bool Send(const std::string& bytes) {
     return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(bytes.size());
@@ -264,7 +283,8 @@ class RpcServerTest : public ::testing::Test {
     server_.reset();
     server_ = std::make_unique<Server>(o);
     // Range answers at once on the loop: a value of `limit` bytes under the asked key.
-    server_->AddUnary("/etcdserverpb.KV/Range", [](std::string_view bytes, Responder r) {
+    server_->AddUnary("/etcdserverpb.KV/Range", [this](std::string_view bytes, Responder r) {
+      ranges_.fetch_add(1);
       RangeRequest req;
       if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
         return r.Fail(absl::InvalidArgumentError("bad request"));
@@ -338,6 +358,7 @@ class RpcServerTest : public ::testing::Test {
   std::atomic<int> closed_{0};
   std::atomic<int> drained_{0};
   std::atomic<int> puts_{0};
+  std::atomic<int> ranges_{0};
   std::unique_ptr<Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
@@ -602,6 +623,63 @@ TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
   EXPECT_EQ(t["grpc-status"], "13");
   std::lock_guard<std::mutex> lock(parked_mu_);
   parked_.clear();
+}
+
+// A client that sends PINGs and reads nothing: once a thousand acks wait, the connection is
+// closed (GOAWAY ENHANCE_YOUR_CALM) instead of holding more; other clients go on.
+TEST_F(RpcServerTest, APingFloodIsCut) {
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  std::string flood =
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  for (int i = 0; i < 400000; ++i)
+    flood += RawClient::EncodeFrame(RawClient::kPing, 0, 0, "12345678");
+  const size_t sent = raw.SendFor(flood, std::chrono::seconds(20));
+  EXPECT_LT(sent, flood.size()) << "the server read the whole flood";
+  EXPECT_TRUE(raw.ReadUntil([](const RawClient::Frame&) { return false; }));
+  EXPECT_TRUE(raw.closed());
+  RangeResponse range;
+  EXPECT_TRUE(Range("fine", 1, &range).ok());
+}
+
+// A client that grants the server all the window it wants and reads nothing: once its unread
+// answers pass a few MiB the server stops reading its requests (they wait in the kernel), and
+// goes on when the client reads again.
+TEST_F(RpcServerTest, AClientThatDoesNotReadIsNotRead) {
+  RawClient raw(server_->address());
+  ASSERT_TRUE(raw.connected());
+  const std::string big_window("\x00\x04\x7f\xff\xff\xff", 6);  // INITIAL_WINDOW_SIZE 2^31-1
+  std::string calls = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                      RawClient::EncodeFrame(RawClient::kSettings, 0, 0, big_window) +
+                      RawClient::EncodeFrame(8, 0, 0, std::string("\x7f\xff\x00\x00", 4));
+  // 600 calls of 100 KiB, each answered with its key: 60 MiB each way, more than the kernel's
+  // buffers on both sides hold.
+  RangeRequest req;
+  req.set_key(std::string(100 << 10, 'k'));
+  req.set_limit(1);
+  const std::string message = FrameMessage(req);
+  for (uint32_t id = 1; id < 2 * 600; id += 2) {
+    std::string block;
+    hpack::EncodeLiteral(":method", "POST", &block);
+    hpack::EncodeLiteral(":scheme", "http", &block);
+    hpack::EncodeLiteral(":path", "/etcdserverpb.KV/Range", &block);
+    hpack::EncodeLiteral("content-type", "application/grpc", &block);
+    calls += RawClient::EncodeFrame(RawClient::kHeaders, RawClient::kEndHeaders, id, block);
+    for (size_t pos = 0; pos < message.size(); pos += 16384) {
+      const bool last = pos + 16384 >= message.size();
+      calls += RawClient::EncodeFrame(RawClient::kData, last ? RawClient::kEndStream : 0, id,
+                                      message.substr(pos, 16384));
+    }
+  }
+  const size_t sent = raw.SendFor(calls, std::chrono::seconds(3));
+  EXPECT_LT(sent, calls.size()) << "every request was read";
+  const int answered = ranges_.load();
+  EXPECT_LT(answered, 300) << "the server kept reading";
+  EXPECT_FALSE(raw.closed());
+  // Reading again lets the server read and answer more.
+  raw.ReadUntil([&](const RawClient::Frame&) { return ranges_.load() > answered + 10; },
+                std::chrono::seconds(20));
+  EXPECT_GT(ranges_.load(), answered + 10);
 }
 
 TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
