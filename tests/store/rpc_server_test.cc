@@ -272,6 +272,11 @@ class RawClient {
 class RpcServerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(2); }
+  // Calls still parked answer (INTERNAL) into the server's loops, which must still exist.
+  void TearDown() override {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    parked_.clear();
+  }
 
   // (Re)starts the server; `tweak` may change its options.
   void Start(int loops, const std::function<void(ServerOptions&)>& tweak = nullptr) {
