@@ -28,29 +28,29 @@ grep -q "apiserver (gRPC, TLS): $(cat "$state/run/apiserver.addr")" <<<"$out"
 [ "$(stat -c %a "$state/pki/ca.key")" = 600 ]
 # mkubectl reaches the apiserver over TLS with the kubeconfig up.sh wrote.
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
-MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^default   *Active'
+MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep '^default   *Active' >/dev/null
 
 # up.sh returned once the four agents' nodes were Ready; a pod placed on node01 runs the demo
 # image, which answers on the pod's own address; logs and exec reach it through the apiserver.
 ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
 [ "$(ctl get nodes --no-headers | grep -c ' Ready ')" = 4 ]
-ctl get nodes | grep -q '^master01 *Ready *master '
-ctl get nodes | grep -q '^node03 *Ready *<none> '
-ctl get node master01 -o yaml | grep -q 'key: node-role.kubernetes.io/master'
-ctl apply -f "$root/deploy/examples/myapp-pod.yaml" | grep -q '^pod/myapp created$'
-for _ in $(seq 1 100); do ctl get pod myapp --no-headers | grep -q ' Running ' && break; sleep 0.1; done
+ctl get nodes | grep '^master01 *Ready *master ' >/dev/null
+ctl get nodes | grep '^node03 *Ready *<none> ' >/dev/null
+ctl get node master01 -o yaml | grep 'key: node-role.kubernetes.io/master' >/dev/null
+ctl apply -f "$root/deploy/examples/myapp-pod.yaml" | grep '^pod/myapp created$' >/dev/null
+for _ in $(seq 1 100); do ctl get pod myapp --no-headers | grep ' Running ' && break; sleep 0.1; done >/dev/null
 ip=$(ctl get pod myapp -o wide --no-headers | awk '{print $6}')
 [[ "$ip" == "127.$block.2."* ]] || { echo "pod IP '$ip' is not from node01's range" >&2; exit 1; }
 reply=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://$ip/', timeout=5).read().decode().strip())")
 [ "$reply" = 'Hello MyApp | Version: v1 | <a href="hostname.html">Pod Name</a>' ] || { echo "unexpected reply: $reply" >&2; exit 1; }
-for _ in $(seq 1 100); do ctl logs myapp | grep -q '^GET / 200$' && break; sleep 0.1; done
-ctl logs myapp | grep -q '^GET / 200$'
+for _ in $(seq 1 100); do ctl logs myapp | grep '^GET / 200$' && break; sleep 0.1; done >/dev/null
+ctl logs myapp | grep '^GET / 200$' >/dev/null
 [ "$(ctl exec myapp -- sh -c 'echo $HOSTNAME')" = myapp ]
 
 # Every example manifest is accepted as the seeds apply it (then removed at once).
 for f in "$root"/deploy/examples/*.yaml; do
   [ "$(basename "$f")" = myapp-pod.yaml ] && continue
-  ctl apply -f "$f" | grep -Eq ' created$' || { echo "$f was not created" >&2; exit 1; }
+  ctl apply -f "$f" | grep -E ' created$' >/dev/null || { echo "$f was not created" >&2; exit 1; }
   ctl delete -f "$f" --grace-period=0 --force --wait=false >/dev/null 2>&1
   for _ in $(seq 1 100); do ctl get -f "$f" >/dev/null 2>&1 || break; sleep 0.1; done
 done
@@ -109,7 +109,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 out=$("$root/deploy/up.sh" --state-dir "$state" --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block")
 grep -q "store (etcd, etcd v3 API): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")
-MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep -q '^kube-system   *Active'
+MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep '^kube-system   *Active' >/dev/null
 "$root/deploy/down.sh" --state-dir "$state" --purge
 if [ -n "$(state_of "$etcd_pid")" ] && [ "$(state_of "$etcd_pid")" != Z ]; then
   echo "etcd (pid $etcd_pid) still running after down.sh" >&2; exit 1
