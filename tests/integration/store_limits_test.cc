@@ -7,11 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "tests/bench/bench_util.h"
 #include "tests/util/etcd_client.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
@@ -19,6 +19,8 @@
 
 namespace mkube::testing {
 namespace {
+
+using mkube::bench::CpuSeconds;
 
 // A TCP connection to `address` (HOST:PORT) that says nothing; -1 if connect failed.
 int Connect(const std::string& address) {
@@ -48,14 +50,6 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout) {
     got.append(buf, n);
   }
   return got;
-}
-
-// utime + stime of a process, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  std::vector<std::string> fields = absl::StrSplit(stat.substr(stat.rfind(')') + 2), ' ');
-  return (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
 }
 
 size_t CountLines(const std::string& text, const std::string& needle) {

@@ -157,18 +157,18 @@ class RawClient {
     f.append(payload);
     return f;
   }
+  // The client's preface and its SETTINGS (`settings`: the payload).
+  static std::string Preface(std::string_view settings = "") {
+    return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + EncodeFrame(kSettings, 0, 0, settings);
+  }
   // The preface and SETTINGS granting no stream window: the server may send no DATA at all,
   // as to a client that never reads.
   static std::string StartWithoutWindow() {
-    const std::string no_window("\x00\x04\x00\x00\x00\x00", 6);  // INITIAL_WINDOW_SIZE 0
-    return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
-           EncodeFrame(kSettings, 0, 0, no_window);
+    return Preface(std::string("\x00\x04\x00\x00\x00\x00", 6));  // INITIAL_WINDOW_SIZE 0
   }
-  // A call; `encoding` as its grpc-encoding, `compressed` as its message's flag.
-  static std::string Call(uint32_t stream, std::string_view path,
-                          const google::protobuf::MessageLite& request, bool end_stream,
-                          std::string_view encoding = "", bool compressed = false,
-                          std::string_view timeout = "") {
+  // A call's HEADERS frame; `encoding` as its grpc-encoding, `timeout` as its grpc-timeout.
+  static std::string CallHeaders(uint32_t stream, std::string_view path,
+                                 std::string_view encoding = "", std::string_view timeout = "") {
     std::string block;
     hpack::EncodeLiteral(":method", "POST", &block);
     hpack::EncodeLiteral(":scheme", "http", &block);
@@ -178,10 +178,26 @@ class RawClient {
     hpack::EncodeLiteral("te", "trailers", &block);
     if (!encoding.empty()) hpack::EncodeLiteral("grpc-encoding", encoding, &block);
     if (!timeout.empty()) hpack::EncodeLiteral("grpc-timeout", timeout, &block);
+    return EncodeFrame(kHeaders, kEndHeaders, stream, block);
+  }
+  // `bytes` in DATA frames of the default largest size, the last one ending the stream if asked.
+  static std::string DataFrames(uint32_t stream, std::string_view bytes, bool end_stream) {
+    std::string out;
+    for (size_t pos = 0; pos < bytes.size() || pos == 0; pos += 16384) {
+      const bool last = pos + 16384 >= bytes.size();
+      out +=
+          EncodeFrame(kData, last && end_stream ? kEndStream : 0, stream, bytes.substr(pos, 16384));
+    }
+    return out;
+  }
+  // A call; `compressed` as its message's flag.
+  static std::string Call(uint32_t stream, std::string_view path,
+                          const google::protobuf::MessageLite& request, bool end_stream,
+                          std::string_view encoding = "", bool compressed = false,
+                          std::string_view timeout = "") {
     std::string message = FrameMessage(request);
     message[0] = compressed ? 1 : 0;
-    return EncodeFrame(kHeaders, kEndHeaders, stream, block) +
-           EncodeFrame(kData, end_stream ? kEndStream : 0, stream, message);
+    return CallHeaders(stream, path, encoding, timeout) + DataFrames(stream, message, end_stream);
   }
 
   // Sends without blocking for at most `limit`; the bytes sent.
@@ -438,10 +454,9 @@ TEST_F(RpcServerTest, ErrorsReachTheClientWithTheirCodeAndMessage) {
 TEST_F(RpcServerTest, CompressedMessagesAreAnsweredAsGrpcServersDo) {
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
-  const std::string settings = RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
   RangeRequest req;
   req.set_key("k");
-  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings +
+  ASSERT_TRUE(raw.Send(RawClient::Preface() +
                        RawClient::Call(1, "/etcdserverpb.KV/Range", req, true, "", true)));
   auto t = raw.Trailers(1);
   EXPECT_EQ(t["grpc-status"], "13");
@@ -476,13 +491,11 @@ TEST(GrpcTimeoutTest, ParsesEveryUnitAndRefusesTheRest) {
 TEST_F(RpcServerTest, ACallEndsWhenItsGrpcTimeoutPasses) {
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
-  const std::string settings = RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
   etcdserverpb::DeleteRangeRequest req;
   req.set_key("k");
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(
-      raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings +
-               RawClient::Call(1, "/etcdserverpb.KV/DeleteRange", req, true, "", false, "200m")));
+  ASSERT_TRUE(raw.Send(RawClient::Preface() + RawClient::Call(1, "/etcdserverpb.KV/DeleteRange",
+                                                              req, true, "", false, "200m")));
   auto t = raw.Trailers(1);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(t["grpc-status"], "4");
@@ -523,8 +536,7 @@ TEST_F(RpcServerTest, StreamsPastTheLimitAreRefused) {
   for (uint32_t id = 1; id <= 9; id += 2) {
     calls += RawClient::Call(id, "/etcdserverpb.KV/DeleteRange", req, true);
   }
-  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
-                       RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "") + calls));
+  ASSERT_TRUE(raw.Send(RawClient::Preface() + calls));
   ASSERT_TRUE(raw.ReadUntil([](const RawClient::Frame& f) { return f.type == 3; }));
   const auto& frames = raw.frames();
   ASSERT_FALSE(frames.empty());
@@ -543,22 +555,12 @@ TEST_F(RpcServerTest, PartlyReceivedMessagesAreBounded) {
   Start(1, [](ServerOptions& o) { o.max_connection_partial_bytes = 256 << 10; });
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
-  ASSERT_TRUE(raw.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
-                       RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "")));
+  ASSERT_TRUE(raw.Send(RawClient::Preface()));
   // Each call announces a 1 MiB message and sends 96 KiB of it.
+  const std::string body = NewFrame(1 << 20).substr(0, 5) + std::string(96 << 10, 'x');
   auto start_call = [&](uint32_t id) {
-    std::string block;
-    hpack::EncodeLiteral(":method", "POST", &block);
-    hpack::EncodeLiteral(":scheme", "http", &block);
-    hpack::EncodeLiteral(":path", "/etcdserverpb.KV/Put", &block);
-    hpack::EncodeLiteral("content-type", "application/grpc", &block);
-    std::string bytes =
-        RawClient::EncodeFrame(RawClient::kHeaders, RawClient::kEndHeaders, id, block);
-    std::string body = NewFrame(1 << 20).substr(0, 5) + std::string(96 << 10, 'x');
-    for (size_t pos = 0; pos < body.size(); pos += 16384) {
-      bytes += RawClient::EncodeFrame(RawClient::kData, 0, id, body.substr(pos, 16384));
-    }
-    return raw.Send(bytes);
+    return raw.Send(RawClient::CallHeaders(id, "/etcdserverpb.KV/Put") +
+                    RawClient::DataFrames(id, body, false));
   };
   ASSERT_TRUE(start_call(1));
   ASSERT_TRUE(start_call(3));
@@ -575,8 +577,7 @@ TEST_F(RpcServerTest, PartlyReceivedMessagesAreBounded) {
 
 // What RFC 9113 requires of a server, case by case, each on a connection of its own.
 TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
-  const std::string start =
-      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  const std::string start = RawClient::Preface();
   // A GOAWAY's error code, or -1 if the connection did not end with one.
   auto goaway = [&](const std::string& bytes) -> int64_t {
     RawClient raw(server_->address());
@@ -635,8 +636,7 @@ TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
 TEST_F(RpcServerTest, APingFloodIsCut) {
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
-  std::string flood =
-      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + RawClient::EncodeFrame(RawClient::kSettings, 0, 0, "");
+  std::string flood = RawClient::Preface();
   for (int i = 0; i < 400000; ++i)
     flood += RawClient::EncodeFrame(RawClient::kPing, 0, 0, "12345678");
   const size_t sent = raw.SendFor(flood, std::chrono::seconds(20));
@@ -654,27 +654,15 @@ TEST_F(RpcServerTest, AClientThatDoesNotReadIsNotRead) {
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
   const std::string big_window("\x00\x04\x7f\xff\xff\xff", 6);  // INITIAL_WINDOW_SIZE 2^31-1
-  std::string calls = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
-                      RawClient::EncodeFrame(RawClient::kSettings, 0, 0, big_window) +
+  std::string calls = RawClient::Preface(big_window) +
                       RawClient::EncodeFrame(8, 0, 0, std::string("\x7f\xff\x00\x00", 4));
   // 600 calls of 100 KiB, each answered with its key: 60 MiB each way, more than the kernel's
   // buffers on both sides hold.
   RangeRequest req;
   req.set_key(std::string(100 << 10, 'k'));
   req.set_limit(1);
-  const std::string message = FrameMessage(req);
   for (uint32_t id = 1; id < 2 * 600; id += 2) {
-    std::string block;
-    hpack::EncodeLiteral(":method", "POST", &block);
-    hpack::EncodeLiteral(":scheme", "http", &block);
-    hpack::EncodeLiteral(":path", "/etcdserverpb.KV/Range", &block);
-    hpack::EncodeLiteral("content-type", "application/grpc", &block);
-    calls += RawClient::EncodeFrame(RawClient::kHeaders, RawClient::kEndHeaders, id, block);
-    for (size_t pos = 0; pos < message.size(); pos += 16384) {
-      const bool last = pos + 16384 >= message.size();
-      calls += RawClient::EncodeFrame(RawClient::kData, last ? RawClient::kEndStream : 0, id,
-                                      message.substr(pos, 16384));
-    }
+    calls += RawClient::Call(id, "/etcdserverpb.KV/Range", req, true);
   }
   const size_t sent = raw.SendFor(calls, std::chrono::seconds(3));
   EXPECT_LT(sent, calls.size()) << "every request was read";

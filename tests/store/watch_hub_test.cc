@@ -74,6 +74,21 @@ class WatchHubTest : public mvcc::StoreFixture {
     return out;
   }
 
+  // The first response `sink` gets is the cancellation of watch `id` at compact revision
+  // `compacted`, with no events; then the hub holds no watcher.
+  void ExpectCanceledByCompaction(FakeSink& sink, int64_t id, int64_t compacted) {
+    std::vector<etcdserverpb::WatchResponse> got;
+    ASSERT_TRUE(Eventually([&] {
+      for (auto& r : sink.Drain()) got.push_back(r);
+      return !got.empty();
+    }));
+    EXPECT_TRUE(got[0].canceled());
+    EXPECT_EQ(got[0].compact_revision(), compacted);
+    EXPECT_EQ(got[0].watch_id(), id);
+    EXPECT_EQ(got[0].events_size(), 0);
+    EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
+  }
+
   std::unique_ptr<WatchHub> hub_;
 };
 
@@ -146,15 +161,7 @@ TEST_F(WatchHubTest, WatcherBehindACompactionIsCanceled) {
   ASSERT_TRUE(Compact(8, true).ok());
   auto sink = std::make_shared<FakeSink>();
   hub_->Add(sink, 5, WatchSpec{"k", ""}, 3);
-  std::vector<etcdserverpb::WatchResponse> got;
-  ASSERT_TRUE(Eventually([&] {
-    for (auto& r : sink->Drain()) got.push_back(r);
-    return !got.empty();
-  }));
-  EXPECT_TRUE(got[0].canceled());
-  EXPECT_EQ(got[0].compact_revision(), 8);
-  EXPECT_EQ(got[0].watch_id(), 5);
-  EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
+  ExpectCanceledByCompaction(*sink, 5, 8);
 }
 
 // The watch is added while the hub is still behind the compaction: the history it asks for is
@@ -166,15 +173,7 @@ TEST_F(WatchHubTest, WatcherBehindACompactionIsCanceledWhileTheHubLags) {
   auto sink = std::make_shared<FakeSink>();
   hub_->Add(sink, 5, WatchSpec{"k", ""}, 3);
   hub_->Start();
-  std::vector<etcdserverpb::WatchResponse> got;
-  ASSERT_TRUE(Eventually([&] {
-    for (auto& r : sink->Drain()) got.push_back(r);
-    return !got.empty();
-  }));
-  EXPECT_TRUE(got[0].canceled());
-  EXPECT_EQ(got[0].compact_revision(), 8);
-  EXPECT_EQ(got[0].events_size(), 0);
-  EXPECT_TRUE(Eventually([&] { return hub_->watcher_count() == 0; }));
+  ExpectCanceledByCompaction(*sink, 5, 8);
 }
 
 TEST_F(WatchHubTest, ProgressRequestAndCancel) {
