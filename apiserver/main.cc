@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "api/log.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   std::string store_endpoints = "127.0.0.1:2379";
   std::string token_file, address_file, log_level = "info";
   std::string tls_cert, tls_key, client_ca, agent_token_file;
+  std::string etcd_ca, etcd_cert, etcd_key;
   bool insecure = false;
   size_t max_request_bytes = 3 << 20;
   mkube::apiserver::server::ServiceOptions service_options;
@@ -56,8 +58,15 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "Address to serve on (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--store-endpoints", store_endpoints,
-                 "Comma-separated etcd v3 endpoints (mkube-store or an etcd cluster)")
+                 "Comma-separated etcd v3 endpoints (mkube-store or an etcd cluster); "
+                 "https://host:port for TLS")
       ->capture_default_str();
+  app.add_option("--etcd-cafile", etcd_ca, "CA that the store's certificate must chain to (TLS)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-certfile", etcd_cert, "Client certificate presented to the store (TLS)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-keyfile", etcd_key, "The client certificate's key")
+      ->check(CLI::ExistingFile);
   app.add_option("--token-file", token_file, "Static bearer tokens: token,user,uid,\"groups\"")
       ->required();
   app.add_option("--tls-cert-file", tls_cert, "Serving certificate (PEM)");
@@ -160,7 +169,18 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  mkube::apiserver::storage::StoreClient store(store_endpoints);
+  mkube::apiserver::storage::StoreTls store_tls;
+  store_tls.enabled =
+      !etcd_ca.empty() || !etcd_cert.empty() || absl::StrContains(store_endpoints, "https://");
+  if (etcd_cert.empty() != etcd_key.empty()) {
+    return Fail("--etcd-certfile and --etcd-keyfile go together");
+  }
+  if (store_tls.enabled) {
+    store_tls.ca_pem = etcd_ca.empty() ? "" : Slurp(etcd_ca);
+    store_tls.cert_pem = etcd_cert.empty() ? "" : Slurp(etcd_cert);
+    store_tls.key_pem = etcd_key.empty() ? "" : Slurp(etcd_key);
+  }
+  mkube::apiserver::storage::StoreClient store(store_endpoints, store_tls);
   mkube::apiserver::cache::CacheOptions cache_options;
   cache_options.window_bytes = window_mib << 20;
   mkube::apiserver::cache::WatchCache cache(&store, cache_options);

@@ -108,13 +108,21 @@ start() {
   exit 1
 }
 
+# Credentials: a CA, serving certificates for the apiserver and the store, and the client
+# certificate the apiserver shows the store (which serves TLS and asks every client for one).
+"$root/deploy/lib/certs.sh" "$state/pki"
+chmod 700 "$state/pki"
+pki=$state/pki
+store_tls=(--cert-file "$pki/store.crt" --key-file "$pki/store.key"
+  --trusted-ca-file "$pki/ca.crt" --client-cert-auth)
+
 if [ "$store_kind" = mkube ]; then
   if [ -d "$state/etcd" ] && ! running "$state/run/store.pid" mkube-store; then
     echo "up.sh: $state holds an etcd cluster's data; run with --store etcd, or down.sh --purge first" >&2
     exit 2
   fi
   start store "$state/run/store.addr" "$bin/mkube-store" --data-dir "$state/store" \
-    --listen "$store_listen" --address-file "$state/run/store.addr"
+    --listen "$store_listen" --address-file "$state/run/store.addr" "${store_tls[@]}"
 elif running "$state/run/store.pid" etcd; then
   echo "store already running (pid $(cat "$state/run/store.pid"))"
 else
@@ -123,34 +131,37 @@ else
   host=${store_listen%:*}
   rm -f "$state/run/store.addr.pending"
   start store "$state/run/store.addr.pending" sh -c '
-    "$0" --name default --data-dir "$1" --listen-client-urls "http://$2:$3" \
-      --advertise-client-urls "http://$2:$3" --listen-peer-urls "http://$2:$4" \
+    "$0" --name default --data-dir "$1" --listen-client-urls "https://$2:$3" \
+      --advertise-client-urls "https://$2:$3" --listen-peer-urls "http://$2:$4" \
       --initial-advertise-peer-urls "http://$2:$4" --initial-cluster "default=http://$2:$4" \
-      --log-level warn --logger zap &
+      --cert-file "$6/store.crt" --key-file "$6/store.key" --trusted-ca-file "$6/ca.crt" \
+      --client-cert-auth --log-level warn --logger zap &
     pid=$!
     for _ in $(seq 1 100); do
-      if ETCDCTL_API=3 etcdctl --endpoints="$2:$3" endpoint health >/dev/null 2>&1; then
+      if ETCDCTL_API=3 etcdctl --endpoints="https://$2:$3" --cacert "$6/ca.crt" \
+        --cert "$6/apiserver-etcd-client.crt" --key "$6/apiserver-etcd-client.key" \
+        endpoint health >/dev/null 2>&1; then
         echo "$2:$3" >"$5"; break
       fi
       sleep 0.1
     done
     trap "kill -TERM $pid" TERM INT
     wait $pid' "$(command -v etcd || echo /usr/bin/etcd)" "$state/etcd" "$host" "$port" "$((port + 1))" \
-    "$state/run/store.addr.pending"
+    "$state/run/store.addr.pending" "$pki"
   mv "$state/run/store.addr.pending" "$state/run/store.addr"
 fi
 store_addr=$(cat "$state/run/store.addr")
 
-# Credentials: a CA and serving certificate, and one bearer token per identity.
-"$root/deploy/lib/certs.sh" "$state/pki"
-chmod 700 "$state/pki"
+# Bearer tokens, one per identity.
 if [ "$("$root/deploy/lib/tokens.sh" "$state/pki" "${nodes[@]}")" = added ] &&
   running "$state/run/apiserver.pid" mkube-apiserver; then
   echo "restarting the apiserver for the new nodes' tokens"
   stop_pids 10 "$(cat "$state/run/apiserver.pid")" >/dev/null
 fi
 start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
-  --listen "$apiserver_listen" --store-endpoints "$store_addr" \
+  --listen "$apiserver_listen" --store-endpoints "https://$store_addr" \
+  --etcd-cafile "$pki/ca.crt" --etcd-certfile "$pki/apiserver-etcd-client.crt" \
+  --etcd-keyfile "$pki/apiserver-etcd-client.key" \
   --token-file "$state/pki/tokens.csv" --tls-cert-file "$state/pki/apiserver.crt" \
   --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr" \
   --agent-token-file "$state/pki/agent.token"
@@ -241,7 +252,7 @@ mkubeconfig_hint=""
 [ "$state" = "$HOME/.mkube" ] || mkubeconfig_hint="MKUBECONFIG=$state/config "
 cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
-  store ($store_kind, etcd v3 API): $store_addr
+  store ($store_kind, etcd v3 API, TLS): $store_addr   client certificates: $pki
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
   scheduler: $(cat "$state/run/scheduler.ready")
   controller-manager: $(cat "$state/run/controller-manager.ready")

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"mkube-store: a versioned key-value store speaking the etcd v3 API"};
   app.add_option("--data-dir", options.store.data_dir, "Folder of the database")->required();
-  app.add_option("--listen", options.listen, "Address to serve on (port 0: any free port)")
+  app.add_option("--listen", options.listen,
+                 "Address to serve on (port 0: any free port; without TLS, loopback only)")
       ->capture_default_str();
   app.add_option("--max-request-bytes", max_request_bytes, "Largest write request accepted")
       ->capture_default_str()
@@ -80,6 +81,16 @@ int main(int argc, char** argv) {
                  "Calls open at once on one client connection (SETTINGS_MAX_CONCURRENT_STREAMS)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 31));
+  app.add_option("--cert-file", options.tls.cert_file,
+                 "Serve TLS with this certificate (PEM, chain allowed)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--key-file", options.tls.key_file, "The certificate's private key (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--trusted-ca-file", options.tls.trusted_ca_file,
+                 "CA bundle that client certificates must chain to")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--client-cert-auth", options.tls.client_cert_auth,
+               "Require a client certificate signed by --trusted-ca-file");
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()

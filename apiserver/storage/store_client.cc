@@ -1,5 +1,6 @@
 #include "apiserver/storage/store_client.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "proto/grpc_status.h"
 
@@ -10,6 +11,12 @@ constexpr auto kTimeout = std::chrono::seconds(10);
 
 std::string Target(const std::string& endpoints) {
   std::vector<std::string> list = absl::StrSplit(endpoints, ',', absl::SkipEmpty());
+  for (std::string& e : list) {
+    for (absl::string_view scheme : {"http://", "https://"}) {
+      if (absl::StartsWith(e, scheme)) e.erase(0, scheme.size());
+    }
+    if (!e.empty() && e.back() == '/') e.pop_back();
+  }
   if (list.size() == 1) return list[0];
   // pick_first over the members: the first that connects, the next when it fails.
   std::string target = "ipv4:";
@@ -44,7 +51,7 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(1, '\0');
 }
 
-StoreClient::StoreClient(const std::string& endpoints) {
+StoreClient::StoreClient(const std::string& endpoints, const StoreTls& tls) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -52,7 +59,15 @@ StoreClient::StoreClient(const std::string& endpoints) {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(Target(endpoints), grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (tls.enabled) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = tls.ca_pem;
+    ssl.pem_private_key = tls.key_pem;
+    ssl.pem_cert_chain = tls.cert_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  channel_ = grpc::CreateCustomChannel(Target(endpoints), creds, args);
   kv_ = etcdserverpb::KV::NewStub(channel_);
   watch_ = etcdserverpb::Watch::NewStub(channel_);
 }

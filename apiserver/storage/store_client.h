@@ -13,12 +13,21 @@
 
 namespace mkube::apiserver::storage {
 
+// TLS towards the store, as the apiserver's --etcd-cafile/--etcd-certfile/--etcd-keyfile
+// give it (PEM contents; a client certificate only when the store asks for one).
+struct StoreTls {
+  bool enabled = false;
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+};
+
 // The apiserver's client of the store: any etcd v3 endpoint (mkube-store or an etcd
 // cluster). With several endpoints it connects to the first that answers and fails over.
 class StoreClient {
  public:
-  // endpoints: "host:port,host:port".
-  explicit StoreClient(const std::string& endpoints);
+  // endpoints: "host:port,host:port", each may start with http:// or https://.
+  explicit StoreClient(const std::string& endpoints, const StoreTls& tls = {});
 
   // All keys under prefix, at one revision.
   absl::StatusOr<etcdserverpb::RangeResponse> List(const std::string& prefix, int64_t limit = 0);

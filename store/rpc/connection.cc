@@ -175,6 +175,7 @@ void Connection::OnReadable() {
       break;
     }
     std::string_view data(buf, n);
+    if (tls_ && !Decrypt(&data)) return;
     if (in_.empty()) {
       const size_t used = Process(data);
       if (closed_) return;
@@ -187,8 +188,8 @@ void Connection::OnReadable() {
     }
     // What the input asked for without reading it: ping and settings acks, refusals. (Only
     // the frames: an answer larger than the limit, sent while its client reads, is allowed.)
-    if (OverLimit(out_.size() - out_pos_)) return;
-    if (out_.size() - out_pos_ > kReadPause) {
+    if (OverLimit(Unsent())) return;
+    if (Unsent() > kReadPause) {
       read_paused_ = true;
       Dirty();  // its Flush takes the connection out of reading until the output drains
       break;
@@ -196,6 +197,33 @@ void Connection::OnReadable() {
     if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
   }
   if (!closed_) SendWindowUpdates(0, nullptr);
+  if (tls_ && tls_->closed()) Close();  // the client's close_notify, after what came before it
+}
+
+bool Connection::Decrypt(std::string_view* data) {
+  const bool was_ready = tls_->ready();
+  plain_.clear();
+  if (absl::Status st = tls_->Receive(*data, &plain_); !st.ok()) {
+    loop_->TlsFailed(st);
+    Close();
+    return false;
+  }
+  // Handshake messages to send, or the frames queued since Open to encrypt now.
+  if (tls_->output().size() > wire_pos_ || (!was_ready && tls_->ready())) Dirty();
+  *data = plain_;
+  return true;
+}
+
+bool Connection::Encrypt() {
+  if (!tls_->ready() || out_pos_ == out_.size()) return true;
+  if (absl::Status st = tls_->Send(std::string_view(out_).substr(out_pos_)); !st.ok()) {
+    loop_->TlsFailed(st);
+    Close();
+    return false;
+  }
+  out_.clear();
+  out_pos_ = 0;
+  return true;
 }
 
 size_t Connection::Process(std::string_view in) {
@@ -701,7 +729,7 @@ void Connection::Pump(uint32_t id, Stream& s) {
   const size_t framed_before = out_.size();
   bool held = false;  // by a flow-control window or by the output's high water
   while (!s.pending.empty()) {
-    if (out_.size() - out_pos_ > kOutputHighWater) {
+    if (Unsent() > kOutputHighWater) {
       held = true;
       break;
     }
@@ -834,27 +862,31 @@ void Connection::GoAway() {
 }
 
 void Connection::Flush() {
-  while (!closed_ && out_pos_ < out_.size()) {
-    const ssize_t n = ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
+  if (closed_ || (tls_ && !Encrypt())) return;
+  // What goes on the socket: the frames, or with TLS their records.
+  std::string& wire = tls_ ? tls_->output() : out_;
+  size_t& pos = tls_ ? wire_pos_ : out_pos_;
+  while (!closed_ && pos < wire.size()) {
+    const ssize_t n = ::send(fd_, wire.data() + pos, wire.size() - pos, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       Close();
       return;
     }
-    out_pos_ += n;
+    pos += n;
   }
   if (closed_) return;
-  const bool rest = out_pos_ < out_.size();
+  const bool rest = pos < wire.size();
   if (!rest) {
-    out_.clear();
-    out_pos_ = 0;
-  } else if (out_pos_ > (256 << 10)) {
-    out_.erase(0, out_pos_);
-    out_pos_ = 0;
+    wire.clear();
+    pos = 0;
+  } else if (pos > (256 << 10)) {
+    wire.erase(0, pos);
+    pos = 0;
   }
-  if (!rest) queued_acks_ = 0;
-  if (read_paused_ && out_.size() - out_pos_ <= kReadPause / 2) read_paused_ = false;
+  if (!rest && Unsent() == 0) queued_acks_ = 0;
+  if (read_paused_ && Unsent() <= kReadPause / 2) read_paused_ = false;
   const uint32_t events =
       (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (rest ? uint32_t{EPOLLOUT} : 0u);
   if (events != events_) {
@@ -866,7 +898,7 @@ void Connection::Flush() {
   }
   // Room again below the high water: streams held back by it go on (what they frame marks
   // the connection dirty again).
-  if (!blocked_.empty() && out_.size() - out_pos_ <= kOutputHighWater / 2) PumpBlocked();
+  if (!blocked_.empty() && Unsent() <= kOutputHighWater / 2) PumpBlocked();
 }
 
 void Connection::Close() {

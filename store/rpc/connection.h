@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "store/rpc/hpack.h"
 #include "store/rpc/server.h"
+#include "store/rpc/tls.h"
 
 // The transport's inside: one connection's HTTP/2, and what crosses to its loop.
 namespace mkube::store::rpc {
@@ -60,7 +61,12 @@ struct Outgoing {
 // through Loop::Post.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Loop* loop, int fd) : loop_(loop), fd_(fd), decoder_(4096) {}
+  // With tls, the connection speaks TLS (a handshake first).
+  Connection(Loop* loop, int fd, const TlsContext* tls)
+      : loop_(loop),
+        fd_(fd),
+        decoder_(4096),
+        tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr) {}
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -123,7 +129,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Ends a stream whose queue is full.
   void Overflow(uint32_t id, Stream& s);
   // Output not yet handed to the kernel: frames not yet written, messages not yet framed.
-  size_t Backlog() const { return out_.size() - out_pos_ + pending_bytes_; }
+  size_t Backlog() const { return Unsent() + pending_bytes_; }
+  // Frames not yet handed to the kernel (with TLS: encrypted or not).
+  size_t Unsent() const {
+    return out_.size() - out_pos_ + (tls_ ? tls_->output().size() - wire_pos_ : 0);
+  }
+  // TLS: the input's records decrypted (false once the connection is closed); the frames
+  // of out_ encrypted once the handshake is done.
+  bool Decrypt(std::string_view* data);
+  bool Encrypt();
   // Closes the connection if `backlog` is over the limit; returns whether it did.
   bool OverLimit(size_t backlog);
   void Dirty();
@@ -134,6 +148,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Loop* loop_;
   int fd_;
   hpack::Decoder decoder_;
+  std::unique_ptr<TlsSession> tls_;
+  std::string plain_;    // TLS: the plaintext of the last input
+  size_t wire_pos_ = 0;  // TLS: how much of tls_->output() is sent
   std::string in_;  // input not yet a whole frame
   // Frames not yet written; bounded with pending_bytes_ (Backlog()).
   std::string out_;

@@ -60,6 +60,7 @@ class Loop {
         max_streams_(options.max_concurrent_streams),
         max_connection_partial_(options.max_connection_partial_bytes),
         max_total_partial_(options.max_total_partial_bytes),
+        tls_(options.tls),
         in_flight_(in_flight),
         connections_(connections),
         partial_bytes_(partial_bytes) {}
@@ -92,6 +93,10 @@ class Loop {
     return partial_bytes_->fetch_add(d, std::memory_order_relaxed) + d > max_total_partial_;
   }
   std::atomic<int>& in_flight() { return *in_flight_; }
+  const TlsContext* tls() const { return tls_.get(); }
+  // A connection's TLS failed (a handshake with a client the server does not trust, a bad
+  // record): logged at most once per 10 s.
+  void TlsFailed(const absl::Status& why);
   char* read_buffer() { return read_buffer_.data(); }
   size_t read_buffer_size() const { return read_buffer_.size(); }
 
@@ -128,6 +133,7 @@ class Loop {
   const uint32_t max_streams_;
   const size_t max_connection_partial_;
   const size_t max_total_partial_;
+  const std::shared_ptr<TlsContext> tls_;
   std::atomic<int>* in_flight_;
   std::atomic<size_t>* connections_;
   std::atomic<size_t>* partial_bytes_;
@@ -172,6 +178,7 @@ class Loop {
   std::chrono::milliseconds accept_delay_{0};
   std::chrono::steady_clock::time_point accept_resume_;
   ThrottledLog accept_log_;
+  ThrottledLog tls_log_;
   // Deadlines of calls that sent grpc-timeout, soonest first. An entry may outlive its call;
   // it is dropped when due, or swept with the other stale ones (AddDeadline).
   struct Deadline {

@@ -223,8 +223,10 @@ void Loop::ExpireDeadlines() {
 }
 
 void Loop::Refuse(int fd) {
-  const std::string out = RefusalFrames("too many open connections");
-  [[maybe_unused]] ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+  if (!tls_) {  // a TLS client cannot read frames before a handshake: it is only closed
+    const std::string out = RefusalFrames("too many open connections");
+    [[maybe_unused]] ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+  }
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
   Closed();
@@ -236,13 +238,20 @@ void Loop::Refuse(int fd) {
   }
 }
 
+void Loop::TlsFailed(const absl::Status& why) {
+  if (size_t held; tls_log_.Due(&held)) {
+    Log().warn("closed a connection: {} ({} more since the last message)",
+               std::string(why.message()), held);
+  }
+}
+
 void Loop::Adopt(int fd) {
   if (going_away_) {
     ::close(fd);
     Closed();
     return;
   }
-  auto conn = std::make_shared<Connection>(this, fd);
+  auto conn = std::make_shared<Connection>(this, fd, tls_.get());
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = conn.get();

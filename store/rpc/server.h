@@ -12,8 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/message_lite.h"
+#include "store/rpc/tls.h"
 
-// A gRPC server of our own: HTTP/2 (RFC 9113) over plain TCP, gRPC's framing of messages in
+// A gRPC server of our own: HTTP/2 (RFC 9113) over TCP, plain or TLS, gRPC's framing of messages in
 // DATA frames and its status in trailers, on one or more epoll event loops. It serves the
 // store's unary and bidirectional-streaming methods to any gRPC client (etcdctl's Go client,
 // gRPC C++ channels).
@@ -130,6 +131,8 @@ struct ServerOptions {
   // and on all of them. A call whose message takes them over either ends RESOURCE_EXHAUSTED.
   size_t max_connection_partial_bytes = 64 << 20;
   size_t max_total_partial_bytes = 1 << 30;
+  // Serve TLS with this (nullptr: plaintext).
+  std::shared_ptr<TlsContext> tls;
 };
 
 class Server {

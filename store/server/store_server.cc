@@ -1,5 +1,7 @@
 #include "store/server/store_server.h"
 
+#include <arpa/inet.h>
+
 #include "api/log.h"
 #include "fmt/format.h"
 #include "store/server/services.h"
@@ -24,7 +26,33 @@ constexpr size_t kMaxWaitingReads = 10000;
 
 }  // namespace
 
+bool IsLoopback(std::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, std::string(host).c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOptions& options) {
+  std::shared_ptr<rpc::TlsContext> tls;
+  if (!options.tls.cert_file.empty() || !options.tls.key_file.empty()) {
+    auto loaded = rpc::TlsContext::Load(options.tls);
+    if (!loaded.ok()) return loaded.status();
+    tls = *std::move(loaded);
+  } else if (options.tls.client_cert_auth || !options.tls.trusted_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a trusted CA file or client certificate authentication needs TLS (a certificate "
+        "file and a key file)");
+  } else if (!IsLoopback(options.listen)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} is not a loopback address: serving it needs TLS (a certificate file and a key "
+        "file)",
+        options.listen));
+  }
   std::unique_ptr<StoreServer> s(new StoreServer());
   auto store = mvcc::KvStore::Open(options.store);
   if (!store.ok()) return store.status();
@@ -51,6 +79,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   rpc_options.loops = options.io_threads;
   rpc_options.max_connections = options.max_connections;
   rpc_options.max_concurrent_streams = options.max_concurrent_streams;
+  rpc_options.tls = tls;
   // Larger messages are refused by the transport; the margin lets the services give etcd's
   // own message for sizes just above the limit.
   rpc_options.max_message_bytes = options.max_request_bytes + 512 * 1024;
@@ -61,10 +90,13 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   AddMaintenanceServices(*s->server_, s->ctx_);
   if (auto st = s->server_->Start(); !st.ok()) return st;
   s->address_ = s->server_->address();
-  s->ctx_.client_url = "http://" + s->address_;
+  s->ctx_.client_url = (tls ? "https://" : "http://") + s->address_;
   s->lessor_->Start();
   s->hub_->Start();
-  Log().info("mkube-store serving on {}", s->address_);
+  Log().info("mkube-store serving on {} ({})", s->address_,
+             !tls                           ? "plaintext"
+             : options.tls.client_cert_auth ? "TLS, client certificates required"
+                                            : "TLS");
   return s;
 }
 

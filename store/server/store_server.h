@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "store/lease/clock.h"
@@ -26,7 +27,13 @@ struct ServerOptions {
   size_t max_connections = 10000;
   // Calls open at once on one connection (more are refused, and gRPC clients wait).
   uint32_t max_concurrent_streams = 1000;
+  // Serve TLS (cert_file set), requiring client certificates if asked. Without it the store
+  // listens on loopback addresses only.
+  rpc::TlsOptions tls;
 };
+
+// Whether a listen address ("host:port", "[v6]:port") names this host's loopback only.
+bool IsLoopback(std::string_view listen);
 
 // mkube-store as a whole: the store, leases, the watch hub and etcd's gRPC services on them.
 class StoreServer {

@@ -6,13 +6,15 @@
 
 namespace mkube::testing {
 
-EtcdClient::EtcdClient(const std::string& address) {
+EtcdClient::EtcdClient(const std::string& address,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT32_MAX);
   // Servers under test start and restart all the time: reconnect quickly.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!credentials) credentials = grpc::InsecureChannelCredentials();
+  channel_ = grpc::CreateCustomChannel(address, credentials, args);
   kv_ = etcdserverpb::KV::NewStub(channel_);
   watch_ = etcdserverpb::Watch::NewStub(channel_);
   lease_ = etcdserverpb::Lease::NewStub(channel_);

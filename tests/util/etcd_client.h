@@ -15,7 +15,9 @@ namespace mkube::testing {
 
 class EtcdClient {
  public:
-  explicit EtcdClient(const std::string& address);
+  // Plaintext unless credentials are given.
+  explicit EtcdClient(const std::string& address,
+                      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   absl::StatusOr<etcdserverpb::PutResponse> Put(const std::string& key, const std::string& value,
                                                 int64_t lease = 0);
