@@ -12,22 +12,33 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_file() { for _ in $(seq 1 300); do [ -s "$1" ] && return; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 
-# start_etcd DIR: a single-member etcd on free loopback ports; sets etcd_pid and etcd_ep.
+# start_etcd DIR [TLS FLAGS]: a single-member etcd on free loopback ports; sets etcd_pid and
+# etcd_ep. TLS flags (etcd's --cert-file, --key-file, --trusted-ca-file, --client-cert-auth)
+# make it serve https; the health check then uses the CA's apiserver-etcd-client certificate.
 start_etcd() {
-  local cp pp
+  local dir=$1 cp pp scheme=http
+  shift
+  local check=()
+  if [ $# -gt 0 ]; then
+    scheme=https
+    local pki
+    pki=$(dirname "$2")
+    check=(--cacert "$pki/ca.crt" --cert "$pki/apiserver-etcd-client.crt"
+      --key "$pki/apiserver-etcd-client.key")
+  fi
   cp=$(free_port); pp=$(free_port)
-  etcd --data-dir "$1" --listen-client-urls "http://127.0.0.1:$cp" \
-    --advertise-client-urls "http://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
+  etcd --data-dir "$dir" --listen-client-urls "$scheme://127.0.0.1:$cp" \
+    --advertise-client-urls "$scheme://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
     --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "default=http://127.0.0.1:$pp" \
-    --log-level warn --logger zap >"$1.log" 2>&1 &
+    --log-level warn --logger zap "$@" >"$dir.log" 2>&1 &
   etcd_pid=$!
   pids+=($etcd_pid)
   etcd_ep=127.0.0.1:$cp
   for _ in $(seq 1 100); do
-    ETCDCTL_API=3 etcdctl --endpoints="$etcd_ep" endpoint health >/dev/null 2>&1 && return
+    ETCDCTL_API=3 etcdctl --endpoints="$scheme://$etcd_ep" "${check[@]}" endpoint health >/dev/null 2>&1 && return
     sleep 0.1
   done
-  echo "etcd did not start (see $1.log)" >&2
+  echo "etcd did not start (see $dir.log)" >&2
   exit 1
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs store_bench against mkube-store and a real etcd side by side (same machine, same
 # client, loopback, temp dirs, both syncing every write) and prints one table with ratios.
-#   tests/bench/run_store_bench.sh [--seconds S] [--rounds R] [--build DIR]
+#   tests/bench/run_store_bench.sh [--seconds S] [--rounds R] [--build DIR] [--tls]
+# --tls: both serve TLS and require client certificates (etcd's --client-cert-auth).
 # Each figure is the best of R interleaved rounds, so a noisy neighbour hurts both alike.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,12 +12,14 @@ rounds=2
 watchers=1000
 streams=10
 watch_puts=1000
+tls=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --watch-puts) watch_puts=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -26,10 +29,21 @@ command -v etcd >/dev/null || { echo "etcd (etcd-server) is not installed; run d
 
 source "$root/tests/bench/lib.sh"
 
+server_tls=()
+client_tls=()
+if [ "$tls" = 1 ]; then
+  "$root/deploy/lib/certs.sh" "$tmp/pki"
+  p=$tmp/pki
+  server_tls=(--cert-file "$p/store.crt" --key-file "$p/store.key" --trusted-ca-file "$p/ca.crt"
+    --client-cert-auth)
+  client_tls=(--cacert "$p/ca.crt" --cert "$p/apiserver-etcd-client.crt"
+    --key "$p/apiserver-etcd-client.key")
+fi
+
 start_mkube() {
   rm -rf "$tmp/mkube" "$tmp/mkube.addr"
   "$build/bin/mkube-store" --data-dir "$tmp/mkube" --listen 127.0.0.1:0 \
-    --address-file "$tmp/mkube.addr" --log-level warn >"$tmp/mkube.log" 2>&1 &
+    --address-file "$tmp/mkube.addr" --log-level warn "${server_tls[@]}" >"$tmp/mkube.log" 2>&1 &
   pids+=($!)
   mkube_pid=$!
   for _ in $(seq 1 100); do [ -s "$tmp/mkube.addr" ] && break; sleep 0.1; done
@@ -40,14 +54,14 @@ start_mkube() {
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 start_mkube
-start_etcd "$tmp/etcd"
+start_etcd "$tmp/etcd" "${server_tls[@]}"
 declare -A best
 run() {  # run SYSTEM LABEL ARGS...
   local sys=$1 label=$2; shift 2
   local ep=$mkube
   [ "$sys" = etcd ] && ep=$etcd_ep
   local line
-  line=$("$bench" --endpoint "$ep" "$@")
+  line=$("$bench" --endpoint "$ep" "${client_tls[@]}" "$@")
   local tp p50 p99
   tp=$(field "$line" throughput); p50=$(field "$line" p50_ms); p99=$(field "$line" p99_ms)
   local key="$sys|$label"
@@ -80,4 +94,5 @@ for l in "${labels[@]}"; do
     "${best["mkube|$l.p99"]}" "${best["etcd|$l.p99"]}"
 done
 echo "RSS after the run: mkube-store ${mkube_rss} MiB, etcd ${etcd_rss} MiB"
+[ "$tls" = 0 ] || echo "(TLS 1.3 both ways, client certificates required, RSA 2048 keys)"
 echo "(watch: events delivered per second to all watchers; latency from put to delivery)"

@@ -4,11 +4,13 @@
 //   store_bench --endpoint HOST:PORT put   --clients N --seconds S [--value-bytes B]
 //   store_bench --endpoint HOST:PORT range --clients N --seconds S
 //   store_bench --endpoint HOST:PORT watch --watchers N --streams K --puts P
+// With --cacert (and --cert/--key) it speaks TLS.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,12 +31,20 @@ int64_t NowNs() {
       .count();
 }
 
+// Plaintext, or TLS when --cacert is given.
+std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint, int index) {
   grpc::ChannelArguments args;
   // A distinct argument per index gives each channel its own connection.
   args.SetInt("mkube.bench.channel", index);
   args.SetMaxReceiveMessageSize(INT32_MAX);
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(endpoint, credentials, args);
 }
 
 double Percentile(std::vector<double>& v, double p) {
@@ -238,6 +248,10 @@ int main(int argc, char** argv) {
   double seconds = 3;
   app.add_option("--endpoint", endpoint)->capture_default_str();
   app.add_option("--value-bytes", value_bytes)->capture_default_str();
+  std::string cacert, cert, key;
+  app.add_option("--cacert", cacert, "TLS: the server's CA")->check(CLI::ExistingFile);
+  app.add_option("--cert", cert, "TLS: client certificate")->check(CLI::ExistingFile);
+  app.add_option("--key", key, "TLS: the client certificate's key")->check(CLI::ExistingFile);
   auto* put = app.add_subcommand("put", "durable put throughput and latency");
   put->add_option("--clients", clients)->capture_default_str();
   put->add_option("--seconds", seconds)->capture_default_str();
@@ -250,6 +264,13 @@ int main(int argc, char** argv) {
   watch->add_option("--puts", puts)->capture_default_str();
   app.require_subcommand(1);
   CLI11_PARSE(app, argc, argv);
+  if (!cacert.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Slurp(cacert);
+    if (!cert.empty()) ssl.pem_cert_chain = Slurp(cert);
+    if (!key.empty()) ssl.pem_private_key = Slurp(key);
+    credentials = grpc::SslCredentials(ssl);
+  }
   // As in the daemons: gRPC's mutexes are not checked for lock cycles on every acquisition.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (put->parsed()) RunUnary(endpoint, "put", clients, seconds, value_bytes);
