@@ -209,8 +209,14 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   }
   const bool non_root =
       sc && sc->has_run_as_non_root() ? sc->run_as_non_root() : psc.run_as_non_root();
-  if (non_root && id.uid == 0) {
-    return absl::FailedPreconditionError("container has runAsNonRoot and image will run as root");
+  if (non_root && id.uid == 0) {  // the kubelet's words, naming the pod as it does
+    const bool named = (sc && sc->has_run_as_user()) || psc.has_run_as_user();
+    return absl::FailedPreconditionError(
+        fmt::format("{} (pod: \"{}_{}({})\", container: {})",
+                    named ? "container's runAsUser breaks non-root policy"
+                          : "container has runAsNonRoot and image will run as root",
+                    pod.metadata().name(), pod.metadata().namespace_(), pod.metadata().uid(),
+                    container.name()));
   }
   id.groups.assign(psc.supplemental_groups().begin(), psc.supplemental_groups().end());
   if (psc.has_fs_group()) id.groups.push_back(psc.fs_group());

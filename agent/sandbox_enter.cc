@@ -187,6 +187,39 @@ bool Step(const MountStep& s, const std::string& path, std::string* error) {
   return false;
 }
 
+// As container runtimes do for all but privileged containers: the kernel's knobs under a
+// container's /proc read-only, and what tells of the node's memory, keys and timers hidden.
+bool MaskProc(const std::string& proc, std::string* error) {
+  for (const char* knob : {"sys", "sysrq-trigger", "irq", "bus", "fs"}) {
+    const std::string path = proc + "/" + knob;
+    if (access(path.c_str(), F_OK) != 0) continue;
+    if (mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        mount(nullptr, path.c_str(), nullptr,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      *error = Errno("make /proc/" + std::string(knob) + " read-only");
+      return false;
+    }
+  }
+  for (const char* secret : {"kcore", "keys", "timer_list", "sched_debug", "latency_stats"}) {
+    const std::string path = proc + "/" + secret;
+    if (access(path.c_str(), F_OK) != 0) continue;
+    if (mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      *error = Errno("hide /proc/" + std::string(secret));
+      return false;
+    }
+  }
+  for (const char* folder : {"acpi", "scsi"}) {
+    const std::string path = proc + "/" + folder;
+    if (access(path.c_str(), F_OK) != 0) continue;
+    if (mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=0") != 0) {
+      *error = Errno("hide /proc/" + std::string(folder));
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
@@ -208,6 +241,9 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     for (const auto& s : spec.steps) {
       const std::string path = (fs::path(root) / fs::path(s.target).relative_path()).string();
       if (!Step(s, path, error)) return false;
+      if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all && !MaskProc(path, error)) {
+        return false;
+      }
     }
     if (!spec.hostname.empty() && sethostname(spec.hostname.data(), spec.hostname.size()) != 0) {
       *error = Errno("sethostname");

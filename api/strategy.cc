@@ -17,20 +17,21 @@ namespace mkube::api {
 
 std::string QosClass(const PodSpec& spec) {
   bool any = false, guaranteed = true;
+  // A quantity of zero counts as none, as in Kubernetes' GetPodQOS.
+  auto amount = [](const auto& map, const char* r) -> int64_t {
+    auto it = map.find(r);
+    if (it == map.end()) return 0;
+    auto q = Quantity::Parse(it->second);
+    return q.ok() && q->milli() > 0 ? q->milli() : 0;
+  };
   auto look = [&](const Container& c) {
     for (const char* r : {"cpu", "memory"}) {
-      const auto& req = c.resources().requests();
-      const auto& lim = c.resources().limits();
-      auto rq = req.find(r);
-      auto lm = lim.find(r);
-      if (rq != req.end() || lm != lim.end()) any = true;
-      if (lm == lim.end()) {
-        guaranteed = false;
-        continue;
-      }
-      auto l = Quantity::Parse(lm->second);
-      auto q = rq == req.end() ? l : Quantity::Parse(rq->second);
-      if (!l.ok() || !q.ok() || l->milli() != q->milli()) guaranteed = false;
+      const int64_t limit = amount(c.resources().limits(), r);
+      const int64_t request = amount(c.resources().requests(), r);
+      if (limit > 0 || request > 0) any = true;
+      // A request left out defaults to the limit; one of zero is none, and so differs.
+      const bool asked = c.resources().requests().contains(r);
+      if (limit == 0 || (asked && request != limit)) guaranteed = false;
     }
   };
   for (const auto& c : spec.init_containers()) look(c);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
 namespace mkube::agent {
@@ -96,7 +97,15 @@ TEST(ResolveIdentity, RunAsNonRootRefusesRoot) {
   Image image;
   image.config.user = "0";
   auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
-  EXPECT_EQ(id.status().message(), "container has runAsNonRoot and image will run as root");
+  const std::string where = fmt::format("(pod: \"{}_{}({})\", container: {})",
+                                        pod.metadata().name(), pod.metadata().namespace_(),
+                                        pod.metadata().uid(), pod.spec().containers(0).name());
+  EXPECT_EQ(id.status().message(),
+            "container has runAsNonRoot and image will run as root " + where);
+  pod.mutable_spec()->mutable_security_context()->set_run_as_user(0);
+  EXPECT_EQ(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).status().message(),
+            "container's runAsUser breaks non-root policy " + where);
+  pod.mutable_spec()->mutable_security_context()->clear_run_as_user();
   image.config.user = "";  // the default user is not root
   EXPECT_TRUE(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).ok());
   image.config.user = "root";

@@ -254,6 +254,9 @@ TEST(QosClass, AsKubernetesWorksItOut) {
        "Burstable"},
       {"memory limit only", "{limits: {memory: 32Mi}}", "Burstable"},
       {"other resources do not count", "{limits: {ephemeral-storage: 1Gi}}", "BestEffort"},
+      {"zero counts as none", "{requests: {cpu: 0, memory: '0'}}", "BestEffort"},
+      {"a zero request beside limits", "{requests: {cpu: 0}, limits: {cpu: 1, memory: 1Gi}}",
+       "Burstable"},
   };
   for (const auto& c : cases) {
     Object obj = Decode(

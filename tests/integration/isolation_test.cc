@@ -11,6 +11,9 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/agent_fixture.h"
 #include "tests/util/eventually.h"
@@ -140,6 +143,42 @@ TEST_F(IsolationTest, APodSeesNeitherTheNodesSecretsNorOtherPodsFiles) {
   Ctl({"delete", "pod", "keeper", "snoop", "--grace-period=0"});
 }
 
+// Root in a container (uid 0 without capabilities) may still write what file modes allow:
+// the kernel's knobs under /proc are read-only and its secrets read empty; the node's files
+// are not there for root either. (Checked through the mount table, not by writing a knob.)
+TEST_F(IsolationTest, RootInAContainerFindsProcsKnobsReadOnlyAndNoNodeFiles) {
+  CreatePod("root-probe", R"(  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    securityContext: {runAsUser: 0}
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("root-probe", "Running"); }));
+  EXPECT_EQ(Exec("root-probe", "id -u").out, "0\n");
+  // (What this node's kernel has of them: sysrq-trigger and kcore are configured out of some.)
+  const std::string mounts = Exec("root-probe", "cat /proc/self/mounts").out;
+  for (const char* knob : {"/proc/sys", "/proc/sysrq-trigger"}) {
+    if (!std::filesystem::exists(knob)) continue;
+    bool read_only = false;
+    for (absl::string_view line : absl::StrSplit(mounts, '\n')) {
+      if (absl::StrContains(line, std::string(" ") + knob + " ")) {
+        read_only = absl::StrContains(line, " ro,");
+      }
+    }
+    EXPECT_TRUE(read_only) << knob << " in\n" << mounts;
+  }
+  for (const char* secret : {"/proc/kcore", "/proc/timer_list", "/proc/keys"}) {
+    if (!std::filesystem::exists(secret)) continue;
+    EXPECT_EQ(Exec("root-probe", fmt::format("wc -c < {}", secret)).out, "0\n") << secret;
+  }
+  auto r =
+      Exec("root-probe",
+           fmt::format("ls {} || ls {}", agent_->root(),
+                       std::filesystem::path(api_->agent_token_file()).parent_path().string()));
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  Ctl({"delete", "pod", "root-probe", "--grace-period=0"});
+}
+
 TEST_F(IsolationTest, ContainersRunAsTheirUserWithCapabilitiesDropped) {
   CreatePod("users",
             R"(  securityContext: {runAsUser: 1000, runAsGroup: 2000, supplementalGroups: [3000]}
@@ -181,8 +220,11 @@ TEST_F(IsolationTest, ContainersRunAsTheirUserWithCapabilitiesDropped) {
            p->status().container_statuses(0).state().waiting().reason() ==
                "CreateContainerConfigError";
   }));
-  EXPECT_EQ(GetPod("rooted")->status().container_statuses(0).state().waiting().message(),
-            "container has runAsNonRoot and image will run as root");
+  const api::Pod rooted = *GetPod("rooted");
+  EXPECT_EQ(rooted.status().container_statuses(0).state().waiting().message(),
+            fmt::format("container's runAsUser breaks non-root policy (pod: \"rooted_{}({})\", "
+                        "container: main)",
+                        rooted.metadata().namespace_(), rooted.metadata().uid()));
   Ctl({"delete", "pod", "users", "rooted", "--grace-period=0"});
 }
 
