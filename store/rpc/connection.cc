@@ -48,12 +48,7 @@ enum SettingId : uint16_t {
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kFrameHeader = 9;
-constexpr int64_t kStreamWindow = 4 << 20;   // what each stream may send us unacknowledged
-constexpr int64_t kConnWindow = 16 << 20;    // and the whole connection
-constexpr size_t kMaxHeaderList = 64 << 10;
 constexpr int64_t kMaxWindow = 0x7fffffff;
-// Stream data stops moving into a connection's output above this many unsent bytes.
-constexpr size_t kOutputHighWater = 1 << 20;
 // Framed output the client has not taken past which its input is no longer read (whatever
 // asked for the output: answers, acks, refusals), until half of it is gone. Answers beyond it
 // wait unframed (kOutputHighWater), bounded by the streams a connection may open.
@@ -61,9 +56,6 @@ constexpr size_t kReadPause = kOutputHighWater;
 // PING and SETTINGS acks waiting to be written past which the connection is closed (GOAWAY
 // ENHANCE_YOUR_CALM): a client that sends them and does not read is flooding.
 constexpr size_t kMaxQueuedAcks = 1000;
-// What a message waiting in a stream's queue costs beyond its bytes (its string, its slot),
-// so that the backlog limit bounds memory with small messages too.
-constexpr size_t kQueuedMessageCost = 64;
 
 uint32_t Read32(const char* p) {
   const auto* u = reinterpret_cast<const uint8_t*>(p);
@@ -85,7 +77,8 @@ void AppendFrameHeader(std::string* out, size_t length, uint8_t type, uint8_t fl
   Append32(out, stream & 0x7fffffff);
 }
 
-// gRPC percent-encodes grpc-message: bytes outside printable ASCII, and '%'.
+}  // namespace
+
 std::string PercentEncode(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
@@ -97,6 +90,8 @@ std::string PercentEncode(std::string_view s) {
   }
   return out;
 }
+
+namespace {
 
 const std::string& ResponseHeaders() {
   static const auto* block = [] {
@@ -138,6 +133,10 @@ std::string FrameMessage(const google::protobuf::MessageLite& message) {
 void Connection::Dirty() { loop_->MarkDirty(this); }
 
 void Connection::Open() {
+  if (loop_->nghttp2()) {
+    NgOpen();
+    return;
+  }
   // Our SETTINGS, then room for the connection to send kConnWindow unacknowledged.
   std::string settings;
   auto add = [&](uint16_t id, uint32_t value) {
@@ -176,7 +175,9 @@ void Connection::OnReadable() {
     }
     std::string_view data(buf, n);
     if (tls_ && !Decrypt(&data)) return;
-    if (in_.empty()) {
+    if (ng_) {
+      if (!NgReceive(data)) return;
+    } else if (in_.empty()) {
       const size_t used = Process(data);
       if (closed_) return;
       in_.assign(data.substr(used));
@@ -196,7 +197,7 @@ void Connection::OnReadable() {
     }
     if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
   }
-  if (!closed_) SendWindowUpdates(0, nullptr);
+  if (!closed_ && !ng_) SendWindowUpdates(0, nullptr);
   if (tls_ && tls_->closed()) Close();  // the client's close_notify, after what came before it
 }
 
@@ -292,6 +293,12 @@ std::string RefusalFrames(std::string_view why) {
 
 bool Connection::Fail(ErrorCode code, std::string_view why) {
   Log().debug("connection error {}: {}", static_cast<int>(code), why);
+  if (ng_) {
+    NgGoAway(code, why);
+    Flush();
+    Close();
+    return false;
+  }
   AppendFrameHeader(&out_, 8 + why.size(), kGoaway, 0, 0);
   Append32(&out_, last_stream_);
   Append32(&out_, code);
@@ -444,43 +451,38 @@ void Connection::OnWindowUpdate(uint32_t id, uint32_t increment) {
   if (it->second.blocked) PumpBlocked();
 }
 
+void Connection::RequestHeaders::Add(std::string_view name, std::string_view value) {
+  list_size += name.size() + value.size() + 32;
+  if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    malformed = "upper-case header name";
+  }
+  if (name.starts_with(":")) {
+    const int bit = name == ":method" ? 1 : name == ":scheme" ? 2 : name == ":path" ? 4 : 0;
+    if (regular_seen) malformed = "pseudo-header after a regular one";
+    if (name != ":authority" && (bit == 0 || (pseudo & bit))) {
+      malformed = "unknown or repeated pseudo-header";
+    }
+    pseudo |= bit;
+  } else {
+    regular_seen = true;
+  }
+  if (name == ":method") {
+    method.assign(value);
+  } else if (name == ":path") {
+    path.assign(value);
+  } else if (name == "content-type") {
+    content_type.assign(value);
+  } else if (name == "grpc-encoding" && value != "identity") {
+    encoding.assign(value);
+  } else if (name == "grpc-timeout") {
+    timeout.assign(value);
+  }
+}
+
 bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream) {
-  std::string path;
-  std::string content_type;
-  std::string encoding;
-  std::string timeout;
-  std::string method;
-  int pseudo = 0;              // :method, :scheme and :path seen, each once (a bit each)
-  std::string_view malformed;  // why the request is malformed (RFC 9113 8.2, 8.3)
-  bool regular_seen = false;
-  size_t list_size = 0;
-  absl::Status st = decoder_.Decode(block, [&](std::string_view name, std::string_view value) {
-    list_size += name.size() + value.size() + 32;
-    if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
-      malformed = "upper-case header name";
-    }
-    if (name.starts_with(":")) {
-      const int bit = name == ":method" ? 1 : name == ":scheme" ? 2 : name == ":path" ? 4 : 0;
-      if (regular_seen) malformed = "pseudo-header after a regular one";
-      if (name != ":authority" && (bit == 0 || (pseudo & bit))) {
-        malformed = "unknown or repeated pseudo-header";
-      }
-      pseudo |= bit;
-    } else {
-      regular_seen = true;
-    }
-    if (name == ":method") {
-      method.assign(value);
-    } else if (name == ":path") {
-      path.assign(value);
-    } else if (name == "content-type") {
-      content_type.assign(value);
-    } else if (name == "grpc-encoding" && value != "identity") {
-      encoding.assign(value);
-    } else if (name == "grpc-timeout") {
-      timeout.assign(value);
-    }
-  });
+  RequestHeaders h;
+  absl::Status st = decoder_.Decode(
+      block, [&](std::string_view name, std::string_view value) { h.Add(name, value); });
   if (!st.ok()) return Fail(kCompressionError, std::string(st.message()));
 
   if (streams_.contains(id)) {
@@ -493,60 +495,92 @@ bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream)
     return Fail(kProtocolError, "HEADERS on a closed or server stream");
   }
   last_stream_ = id;
-  if (malformed.empty() && pseudo != 7) malformed = "a request without :method, :scheme or :path";
-  if (!malformed.empty()) {
-    Log().debug("stream {}: malformed request: {}", id, malformed);
+  if (h.malformed.empty() && h.pseudo != 7) {
+    h.malformed = "a request without :method, :scheme or :path";
+  }
+  if (!h.malformed.empty()) {
+    Log().debug("stream {}: malformed request: {}", id, h.malformed);
     Reset(id, kProtocolError);
     return true;
   }
-  if (going_away_ || streams_.size() >= loop_->max_streams()) {
+  if (streams_.size() >= loop_->max_streams()) {
     Reset(id, kRefusedStream);
     return true;
   }
-  if (list_size > kMaxHeaderList) {
-    Answer(id, absl::ResourceExhaustedError("header list too large"));
-    return true;
-  }
-  if (!content_type.starts_with("application/grpc")) {
-    std::string reply;
-    hpack::EncodeLiteral(8, "415", &reply);  // :status 415
-    AppendHeaderBlock(id, reply, true);
-    return true;
-  }
-  if (method != "POST") {  // as gRPC's servers answer it
-    std::string reply;
-    hpack::EncodeLiteral(8, "405", &reply);  // :status 405
-    hpack::EncodeLiteral("content-type", "application/grpc", &reply);
-    AppendStatus(absl::InternalError(fmt::format(
-                     "Received a HEADERS frame with :method \"{}\" which should be POST", method)),
-                 &reply);
-    AppendHeaderBlock(id, reply, true);
-    return true;
-  }
-  auto m = loop_->methods().find(path);
-  if (m == loop_->methods().end()) {
-    Answer(id, absl::UnimplementedError(fmt::format("unknown method {}", path)));
-    return true;
-  }
-  std::optional<std::chrono::nanoseconds> deadline;
-  if (!timeout.empty() && !(deadline = ParseGrpcTimeout(timeout))) {
-    Answer(id, absl::InternalError(fmt::format("malformed grpc-timeout: {}", timeout)));
-    return true;
-  }
-  if (deadline) loop_->AddDeadline(std::chrono::steady_clock::now() + *deadline, this, id);
-  Stream& s = streams_[id];
-  s.method = &m->second;
-  s.encoding = std::move(encoding);
-  s.send_window = peer_initial_window_;
-  if (s.method->stream) {
-    s.server = std::make_shared<ServerStream>(shared_from_this(), id);
-    s.handler = s.method->stream(s.server);
-  }
+  StartCall(id, h);
   if (end_stream) {
     std::string_view none;
     return OnDataFrame(id, kEndStream, none);
   }
   return true;
+}
+
+void Connection::StartCall(uint32_t id, RequestHeaders& h) {
+  if (going_away_) {
+    Reset(id, kRefusedStream);
+    return;
+  }
+  if (h.list_size > kMaxHeaderList) {
+    Answer(id, absl::ResourceExhaustedError("header list too large"));
+    return;
+  }
+  if (!h.content_type.starts_with("application/grpc")) {
+    ReplyHttpError(id, "415", nullptr);
+    return;
+  }
+  if (h.method != "POST") {  // as gRPC's servers answer it
+    const absl::Status why = absl::InternalError(
+        fmt::format("Received a HEADERS frame with :method \"{}\" which should be POST", h.method));
+    ReplyHttpError(id, "405", &why);
+    return;
+  }
+  auto m = loop_->methods().find(h.path);
+  if (m == loop_->methods().end()) {
+    Answer(id, absl::UnimplementedError(fmt::format("unknown method {}", h.path)));
+    return;
+  }
+  std::optional<std::chrono::nanoseconds> deadline;
+  if (!h.timeout.empty() && !(deadline = ParseGrpcTimeout(h.timeout))) {
+    Answer(id, absl::InternalError(fmt::format("malformed grpc-timeout: {}", h.timeout)));
+    return;
+  }
+  if (deadline) loop_->AddDeadline(std::chrono::steady_clock::now() + *deadline, this, id);
+  Stream& s = streams_[id];
+  s.method = &m->second;
+  s.encoding = std::move(h.encoding);
+  s.send_window = peer_initial_window_;
+  if (s.method->stream) {
+    s.server = std::make_shared<ServerStream>(shared_from_this(), id);
+    s.handler = s.method->stream(s.server);
+  }
+}
+
+void Connection::ReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc) {
+  if (ng_) {
+    NgReplyHttpError(id, http_status, grpc);
+    return;
+  }
+  std::string reply;
+  hpack::EncodeLiteral(8, http_status, &reply);  // :status (static index 8)
+  if (grpc) {
+    hpack::EncodeLiteral("content-type", "application/grpc", &reply);
+    AppendStatus(*grpc, &reply);
+  }
+  AppendHeaderBlock(id, reply, true);
+}
+
+void Connection::HalfClose(uint32_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  Stream& t = it->second;
+  t.remote_closed = true;
+  if (!t.in.empty()) {
+    Answer(id, absl::InternalError("the request ends inside a message"));
+  } else if (t.handler) {
+    t.handler->OnHalfClose();
+  } else if (!t.dispatched) {
+    Answer(id, absl::InternalError("the request has no message"));
+  }
 }
 
 bool Connection::OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload) {
@@ -573,18 +607,10 @@ bool Connection::OnDataFrame(uint32_t id, uint8_t flags, std::string_view payloa
   // The handlers may have ended the stream.
   it = streams_.find(id);
   if (it == streams_.end()) return true;
-  Stream& t = it->second;
   if (flags & kEndStream) {
-    t.remote_closed = true;
-    if (!t.in.empty()) {
-      Answer(id, absl::InternalError("the request ends inside a message"));
-    } else if (t.handler) {
-      t.handler->OnHalfClose();
-    } else if (!t.dispatched) {
-      Answer(id, absl::InternalError("the request has no message"));
-    }
+    HalfClose(id);
   } else {
-    SendWindowUpdates(id, &t);
+    SendWindowUpdates(id, &it->second);
   }
   return true;
 }
@@ -673,6 +699,10 @@ void Connection::SendWindowUpdates(uint32_t id, Stream* s) {
 }
 
 void Connection::Reset(uint32_t id, ErrorCode code) {
+  if (ng_) {
+    NgReset(id, code);
+    return;
+  }
   AppendFrameHeader(&out_, 4, kRstStream, 0, id);
   Append32(&out_, code);
   Dirty();
@@ -700,6 +730,10 @@ void Connection::AppendHeaderBlock(uint32_t id, const std::string& block, bool e
 }
 
 void Connection::Answer(uint32_t id, const absl::Status& status) {
+  if (ng_) {
+    NgAnswer(id, status);
+    return;
+  }
   auto it = streams_.find(id);
   std::string block;
   if (it == streams_.end() || !it->second.headers_sent) block = ResponseHeaders();
@@ -726,6 +760,10 @@ void Connection::Forget(uint32_t id) {
 }
 
 void Connection::Pump(uint32_t id, Stream& s) {
+  if (ng_) {
+    NgPump(id, s);
+    return;
+  }
   const size_t framed_before = out_.size();
   bool held = false;  // by a flow-control window or by the output's high water
   while (!s.pending.empty()) {
@@ -760,11 +798,7 @@ void Connection::Pump(uint32_t id, Stream& s) {
   }
   // Whatever was framed goes out with this round's writes, held or not.
   if (out_.size() != framed_before) Dirty();
-  if (s.server && s.server->armed_.load(std::memory_order_acquire) &&
-      s.server->queued_bytes() <= s.server->low_ &&
-      s.server->armed_.exchange(false, std::memory_order_acq_rel)) {
-    s.server->drained_();
-  }
+  NotifyDrained(s);
   if (held) {
     if (!s.blocked) {
       s.blocked = true;
@@ -778,6 +812,14 @@ void Connection::Pump(uint32_t id, Stream& s) {
     AppendStatus(s.final_status, &block);
     AppendHeaderBlock(id, block, true);
     Forget(id);
+  }
+}
+
+void Connection::NotifyDrained(Stream& s) {
+  if (s.server && s.server->armed_.load(std::memory_order_acquire) &&
+      s.server->queued_bytes() <= s.server->low_ &&
+      s.server->armed_.exchange(false, std::memory_order_acq_rel)) {
+    s.server->drained_();
   }
 }
 
@@ -855,6 +897,11 @@ void Connection::Deliver(Outgoing& o) {
 void Connection::GoAway() {
   if (going_away_ || closed_) return;
   going_away_ = true;
+  if (ng_) {
+    NgGoAway(kNoError, "");
+    Dirty();
+    return;
+  }
   AppendFrameHeader(&out_, 8, kGoaway, 0, 0);
   Append32(&out_, last_stream_);
   Append32(&out_, kNoError);
@@ -862,6 +909,7 @@ void Connection::GoAway() {
 }
 
 void Connection::Flush() {
+  if (ng_ && !closed_) NgSend();
   if (closed_ || (tls_ && !Encrypt())) return;
   // What goes on the socket: the frames, or with TLS their records.
   std::string& wire = tls_ ? tls_->output() : out_;

@@ -15,6 +15,8 @@
 #include "store/rpc/server.h"
 #include "store/rpc/tls.h"
 
+typedef struct nghttp2_session nghttp2_session;
+
 // The transport's inside: one connection's HTTP/2, and what crosses to its loop.
 namespace mkube::store::rpc {
 
@@ -31,6 +33,17 @@ enum ErrorCode : uint32_t {
 };
 inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
 inline constexpr int64_t kDefaultWindow = 65535;
+inline constexpr int64_t kStreamWindow = 4 << 20;  // what each stream may send us unacknowledged
+inline constexpr int64_t kConnWindow = 16 << 20;   // and the whole connection
+inline constexpr size_t kMaxHeaderList = 64 << 10;
+// Stream data stops moving into a connection's output above this many unsent bytes.
+inline constexpr size_t kOutputHighWater = 1 << 20;
+// What a message waiting in a stream's queue costs beyond its bytes (its string, its slot),
+// so that the backlog limit bounds memory with small messages too.
+inline constexpr size_t kQueuedMessageCost = 64;
+
+// gRPC's percent-encoding of grpc-message: bytes outside printable ASCII, and '%'.
+std::string PercentEncode(std::string_view s);
 
 // A grpc-timeout header's value (1 to 8 digits and a unit: H M S m u n), or nullopt if it is
 // not one.
@@ -67,9 +80,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         fd_(fd),
         decoder_(4096),
         tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr) {}
-  ~Connection() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  ~Connection();
 
   void Open();
   void OnReadable();
@@ -98,6 +109,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool headers_sent = false;
     bool finish_pending = false;
     bool blocked = false;
+    bool deferred = false;  // nghttp2: the stream's data source waits for more to send
     absl::Status final_status;
     // Framed messages not yet (wholly) in DATA frames: at most one answer for a unary call,
     // at most max_stream_messages() for a stream (Deliver ends it beyond); in bytes, counted
@@ -108,10 +120,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::unique_ptr<StreamHandler> handler;
   };
 
+  // What a request's header block says (RFC 9113 8.2, 8.3 checked as fields arrive).
+  struct RequestHeaders {
+    void Add(std::string_view name, std::string_view value);
+    std::string path, content_type, encoding, timeout, method;
+    int pseudo = 0;              // :method, :scheme and :path seen, each once (a bit each)
+    std::string_view malformed;  // why the request is malformed
+    bool regular_seen = false;
+    size_t list_size = 0;
+  };
+  friend struct NgCallbacks;
+
   // Frames of the input; the number of bytes used, or an error (connection error code set).
   size_t Process(std::string_view in);
   bool OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_view payload);
   bool OnHeaders(uint32_t id, std::string_view block, bool end_stream);
+  // A well-formed request's call begins (or is answered at once: unknown method, ...).
+  void StartCall(uint32_t id, RequestHeaders& h);
+  // An answer that is an HTTP status other than 200 (with a gRPC status if given).
+  void ReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc);
+  // The client sends no more on the call.
+  void HalfClose(uint32_t id);
   bool OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload);
   void OnMessages(uint32_t id, Stream& s, std::string_view data);
   bool OnSettings(uint8_t flags, std::string_view payload);
@@ -173,6 +202,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint32_t continuing_ = 0;
   bool continuing_end_stream_ = false;
   std::string header_block_;
+
+  // The nghttp2 core (ServerOptions::nghttp2, connection_ng.cc) instead of our framing: it
+  // reads and writes the frames, the rest (calls, messages, limits, output) is shared.
+  nghttp2_session* ng_ = nullptr;
+  absl::flat_hash_map<uint32_t, RequestHeaders> ng_requests_;  // header blocks arriving
+  void NgOpen();
+  // Input to nghttp2; false once the connection is closed.
+  bool NgReceive(std::string_view data);
+  // Frames nghttp2 has ready, into out_.
+  void NgSend();
+  void NgPump(uint32_t id, Stream& s);
+  void NgAnswer(uint32_t id, const absl::Status& status);
+  void NgReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc);
+  void NgGoAway(ErrorCode code, std::string_view why);
+  void NgReset(uint32_t id, ErrorCode code);
+  // nghttp2's data source of a stream: its messages, then its trailers.
+  ssize_t NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags);
+  // After a stream's queue shrank: its drained callback, if armed and due.
+  void NotifyDrained(Stream& s);
 
   int64_t send_window_ = kDefaultWindow;
   int64_t recv_unacked_ = 0;

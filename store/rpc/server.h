@@ -131,6 +131,8 @@ struct ServerOptions {
   // and on all of them. A call whose message takes them over either ends RESOURCE_EXHAUSTED.
   size_t max_connection_partial_bytes = 64 << 20;
   size_t max_total_partial_bytes = 1 << 30;
+  // HTTP/2 framing, HPACK and flow control by libnghttp2 (false: our own, for comparison).
+  bool nghttp2 = true;
   // Serve TLS with this (nullptr: plaintext).
   std::shared_ptr<TlsContext> tls;
 };

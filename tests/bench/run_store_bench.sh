@@ -3,6 +3,8 @@
 # client, loopback, temp dirs, both syncing every write) and prints one table with ratios.
 #   tests/bench/run_store_bench.sh [--seconds S] [--rounds R] [--build DIR] [--tls]
 # --tls: both serve TLS and require client certificates (etcd's --client-cert-auth).
+# --peer nghttp2: the peer is mkube-store itself with --http2-core nghttp2 instead of etcd
+# (the "etcd" columns are then that store's).
 # Each figure is the best of R interleaved rounds, so a noisy neighbour hurts both alike.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,6 +15,7 @@ watchers=1000
 streams=10
 watch_puts=1000
 tls=0
+peer=etcd
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -20,12 +23,14 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --watch-puts) watch_puts=$2; shift 2 ;;
     --tls) tls=1; shift ;;
+    --peer) peer=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 bench=$build/bench/store_bench
 [ -x "$bench" ] || { echo "build first: $bench is missing" >&2; exit 1; }
-command -v etcd >/dev/null || { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
+[ "$peer" != etcd ] || command -v etcd >/dev/null ||
+  { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
 
 source "$root/tests/bench/lib.sh"
 
@@ -40,21 +45,35 @@ if [ "$tls" = 1 ]; then
     --key "$p/apiserver-etcd-client.key")
 fi
 
-start_mkube() {
-  rm -rf "$tmp/mkube" "$tmp/mkube.addr"
-  "$build/bin/mkube-store" --data-dir "$tmp/mkube" --listen 127.0.0.1:0 \
-    --address-file "$tmp/mkube.addr" --log-level warn "${server_tls[@]}" >"$tmp/mkube.log" 2>&1 &
+# start_store NAME [FLAGS...]: a mkube-store in $tmp/NAME; sets store_pid and store_addr.
+start_store() {
+  local name=$1
+  shift
+  rm -rf "${tmp:?}/$name" "$tmp/$name.addr"
+  "$build/bin/mkube-store" --data-dir "$tmp/$name" --listen 127.0.0.1:0 \
+    --address-file "$tmp/$name.addr" --log-level warn "${server_tls[@]}" "$@" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
-  mkube_pid=$!
-  for _ in $(seq 1 100); do [ -s "$tmp/mkube.addr" ] && break; sleep 0.1; done
-  mkube=$(cat "$tmp/mkube.addr")
+  store_pid=$!
+  for _ in $(seq 1 100); do [ -s "$tmp/$name.addr" ] && break; sleep 0.1; done
+  store_addr=$(cat "$tmp/$name.addr")
+}
+start_mkube() {
+  start_store mkube
+  mkube_pid=$store_pid
+  mkube=$store_addr
 }
 
 # field LINE NAME -> value of NAME= in LINE
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 start_mkube
-start_etcd "$tmp/etcd" "${server_tls[@]}"
+if [ "$peer" = nghttp2 ]; then
+  start_store nghttp2 --http2-core nghttp2
+  etcd_pid=$store_pid
+  etcd_ep=$store_addr
+else
+  start_etcd "$tmp/etcd" "${server_tls[@]}"
+fi
 declare -A best
 run() {  # run SYSTEM LABEL ARGS...
   local sys=$1 label=$2; shift 2
@@ -95,4 +114,5 @@ for l in "${labels[@]}"; do
 done
 echo "RSS after the run: mkube-store ${mkube_rss} MiB, etcd ${etcd_rss} MiB"
 [ "$tls" = 0 ] || echo "(TLS 1.3 both ways, client certificates required, RSA 2048 keys)"
+[ "$peer" = etcd ] || echo "(the etcd columns are mkube-store with --http2-core $peer)"
 echo "(watch: events delivered per second to all watchers; latency from put to delivery)"

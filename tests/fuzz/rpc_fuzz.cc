@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,10 +72,18 @@ int Connect(const std::string& address) {
   sockaddr_in from{};
   from.sin_family = AF_INET;
   from.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | (next++ & 0xffff));
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    std::perror("connect");
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+    std::perror("bind");
     std::abort();
+  }
+  // libFuzzer's watchdog signals may interrupt connect, which then goes on by itself.
+  while (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 && errno != EISCONN) {
+    if (errno != EINTR && errno != EALREADY) {
+      std::perror("connect");
+      std::abort();
+    }
+    pollfd p{fd, POLLOUT, 0};
+    poll(&p, 1, 100);
   }
   // Closed with a reset: no TIME_WAIT left behind by thousands of runs a second.
   const linger hard{1, 0};

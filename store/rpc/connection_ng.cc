@@ -1,0 +1,295 @@
+// The nghttp2 core of a connection: libnghttp2 reads and writes the HTTP/2 frames (framing,
+// HPACK, flow control, RFC 9113's checks) on memory buffers; calls, messages, limits and the
+// connection's output are Connection's own, shared with our framing.
+#include <nghttp2/nghttp2.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "api/log.h"
+#include "fmt/format.h"
+#include "store/rpc/connection.h"
+#include "store/rpc/loop.h"
+
+namespace mkube::store::rpc {
+namespace {
+
+spdlog::logger& Log() {
+  static spdlog::logger& logger = log::Logger("rpc");
+  return logger;
+}
+
+nghttp2_nv Field(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+// A status as trailer fields; the strings they point into live in `code` and `message`.
+void StatusFields(const absl::Status& st, std::string* code, std::string* message,
+                  std::vector<nghttp2_nv>* out) {
+  *code = std::to_string(static_cast<int>(st.code()));
+  out->push_back(Field("grpc-status", *code));
+  if (!st.ok() && !st.message().empty()) {
+    *message = PercentEncode(std::string(st.message()));
+    out->push_back(Field("grpc-message", *message));
+  }
+}
+
+}  // namespace
+
+struct NgCallbacks {
+  static Connection* Of(void* user) { return static_cast<Connection*>(user); }
+
+  static int BeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      Of(user)->ng_requests_[frame->hd.stream_id];
+    }
+    return 0;
+  }
+
+  static int Header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                    size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* user) {
+    Connection* c = Of(user);
+    auto it = c->ng_requests_.find(frame->hd.stream_id);
+    if (it == c->ng_requests_.end()) return 0;  // a client's trailers: nothing in them counts
+    it->second.Add(std::string_view(reinterpret_cast<const char*>(name), namelen),
+                   std::string_view(reinterpret_cast<const char*>(value), valuelen));
+    return 0;
+  }
+
+  static int FrameReceived(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    Connection* c = Of(user);
+    if (c->closed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    const uint32_t id = frame->hd.stream_id;
+    const bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+      auto it = c->ng_requests_.find(id);
+      if (it != c->ng_requests_.end()) {
+        Connection::RequestHeaders h = std::move(it->second);
+        c->ng_requests_.erase(it);
+        c->last_stream_ = id;
+        c->StartCall(id, h);  // nghttp2 has checked the request's form
+      }
+    }
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) && end) {
+      c->HalfClose(id);
+    }
+    return 0;
+  }
+
+  static int DataChunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t len,
+                       void* user) {
+    Connection* c = Of(user);
+    if (c->closed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    auto it = c->streams_.find(id);
+    if (it == c->streams_.end() || it->second.finish_pending) return 0;
+    c->OnMessages(id, it->second, std::string_view(reinterpret_cast<const char*>(data), len));
+    return 0;
+  }
+
+  static int StreamClosed(nghttp2_session*, int32_t id, uint32_t, void* user) {
+    Connection* c = Of(user);
+    c->ng_requests_.erase(id);
+    c->Forget(id);
+    return 0;
+  }
+
+  static int Error(nghttp2_session*, int, const char* message, size_t len, void*) {
+    Log().debug("HTTP/2: {}", std::string_view(message, len));
+    return 0;
+  }
+
+  static ssize_t Read(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
+                      nghttp2_data_source*, void* user) {
+    return Of(user)->NgRead(id, buf, length, flags);
+  }
+};
+
+Connection::~Connection() {
+  if (ng_) nghttp2_session_del(ng_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::NgOpen() {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, NgCallbacks::BeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, NgCallbacks::Header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, NgCallbacks::FrameReceived);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, NgCallbacks::DataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, NgCallbacks::StreamClosed);
+  nghttp2_session_callbacks_set_error_callback2(callbacks, NgCallbacks::Error);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  nghttp2_option_set_max_outbound_ack(option, 1000);
+  nghttp2_session_server_new2(&ng_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, loop_->max_streams()},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<uint32_t>(kMaxHeaderList)},
+  };
+  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<int32_t>(kConnWindow));
+  Dirty();
+}
+
+bool Connection::NgReceive(std::string_view data) {
+  const ssize_t n =
+      nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  if (closed_) return false;
+  if (n < 0) {
+    Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
+    if (n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) Flush();  // the GOAWAY nghttp2 queued
+    Close();
+    return false;
+  }
+  NgSend();
+  if (closed_) return false;
+  if (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)) {
+    Flush();
+    Close();
+    return false;
+  }
+  return true;
+}
+
+void Connection::NgSend() {
+  for (;;) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(ng_, &data);
+    if (n < 0) {
+      Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
+      Close();
+      return;
+    }
+    if (n == 0) return;
+    out_.append(reinterpret_cast<const char*>(data), n);
+    Dirty();
+  }
+}
+
+ssize_t Connection::NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  Stream& s = it->second;
+  if (Unsent() > kOutputHighWater && !s.pending.empty()) {
+    s.deferred = true;
+    if (!s.blocked) {
+      s.blocked = true;
+      blocked_.push_back(id);
+    }
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  size_t n = 0;
+  while (n < length && !s.pending.empty()) {
+    const std::string& m = s.pending.front();
+    const size_t take = std::min(length - n, m.size() - s.pending_offset);
+    std::memcpy(buf + n, m.data() + s.pending_offset, take);
+    n += take;
+    s.pending_offset += take;
+    pending_bytes_ -= take;
+    if (s.server) s.server->queued_.fetch_sub(take, std::memory_order_acq_rel);
+    if (s.pending_offset == m.size()) {
+      s.pending.pop_front();
+      s.pending_offset = 0;
+      pending_bytes_ -= kQueuedMessageCost;
+    }
+  }
+  NotifyDrained(s);
+  if (!s.pending.empty()) return static_cast<ssize_t>(n);
+  if (s.finish_pending) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    std::string code, message;
+    std::vector<nghttp2_nv> trailers;
+    StatusFields(s.final_status, &code, &message, &trailers);
+    nghttp2_submit_trailer(ng_, id, trailers.data(), trailers.size());
+  } else if (n == 0) {
+    s.deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+void Connection::NgPump(uint32_t id, Stream& s) {
+  if (!s.headers_sent) {
+    s.headers_sent = true;
+    const nghttp2_nv headers[] = {Field(":status", "200"),
+                                  Field("content-type", "application/grpc")};
+    nghttp2_data_provider source{};
+    source.read_callback = NgCallbacks::Read;
+    nghttp2_submit_response(ng_, id, headers, std::size(headers), &source);
+  } else if (s.deferred) {
+    s.deferred = false;
+    nghttp2_session_resume_data(ng_, id);
+  }
+  Dirty();
+}
+
+void Connection::NgAnswer(uint32_t id, const absl::Status& status) {
+  auto it = streams_.find(id);
+  if (it != streams_.end() && it->second.headers_sent) {
+    // The answer's headers are out: the messages not begun are dropped and the status
+    // follows as trailers, at once (HEADERS are not held by flow control), or after the rest
+    // of a message half sent.
+    Stream& s = it->second;
+    size_t dropped = 0;
+    while (s.pending.size() > (s.pending_offset > 0 ? 1 : 0)) {
+      dropped += s.pending.back().size();
+      pending_bytes_ -= s.pending.back().size() + kQueuedMessageCost;
+      s.pending.pop_back();
+    }
+    if (s.server) s.server->queued_.fetch_sub(dropped, std::memory_order_acq_rel);
+    s.finish_pending = true;
+    s.final_status = status;
+    if (!s.pending.empty()) {
+      NgPump(id, s);
+      return;
+    }
+    std::string code, message;
+    std::vector<nghttp2_nv> trailers;
+    StatusFields(status, &code, &message, &trailers);
+    nghttp2_submit_trailer(ng_, id, trailers.data(), trailers.size());
+    Forget(id);
+    Dirty();
+    return;
+  }
+  // Trailers-only: one HEADERS frame that ends the stream.
+  std::string code, message;
+  std::vector<nghttp2_nv> fields = {Field(":status", "200"),
+                                    Field("content-type", "application/grpc")};
+  StatusFields(status, &code, &message, &fields);
+  nghttp2_submit_response(ng_, id, fields.data(), fields.size(), nullptr);
+  Forget(id);
+  Dirty();
+}
+
+void Connection::NgReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc) {
+  std::string code, message;
+  std::vector<nghttp2_nv> fields = {Field(":status", http_status)};
+  if (grpc) {
+    fields.push_back(Field("content-type", "application/grpc"));
+    StatusFields(*grpc, &code, &message, &fields);
+  }
+  nghttp2_submit_response(ng_, id, fields.data(), fields.size(), nullptr);
+  Dirty();
+}
+
+void Connection::NgReset(uint32_t id, ErrorCode code) {
+  nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, code);
+  Forget(id);
+  Dirty();
+}
+
+void Connection::NgGoAway(ErrorCode code, std::string_view why) {
+  nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_), code,
+                        reinterpret_cast<const uint8_t*>(why.data()), why.size());
+}
+
+}  // namespace mkube::store::rpc
