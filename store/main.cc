@@ -91,10 +91,6 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_flag("--client-cert-auth", options.tls.client_cert_auth,
                "Require a client certificate signed by --trusted-ca-file");
-  std::string core = "nghttp2";
-  app.add_option("--http2-core", core, "HTTP/2 framing, HPACK and flow control: own or nghttp2")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"own", "nghttp2"}));
   app.add_option("--address-file", address_file, "Write the bound address to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
@@ -104,7 +100,6 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   options.max_request_bytes = static_cast<size_t>(max_request_bytes);
-  options.nghttp2 = core == "nghttp2";
   options.progress_interval = std::chrono::milliseconds(progress_ms);
   mkube::log::Setup("store", spdlog::level::from_str(log_level));
   RaiseOpenFileLimit();

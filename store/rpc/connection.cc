@@ -19,62 +19,14 @@ spdlog::logger& Log() {
   return logger;
 }
 
-// Frame types, flags and settings of RFC 9113.
-enum FrameType : uint8_t {
-  kData = 0,
-  kHeaders = 1,
-  kPriority = 2,
-  kRstStream = 3,
-  kSettings = 4,
-  kPushPromise = 5,
-  kPing = 6,
-  kGoaway = 7,
-  kWindowUpdate = 8,
-  kContinuation = 9,
-};
-constexpr uint8_t kEndStream = 0x1;
-constexpr uint8_t kAck = 0x1;
-constexpr uint8_t kEndHeaders = 0x4;
-constexpr uint8_t kPadded = 0x8;
-constexpr uint8_t kPriorityFlag = 0x20;
-enum SettingId : uint16_t {
-  kHeaderTableSize = 1,
-  kEnablePush = 2,
-  kMaxConcurrentStreams = 3,
-  kInitialWindowSize = 4,
-  kMaxFrameSize = 5,
-  kMaxHeaderListSize = 6,
-};
-
-constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-constexpr size_t kFrameHeader = 9;
-constexpr int64_t kMaxWindow = 0x7fffffff;
 // Framed output the client has not taken past which its input is no longer read (whatever
 // asked for the output: answers, acks, refusals), until half of it is gone. Answers beyond it
 // wait unframed (kOutputHighWater), bounded by the streams a connection may open.
 constexpr size_t kReadPause = kOutputHighWater;
-// PING and SETTINGS acks waiting to be written past which the connection is closed (GOAWAY
-// ENHANCE_YOUR_CALM): a client that sends them and does not read is flooding.
-constexpr size_t kMaxQueuedAcks = 1000;
 
 uint32_t Read32(const char* p) {
   const auto* u = reinterpret_cast<const uint8_t*>(p);
   return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
-}
-
-void Append32(std::string* out, uint32_t v) {
-  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                     static_cast<char>(v >> 8), static_cast<char>(v)};
-  out->append(b, 4);
-}
-
-void AppendFrameHeader(std::string* out, size_t length, uint8_t type, uint8_t flags,
-                       uint32_t stream) {
-  const char b[5] = {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
-                     static_cast<char>(length), static_cast<char>(type),
-                     static_cast<char>(flags)};
-  out->append(b, 5);
-  Append32(out, stream & 0x7fffffff);
 }
 
 }  // namespace
@@ -90,30 +42,6 @@ std::string PercentEncode(std::string_view s) {
   }
   return out;
 }
-
-namespace {
-
-const std::string& ResponseHeaders() {
-  static const auto* block = [] {
-    auto* b = new std::string("\x88");  // :status 200 (static index 8)
-    hpack::EncodeLiteral(31, "application/grpc", b);  // content-type (static index 31)
-    return b;
-  }();
-  return *block;
-}
-
-void AppendStatus(const absl::Status& st, std::string* block) {
-  if (st.ok()) {
-    hpack::EncodeLiteral("grpc-status", "0", block);
-    return;
-  }
-  hpack::EncodeLiteral("grpc-status", std::to_string(static_cast<int>(st.code())), block);
-  if (!st.message().empty()) {
-    hpack::EncodeLiteral("grpc-message", PercentEncode(std::string(st.message())), block);
-  }
-}
-
-}  // namespace
 
 std::string NewFrame(size_t size) {
   std::string out(5 + size, '\0');
@@ -131,28 +59,6 @@ std::string FrameMessage(const google::protobuf::MessageLite& message) {
 }
 
 void Connection::Dirty() { loop_->MarkDirty(this); }
-
-void Connection::Open() {
-  if (loop_->nghttp2()) {
-    NgOpen();
-    return;
-  }
-  // Our SETTINGS, then room for the connection to send kConnWindow unacknowledged.
-  std::string settings;
-  auto add = [&](uint16_t id, uint32_t value) {
-    settings.push_back(static_cast<char>(id >> 8));
-    settings.push_back(static_cast<char>(id));
-    Append32(&settings, value);
-  };
-  add(kMaxConcurrentStreams, loop_->max_streams());
-  add(kInitialWindowSize, kStreamWindow);
-  add(kMaxHeaderListSize, kMaxHeaderList);
-  AppendFrameHeader(&out_, settings.size(), kSettings, 0, 0);
-  out_ += settings;
-  AppendFrameHeader(&out_, 4, kWindowUpdate, 0, 0);
-  Append32(&out_, kConnWindow - kDefaultWindow);
-  Dirty();
-}
 
 void Connection::OnReadable() {
   if (read_paused_) {  // only an error or the peer's end gets here: nothing is read now
@@ -175,18 +81,7 @@ void Connection::OnReadable() {
     }
     std::string_view data(buf, n);
     if (tls_ && !Decrypt(&data)) return;
-    if (ng_) {
-      if (!NgReceive(data)) return;
-    } else if (in_.empty()) {
-      const size_t used = Process(data);
-      if (closed_) return;
-      in_.assign(data.substr(used));
-    } else {
-      in_.append(data);
-      const size_t used = Process(in_);
-      if (closed_) return;
-      in_.erase(0, used);
-    }
+    if (!Receive(data)) return;
     // What the input asked for without reading it: ping and settings acks, refusals. (Only
     // the frames: an answer larger than the limit, sent while its client reads, is allowed.)
     if (OverLimit(Unsent())) return;
@@ -197,7 +92,6 @@ void Connection::OnReadable() {
     }
     if (static_cast<size_t>(n) < loop_->read_buffer_size()) break;
   }
-  if (!closed_ && !ng_) SendWindowUpdates(0, nullptr);
   if (tls_ && tls_->closed()) Close();  // the client's close_notify, after what came before it
 }
 
@@ -227,34 +121,6 @@ bool Connection::Encrypt() {
   return true;
 }
 
-size_t Connection::Process(std::string_view in) {
-  size_t pos = 0;
-  if (!preface_seen_) {
-    const size_t n = std::min(in.size(), kPreface.size());
-    if (in.substr(0, n) != kPreface.substr(0, n)) {
-      Log().debug("not an HTTP/2 client; closing");
-      Close();
-      return 0;
-    }
-    if (n < kPreface.size()) return 0;
-    preface_seen_ = true;
-    pos = kPreface.size();
-  }
-  while (!closed_ && in.size() - pos >= kFrameHeader) {
-    const auto* h = reinterpret_cast<const uint8_t*>(in.data() + pos);
-    const size_t length = (size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2];
-    if (length > kDefaultFrameSize) {
-      Fail(kFrameSizeError, "frame larger than SETTINGS_MAX_FRAME_SIZE");
-      return pos;
-    }
-    if (in.size() - pos < kFrameHeader + length) break;
-    const uint32_t id = Read32(in.data() + pos + 5) & 0x7fffffff;
-    if (!OnFrame(h[3], h[4], id, in.substr(pos + kFrameHeader, length))) return pos;
-    pos += kFrameHeader + length;
-  }
-  return pos;
-}
-
 std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value) {
   using namespace std::chrono;
   if (value.size() < 2 || value.size() > 9) return std::nullopt;
@@ -281,191 +147,16 @@ std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value)
   }
 }
 
-std::string RefusalFrames(std::string_view why) {
-  std::string out;
-  AppendFrameHeader(&out, 0, kSettings, 0, 0);  // every server connection starts with one
-  AppendFrameHeader(&out, 8 + why.size(), kGoaway, 0, 0);
-  Append32(&out, 0);
-  Append32(&out, kEnhanceYourCalm);
-  out.append(why);
-  return out;
-}
-
 bool Connection::Fail(ErrorCode code, std::string_view why) {
   Log().debug("connection error {}: {}", static_cast<int>(code), why);
-  if (ng_) {
-    NgGoAway(code, why);
-    Flush();
-    Close();
-    return false;
-  }
-  AppendFrameHeader(&out_, 8 + why.size(), kGoaway, 0, 0);
-  Append32(&out_, last_stream_);
-  Append32(&out_, code);
-  out_.append(why);
+  SendGoAway(code, why);
   Flush();
   Close();
   return false;
 }
 
-// Strips padding (and a HEADERS frame's priority fields) from a payload.
-static bool Unpad(uint8_t flags, bool priority, std::string_view* payload) {
-  if (flags & kPadded) {
-    if (payload->empty()) return false;
-    const size_t pad = static_cast<uint8_t>((*payload)[0]);
-    payload->remove_prefix(1);
-    if (pad > payload->size()) return false;
-    payload->remove_suffix(pad);
-  }
-  if (priority) {
-    if (payload->size() < 5) return false;
-    payload->remove_prefix(5);
-  }
-  return true;
-}
-
-bool Connection::OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_view payload) {
-  if (continuing_ != 0 && (type != kContinuation || id != continuing_)) {
-    return Fail(kProtocolError, "expected CONTINUATION");
-  }
-  switch (type) {
-    case kData:
-      return OnDataFrame(id, flags, payload);
-    case kHeaders: {
-      if (id == 0 || !Unpad(flags, flags & kPriorityFlag, &payload)) {
-        return Fail(kProtocolError, "malformed HEADERS");
-      }
-      if (!(flags & kEndHeaders)) {
-        continuing_ = id;
-        continuing_end_stream_ = flags & kEndStream;
-        header_block_.assign(payload);
-        return true;
-      }
-      return OnHeaders(id, payload, flags & kEndStream);
-    }
-    case kContinuation: {
-      if (continuing_ == 0) return Fail(kProtocolError, "unexpected CONTINUATION");
-      header_block_.append(payload);
-      if (header_block_.size() > kMaxHeaderList * 2) {
-        return Fail(kProtocolError, "header block too large");
-      }
-      if (!(flags & kEndHeaders)) return true;
-      continuing_ = 0;
-      std::string block = std::move(header_block_);
-      header_block_.clear();
-      return OnHeaders(id, block, continuing_end_stream_);
-    }
-    case kPriority:  // deprecated, and ignored, but still checked (RFC 9113 6.3)
-      if (id == 0) return Fail(kProtocolError, "PRIORITY on stream 0");
-      if (payload.size() != 5) Reset(id, kFrameSizeError);
-      return true;
-    case kRstStream:
-      if (id == 0 || payload.size() != 4) return Fail(kProtocolError, "malformed RST_STREAM");
-      Forget(id);
-      return true;
-    case kSettings:
-      if (id != 0) return Fail(kProtocolError, "SETTINGS on a stream");
-      return OnSettings(flags, payload);
-    case kPushPromise:
-      return Fail(kProtocolError, "PUSH_PROMISE from a client");
-    case kPing:
-      if (id != 0 || payload.size() != 8) return Fail(kProtocolError, "malformed PING");
-      if (!(flags & kAck)) {
-        if (++queued_acks_ > kMaxQueuedAcks) return Fail(kEnhanceYourCalm, "too many PINGs");
-        AppendFrameHeader(&out_, 8, kPing, kAck, 0);
-        out_.append(payload);
-        Dirty();
-      }
-      return true;
-    case kGoaway:
-      return true;  // the client closes when it is done
-    case kWindowUpdate: {
-      if (payload.size() != 4) return Fail(kFrameSizeError, "malformed WINDOW_UPDATE");
-      const uint32_t inc = Read32(payload.data()) & 0x7fffffff;
-      if (inc == 0) {
-        if (id == 0) return Fail(kProtocolError, "WINDOW_UPDATE of 0");
-        Reset(id, kProtocolError);
-        return true;
-      }
-      if (id == 0 && send_window_ + inc > kMaxWindow) {
-        return Fail(kFlowControlError, "window above 2^31-1");
-      }
-      OnWindowUpdate(id, inc);
-      return true;
-    }
-    default:
-      return true;  // unknown frame types are ignored
-  }
-}
-
-bool Connection::OnSettings(uint8_t flags, std::string_view payload) {
-  if (flags & kAck) {
-    if (!payload.empty()) return Fail(kFrameSizeError, "SETTINGS ACK with a payload");
-    return true;
-  }
-  if (payload.size() % 6 != 0) return Fail(kFrameSizeError, "malformed SETTINGS");
-  for (size_t i = 0; i < payload.size(); i += 6) {
-    const uint16_t key = (static_cast<uint8_t>(payload[i]) << 8) | static_cast<uint8_t>(payload[i + 1]);
-    const uint32_t value = Read32(payload.data() + i + 2);
-    switch (key) {
-      case kInitialWindowSize: {
-        if (value > kMaxWindow) return Fail(kFlowControlError, "initial window above 2^31-1");
-        const int64_t delta = static_cast<int64_t>(value) - peer_initial_window_;
-        peer_initial_window_ = value;
-        for (auto& [sid, s] : streams_) s.send_window += delta;
-        break;
-      }
-      case kMaxFrameSize:
-        if (value < kDefaultFrameSize || value > 16777215) {
-          return Fail(kProtocolError, "bad SETTINGS_MAX_FRAME_SIZE");
-        }
-        peer_max_frame_ = value;
-        break;
-      case kEnablePush:
-        if (value > 1) return Fail(kProtocolError, "bad SETTINGS_ENABLE_PUSH");
-        break;
-      default:
-        break;  // our encoder keeps no table; the rest do not bind a server
-    }
-  }
-  if (++queued_acks_ > kMaxQueuedAcks) return Fail(kEnhanceYourCalm, "too many SETTINGS");
-  AppendFrameHeader(&out_, 0, kSettings, kAck, 0);
-  Dirty();
-  PumpBlocked();
-  return true;
-}
-
-void Connection::OnWindowUpdate(uint32_t id, uint32_t increment) {
-  if (id == 0) {
-    send_window_ += increment;
-    PumpBlocked();
-    return;
-  }
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  if (it->second.send_window + increment > kMaxWindow) {
-    Reset(id, kFlowControlError);
-    return;
-  }
-  it->second.send_window += increment;
-  if (it->second.blocked) PumpBlocked();
-}
-
 void Connection::RequestHeaders::Add(std::string_view name, std::string_view value) {
   list_size += name.size() + value.size() + 32;
-  if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
-    malformed = "upper-case header name";
-  }
-  if (name.starts_with(":")) {
-    const int bit = name == ":method" ? 1 : name == ":scheme" ? 2 : name == ":path" ? 4 : 0;
-    if (regular_seen) malformed = "pseudo-header after a regular one";
-    if (name != ":authority" && (bit == 0 || (pseudo & bit))) {
-      malformed = "unknown or repeated pseudo-header";
-    }
-    pseudo |= bit;
-  } else {
-    regular_seen = true;
-  }
   if (name == ":method") {
     method.assign(value);
   } else if (name == ":path") {
@@ -477,42 +168,6 @@ void Connection::RequestHeaders::Add(std::string_view name, std::string_view val
   } else if (name == "grpc-timeout") {
     timeout.assign(value);
   }
-}
-
-bool Connection::OnHeaders(uint32_t id, std::string_view block, bool end_stream) {
-  RequestHeaders h;
-  absl::Status st = decoder_.Decode(
-      block, [&](std::string_view name, std::string_view value) { h.Add(name, value); });
-  if (!st.ok()) return Fail(kCompressionError, std::string(st.message()));
-
-  if (streams_.contains(id)) {
-    // Trailers from the client: gRPC clients send none, but they end its side.
-    if (!end_stream) return Fail(kProtocolError, "HEADERS in the middle of a stream");
-    std::string_view none;
-    return OnDataFrame(id, kEndStream, none);
-  }
-  if (id % 2 == 0 || id <= last_stream_) {
-    return Fail(kProtocolError, "HEADERS on a closed or server stream");
-  }
-  last_stream_ = id;
-  if (h.malformed.empty() && h.pseudo != 7) {
-    h.malformed = "a request without :method, :scheme or :path";
-  }
-  if (!h.malformed.empty()) {
-    Log().debug("stream {}: malformed request: {}", id, h.malformed);
-    Reset(id, kProtocolError);
-    return true;
-  }
-  if (streams_.size() >= loop_->max_streams()) {
-    Reset(id, kRefusedStream);
-    return true;
-  }
-  StartCall(id, h);
-  if (end_stream) {
-    std::string_view none;
-    return OnDataFrame(id, kEndStream, none);
-  }
-  return true;
 }
 
 void Connection::StartCall(uint32_t id, RequestHeaders& h) {
@@ -548,25 +203,10 @@ void Connection::StartCall(uint32_t id, RequestHeaders& h) {
   Stream& s = streams_[id];
   s.method = &m->second;
   s.encoding = std::move(h.encoding);
-  s.send_window = peer_initial_window_;
   if (s.method->stream) {
     s.server = std::make_shared<ServerStream>(shared_from_this(), id);
     s.handler = s.method->stream(s.server);
   }
-}
-
-void Connection::ReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc) {
-  if (ng_) {
-    NgReplyHttpError(id, http_status, grpc);
-    return;
-  }
-  std::string reply;
-  hpack::EncodeLiteral(8, http_status, &reply);  // :status (static index 8)
-  if (grpc) {
-    hpack::EncodeLiteral("content-type", "application/grpc", &reply);
-    AppendStatus(*grpc, &reply);
-  }
-  AppendHeaderBlock(id, reply, true);
 }
 
 void Connection::HalfClose(uint32_t id) {
@@ -581,38 +221,6 @@ void Connection::HalfClose(uint32_t id) {
   } else if (!t.dispatched) {
     Answer(id, absl::InternalError("the request has no message"));
   }
-}
-
-bool Connection::OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload) {
-  if (id == 0) return Fail(kProtocolError, "DATA on stream 0");
-  recv_unacked_ += payload.size();
-  if (recv_unacked_ > kConnWindow) return Fail(kFlowControlError, "data beyond the window");
-  if (!Unpad(flags, false, &payload)) return Fail(kProtocolError, "malformed DATA");
-  auto it = streams_.find(id);
-  if (it == streams_.end()) {
-    if (id > last_stream_) return Fail(kProtocolError, "DATA on an idle stream");
-    return true;  // a stream we ended: its data is dropped
-  }
-  Stream& s = it->second;
-  if (s.remote_closed) {  // half-closed (remote): RFC 9113 5.1
-    Reset(id, kStreamClosed);
-    return true;
-  }
-  s.recv_unacked += payload.size();
-  if (s.recv_unacked > kStreamWindow) {
-    Reset(id, kFlowControlError);
-    return true;
-  }
-  if (!payload.empty()) OnMessages(id, s, payload);
-  // The handlers may have ended the stream.
-  it = streams_.find(id);
-  if (it == streams_.end()) return true;
-  if (flags & kEndStream) {
-    HalfClose(id);
-  } else {
-    SendWindowUpdates(id, &it->second);
-  }
-  return true;
 }
 
 void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
@@ -683,65 +291,6 @@ bool Connection::Buffered(int64_t delta) {
   return loop_->AddPartial(delta);
 }
 
-void Connection::SendWindowUpdates(uint32_t id, Stream* s) {
-  if (recv_unacked_ >= kConnWindow / 2) {
-    AppendFrameHeader(&out_, 4, kWindowUpdate, 0, 0);
-    Append32(&out_, static_cast<uint32_t>(recv_unacked_));
-    recv_unacked_ = 0;
-    Dirty();
-  }
-  if (s && s->recv_unacked >= kStreamWindow / 2) {
-    AppendFrameHeader(&out_, 4, kWindowUpdate, 0, id);
-    Append32(&out_, static_cast<uint32_t>(s->recv_unacked));
-    s->recv_unacked = 0;
-    Dirty();
-  }
-}
-
-void Connection::Reset(uint32_t id, ErrorCode code) {
-  if (ng_) {
-    NgReset(id, code);
-    return;
-  }
-  AppendFrameHeader(&out_, 4, kRstStream, 0, id);
-  Append32(&out_, code);
-  Dirty();
-  Forget(id);
-}
-
-void Connection::AppendHeaderBlock(uint32_t id, const std::string& block, bool end_stream) {
-  const uint8_t end = end_stream ? kEndStream : 0;
-  if (block.size() <= peer_max_frame_) {
-    AppendFrameHeader(&out_, block.size(), kHeaders, end | kEndHeaders, id);
-    out_ += block;
-  } else {
-    size_t pos = 0;
-    while (pos < block.size()) {
-      const size_t n = std::min<size_t>(peer_max_frame_, block.size() - pos);
-      const bool last = pos + n == block.size();
-      const uint8_t type = pos == 0 ? kHeaders : kContinuation;
-      const uint8_t flags = (pos == 0 ? end : 0) | (last ? kEndHeaders : 0);
-      AppendFrameHeader(&out_, n, type, flags, id);
-      out_.append(block, pos, n);
-      pos += n;
-    }
-  }
-  Dirty();
-}
-
-void Connection::Answer(uint32_t id, const absl::Status& status) {
-  if (ng_) {
-    NgAnswer(id, status);
-    return;
-  }
-  auto it = streams_.find(id);
-  std::string block;
-  if (it == streams_.end() || !it->second.headers_sent) block = ResponseHeaders();
-  AppendStatus(status, &block);
-  AppendHeaderBlock(id, block, true);
-  Forget(id);
-}
-
 void Connection::Expire(uint32_t id) {
   if (!streams_.contains(id)) return;
   Answer(id, absl::DeadlineExceededError("context deadline exceeded"));
@@ -757,62 +306,6 @@ void Connection::Forget(uint32_t id) {
   pending_bytes_ += s.pending_offset;  // already framed
   if (s.dispatched) loop_->in_flight().fetch_sub(1, std::memory_order_relaxed);
   if (s.handler) s.handler->OnClose();
-}
-
-void Connection::Pump(uint32_t id, Stream& s) {
-  if (ng_) {
-    NgPump(id, s);
-    return;
-  }
-  const size_t framed_before = out_.size();
-  bool held = false;  // by a flow-control window or by the output's high water
-  while (!s.pending.empty()) {
-    if (Unsent() > kOutputHighWater) {
-      held = true;
-      break;
-    }
-    const std::string& m = s.pending.front();
-    const int64_t left = static_cast<int64_t>(m.size() - s.pending_offset);
-    const int64_t n = std::min({left, s.send_window, send_window_,
-                                static_cast<int64_t>(peer_max_frame_)});
-    if (n <= 0) {
-      held = true;
-      break;
-    }
-    if (!s.headers_sent) {
-      AppendHeaderBlock(id, ResponseHeaders(), false);
-      s.headers_sent = true;
-    }
-    AppendFrameHeader(&out_, n, kData, 0, id);
-    out_.append(m, s.pending_offset, n);
-    s.send_window -= n;
-    send_window_ -= n;
-    s.pending_offset += n;
-    pending_bytes_ -= n;
-    if (s.server) s.server->queued_.fetch_sub(n, std::memory_order_acq_rel);
-    if (s.pending_offset == m.size()) {
-      s.pending.pop_front();
-      s.pending_offset = 0;
-      pending_bytes_ -= kQueuedMessageCost;
-    }
-  }
-  // Whatever was framed goes out with this round's writes, held or not.
-  if (out_.size() != framed_before) Dirty();
-  NotifyDrained(s);
-  if (held) {
-    if (!s.blocked) {
-      s.blocked = true;
-      blocked_.push_back(id);
-    }
-    return;
-  }
-  if (s.finish_pending) {
-    std::string block;
-    if (!s.headers_sent) block = ResponseHeaders();
-    AppendStatus(s.final_status, &block);
-    AppendHeaderBlock(id, block, true);
-    Forget(id);
-  }
 }
 
 void Connection::NotifyDrained(Stream& s) {
@@ -876,17 +369,12 @@ void Connection::Deliver(Outgoing& o) {
       s.pending.push_back(std::move(o.data));
       break;
     case Outgoing::kFinish:
+      if (!o.status.ok()) {  // an error drops the messages not begun and ends the call now
+        Answer(o.stream, o.status);
+        return;
+      }
       s.finish_pending = true;
       s.final_status = std::move(o.status);
-      if (!s.final_status.ok()) {  // an error drops the messages not begun
-        size_t dropped = 0;
-        while (s.pending.size() > (s.pending_offset > 0 ? 1 : 0)) {
-          dropped += s.pending.back().size();
-          pending_bytes_ -= s.pending.back().size() + kQueuedMessageCost;
-          s.pending.pop_back();
-        }
-        if (s.server) s.server->queued_.fetch_sub(dropped, std::memory_order_acq_rel);
-      }
       break;
     default:
       return;
@@ -897,19 +385,12 @@ void Connection::Deliver(Outgoing& o) {
 void Connection::GoAway() {
   if (going_away_ || closed_) return;
   going_away_ = true;
-  if (ng_) {
-    NgGoAway(kNoError, "");
-    Dirty();
-    return;
-  }
-  AppendFrameHeader(&out_, 8, kGoaway, 0, 0);
-  Append32(&out_, last_stream_);
-  Append32(&out_, kNoError);
+  SendGoAway(kNoError, "");
   Dirty();
 }
 
 void Connection::Flush() {
-  if (ng_ && !closed_) NgSend();
+  if (!closed_) TakeFrames();
   if (closed_ || (tls_ && !Encrypt())) return;
   // What goes on the socket: the frames, or with TLS their records.
   std::string& wire = tls_ ? tls_->output() : out_;
@@ -933,7 +414,6 @@ void Connection::Flush() {
     wire.erase(0, pos);
     pos = 0;
   }
-  if (!rest && Unsent() == 0) queued_acks_ = 0;
   if (read_paused_ && Unsent() <= kReadPause / 2) read_paused_ = false;
   const uint32_t events =
       (read_paused_ ? 0u : uint32_t{EPOLLIN}) | (rest ? uint32_t{EPOLLOUT} : 0u);
@@ -959,7 +439,6 @@ void Connection::Close() {
   for (auto& [id, s] : streams_) ids.push_back(id);
   for (uint32_t id : ids) Forget(id);
   out_.clear();
-  in_.clear();
   loop_->Retire(shared_from_this());
 }
 

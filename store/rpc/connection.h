@@ -11,28 +11,21 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "store/rpc/hpack.h"
 #include "store/rpc/server.h"
 #include "store/rpc/tls.h"
 
 typedef struct nghttp2_session nghttp2_session;
 
-// The transport's inside: one connection's HTTP/2, and what crosses to its loop.
+// The transport's inside: one connection (its HTTP/2 by libnghttp2), and what crosses to its
+// loop.
 namespace mkube::store::rpc {
 
-// What the Connection declaration needs of RFC 9113; the rest stays in connection.cc.
+// The error codes of RFC 9113 the connection sends itself.
 enum ErrorCode : uint32_t {
   kNoError = 0,
-  kProtocolError = 1,
-  kFlowControlError = 3,
-  kFrameSizeError = 6,
   kRefusedStream = 7,
-  kStreamClosed = 5,
-  kCompressionError = 9,
   kEnhanceYourCalm = 11,  // gRPC clients report RESOURCE_EXHAUSTED
 };
-inline constexpr uint32_t kDefaultFrameSize = 16384;  // we never ask for larger frames
-inline constexpr int64_t kDefaultWindow = 65535;
 inline constexpr int64_t kStreamWindow = 4 << 20;  // what each stream may send us unacknowledged
 inline constexpr int64_t kConnWindow = 16 << 20;   // and the whole connection
 inline constexpr size_t kMaxHeaderList = 64 << 10;
@@ -76,10 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // With tls, the connection speaks TLS (a handshake first).
   Connection(Loop* loop, int fd, const TlsContext* tls)
-      : loop_(loop),
-        fd_(fd),
-        decoder_(4096),
-        tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr) {}
+      : loop_(loop), fd_(fd), tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr) {}
   ~Connection();
 
   void Open();
@@ -102,14 +92,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const Server::Method* method = nullptr;
     std::string in;  // the start of a request message not yet whole
     std::string encoding;  // grpc-encoding, when not identity: none is supported
-    int64_t send_window = kDefaultWindow;
-    int64_t recv_unacked = 0;
     bool remote_closed = false;
     bool dispatched = false;  // unary: the request went to its handler
-    bool headers_sent = false;
+    bool headers_sent = false;  // the answer's HEADERS (and its data source) are submitted
     bool finish_pending = false;
-    bool blocked = false;
-    bool deferred = false;  // nghttp2: the stream's data source waits for more to send
+    bool blocked = false;   // held by the connection's output high water (in blocked_)
+    bool deferred = false;  // its data source waits for more to send
     absl::Status final_status;
     // Framed messages not yet (wholly) in DATA frames: at most one answer for a unary call,
     // at most max_stream_messages() for a stream (Deliver ends it beyond); in bytes, counted
@@ -120,40 +108,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::unique_ptr<StreamHandler> handler;
   };
 
-  // What a request's header block says (RFC 9113 8.2, 8.3 checked as fields arrive).
+  // What a request's header fields say that the call needs (nghttp2 has checked the rest).
   struct RequestHeaders {
     void Add(std::string_view name, std::string_view value);
     std::string path, content_type, encoding, timeout, method;
-    int pseudo = 0;              // :method, :scheme and :path seen, each once (a bit each)
-    std::string_view malformed;  // why the request is malformed
-    bool regular_seen = false;
     size_t list_size = 0;
   };
-  friend struct NgCallbacks;
+  friend struct Http2Callbacks;
 
-  // Frames of the input; the number of bytes used, or an error (connection error code set).
-  size_t Process(std::string_view in);
-  bool OnFrame(uint8_t type, uint8_t flags, uint32_t id, std::string_view payload);
-  bool OnHeaders(uint32_t id, std::string_view block, bool end_stream);
-  // A well-formed request's call begins (or is answered at once: unknown method, ...).
+  // Input for nghttp2; false once the connection is closed.
+  bool Receive(std::string_view data);
+  // The frames nghttp2 has ready, into out_.
+  void TakeFrames();
+  // A request's call begins (or is answered at once: unknown method, ...).
   void StartCall(uint32_t id, RequestHeaders& h);
   // An answer that is an HTTP status other than 200 (with a gRPC status if given).
   void ReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc);
   // The client sends no more on the call.
   void HalfClose(uint32_t id);
-  bool OnDataFrame(uint32_t id, uint8_t flags, std::string_view payload);
   void OnMessages(uint32_t id, Stream& s, std::string_view data);
-  bool OnSettings(uint8_t flags, std::string_view payload);
-  void OnWindowUpdate(uint32_t id, uint32_t increment);
   bool Fail(ErrorCode code, std::string_view why);
+  void SendGoAway(ErrorCode code, std::string_view why);
 
-  // Ends the call now with status (no message), then forgets the stream.
+  // Ends the call now with status: trailers after what has begun of a message, else at once
+  // (Trailers-Only if nothing was sent); messages not begun are dropped.
   void Answer(uint32_t id, const absl::Status& status);
+  // The stream's answer goes on: its HEADERS and data source, or more for the source to send.
   void Pump(uint32_t id, Stream& s);
   void PumpBlocked();
-  void AppendHeaderBlock(uint32_t id, const std::string& block, bool end_stream);
+  // nghttp2's data source of a stream: its messages, then its trailers.
+  ssize_t ReadData(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags);
+  // After a stream's queue shrank: its drained callback, if armed and due.
+  void NotifyDrained(Stream& s);
   void Forget(uint32_t id);
-  void SendWindowUpdates(uint32_t id, Stream* s);
   void Reset(uint32_t id, ErrorCode code);
   // Ends a stream whose queue is full.
   void Overflow(uint32_t id, Stream& s);
@@ -176,11 +163,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Loop* loop_;
   int fd_;
-  hpack::Decoder decoder_;
+  nghttp2_session* session_ = nullptr;
   std::unique_ptr<TlsSession> tls_;
   std::string plain_;    // TLS: the plaintext of the last input
   size_t wire_pos_ = 0;  // TLS: how much of tls_->output() is sent
-  std::string in_;  // input not yet a whole frame
   // Frames not yet written; bounded with pending_bytes_ (Backlog()).
   std::string out_;
   size_t out_pos_ = 0;
@@ -190,42 +176,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t partial_bytes_ = 0;
   uint32_t events_ = 1;       // what epoll watches for: EPOLLIN (1), EPOLLOUT when output waits
   bool read_paused_ = false;  // too much output unsent: input is not read (kReadPause)
-  size_t queued_acks_ = 0;    // PING and SETTINGS acks since the output was last all sent
-  bool preface_seen_ = false;
   bool closed_ = false;
   bool going_away_ = false;
 
   absl::flat_hash_map<uint32_t, Stream> streams_;
+  absl::flat_hash_map<uint32_t, RequestHeaders> requests_;  // header blocks arriving
   std::vector<uint32_t> blocked_;
-  uint32_t last_stream_ = 0;
-  // A header block continued in CONTINUATION frames.
-  uint32_t continuing_ = 0;
-  bool continuing_end_stream_ = false;
-  std::string header_block_;
-
-  // The nghttp2 core (ServerOptions::nghttp2, connection_ng.cc) instead of our framing: it
-  // reads and writes the frames, the rest (calls, messages, limits, output) is shared.
-  nghttp2_session* ng_ = nullptr;
-  absl::flat_hash_map<uint32_t, RequestHeaders> ng_requests_;  // header blocks arriving
-  void NgOpen();
-  // Input to nghttp2; false once the connection is closed.
-  bool NgReceive(std::string_view data);
-  // Frames nghttp2 has ready, into out_.
-  void NgSend();
-  void NgPump(uint32_t id, Stream& s);
-  void NgAnswer(uint32_t id, const absl::Status& status);
-  void NgReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc);
-  void NgGoAway(ErrorCode code, std::string_view why);
-  void NgReset(uint32_t id, ErrorCode code);
-  // nghttp2's data source of a stream: its messages, then its trailers.
-  ssize_t NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags);
-  // After a stream's queue shrank: its drained callback, if armed and due.
-  void NotifyDrained(Stream& s);
-
-  int64_t send_window_ = kDefaultWindow;
-  int64_t recv_unacked_ = 0;
-  int64_t peer_initial_window_ = kDefaultWindow;
-  uint32_t peer_max_frame_ = kDefaultFrameSize;
 };
 
 }  // namespace mkube::store::rpc

@@ -61,7 +61,7 @@ class Loop {
         max_connection_partial_(options.max_connection_partial_bytes),
         max_total_partial_(options.max_total_partial_bytes),
         tls_(options.tls),
-        nghttp2_(options.nghttp2),
+
         in_flight_(in_flight),
         connections_(connections),
         partial_bytes_(partial_bytes) {}
@@ -95,7 +95,7 @@ class Loop {
   }
   std::atomic<int>& in_flight() { return *in_flight_; }
   const TlsContext* tls() const { return tls_.get(); }
-  bool nghttp2() const { return nghttp2_; }
+
   // A connection's TLS failed (a handshake with a client the server does not trust, a bad
   // record): logged at most once per 10 s.
   void TlsFailed(const absl::Status& why);
@@ -136,7 +136,6 @@ class Loop {
   const size_t max_connection_partial_;
   const size_t max_total_partial_;
   const std::shared_ptr<TlsContext> tls_;
-  const bool nghttp2_;
   std::atomic<int>* in_flight_;
   std::atomic<size_t>* connections_;
   std::atomic<size_t>* partial_bytes_;

@@ -14,8 +14,9 @@
 #include "google/protobuf/message_lite.h"
 #include "store/rpc/tls.h"
 
-// A gRPC server of our own: HTTP/2 (RFC 9113) over TCP, plain or TLS, gRPC's framing of messages in
-// DATA frames and its status in trailers, on one or more epoll event loops. It serves the
+// A gRPC server of our own: HTTP/2 (RFC 9113, by libnghttp2 on memory buffers) over TCP, plain
+// or TLS, gRPC's framing of messages in DATA frames and its status in trailers, on one or more
+// epoll event loops that do every read and write. It serves the
 // store's unary and bidirectional-streaming methods to any gRPC client (etcdctl's Go client,
 // gRPC C++ channels).
 //
@@ -131,8 +132,6 @@ struct ServerOptions {
   // and on all of them. A call whose message takes them over either ends RESOURCE_EXHAUSTED.
   size_t max_connection_partial_bytes = 64 << 20;
   size_t max_total_partial_bytes = 1 << 30;
-  // HTTP/2 framing, HPACK and flow control by libnghttp2 (false: our own, for comparison).
-  bool nghttp2 = true;
   // Serve TLS with this (nullptr: plaintext).
   std::shared_ptr<TlsContext> tls;
 };

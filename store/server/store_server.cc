@@ -80,7 +80,6 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   rpc_options.max_connections = options.max_connections;
   rpc_options.max_concurrent_streams = options.max_concurrent_streams;
   rpc_options.tls = tls;
-  rpc_options.nghttp2 = options.nghttp2;
   // Larger messages are refused by the transport; the margin lets the services give etcd's
   // own message for sizes just above the limit.
   rpc_options.max_message_bytes = options.max_request_bytes + 512 * 1024;

@@ -30,8 +30,6 @@ struct ServerOptions {
   // Serve TLS (cert_file set), requiring client certificates if asked. Without it the store
   // listens on loopback addresses only.
   rpc::TlsOptions tls;
-  // libnghttp2 as the HTTP/2 core (false: the transport's own framing, kept for comparison).
-  bool nghttp2 = true;
 };
 
 // Whether a listen address ("host:port", "[v6]:port") names this host's loopback only.

@@ -3,8 +3,6 @@
 # client, loopback, temp dirs, both syncing every write) and prints one table with ratios.
 #   tests/bench/run_store_bench.sh [--seconds S] [--rounds R] [--build DIR] [--tls]
 # --tls: both serve TLS and require client certificates (etcd's --client-cert-auth).
-# --peer nghttp2: the peer is mkube-store itself with --http2-core nghttp2 instead of etcd
-# (the "etcd" columns are then that store's).
 # Each figure is the best of R interleaved rounds, so a noisy neighbour hurts both alike.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,7 +13,6 @@ watchers=1000
 streams=10
 watch_puts=1000
 tls=0
-peer=etcd
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -23,14 +20,12 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --watch-puts) watch_puts=$2; shift 2 ;;
     --tls) tls=1; shift ;;
-    --peer) peer=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 bench=$build/bench/store_bench
 [ -x "$bench" ] || { echo "build first: $bench is missing" >&2; exit 1; }
-[ "$peer" != etcd ] || command -v etcd >/dev/null ||
-  { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
+command -v etcd >/dev/null || { echo "etcd (etcd-server) is not installed; run deploy/deps.sh" >&2; exit 1; }
 
 source "$root/tests/bench/lib.sh"
 
@@ -67,13 +62,7 @@ start_mkube() {
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 start_mkube
-if [ "$peer" = nghttp2 ]; then
-  start_store nghttp2 --http2-core nghttp2
-  etcd_pid=$store_pid
-  etcd_ep=$store_addr
-else
-  start_etcd "$tmp/etcd" "${server_tls[@]}"
-fi
+start_etcd "$tmp/etcd" "${server_tls[@]}"
 declare -A best
 run() {  # run SYSTEM LABEL ARGS...
   local sys=$1 label=$2; shift 2
@@ -114,5 +103,4 @@ for l in "${labels[@]}"; do
 done
 echo "RSS after the run: mkube-store ${mkube_rss} MiB, etcd ${etcd_rss} MiB"
 [ "$tls" = 0 ] || echo "(TLS 1.3 both ways, client certificates required, RSA 2048 keys)"
-[ "$peer" = etcd ] || echo "(the etcd columns are mkube-store with --http2-core $peer)"
 echo "(watch: events delivered per second to all watchers; latency from put to delivery)"

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed inputs of the transport's fuzz targets (tests/fuzz/corpus/): well-formed
-HTTP/2 conversations of a gRPC client (after the preface, which the target adds) and HPACK
-header blocks. The fuzzer starts from these and mutates them. Run it again after changing it:
+"""Writes the seed inputs of the transport's fuzz target (tests/fuzz/corpus/): well-formed
+HTTP/2 conversations of a gRPC client (after the preface, which the target adds). The fuzzer starts from these and mutates them. Run it again after changing it:
   tests/fuzz/make_corpus.py
 """
 import os
@@ -78,15 +77,7 @@ rpc = {
     + b"".join(frame(DATA, END_STREAM, 2 * i + 1, hello) for i in range(20)),
 }
 
-hpack = {
-    "request": b"\x10" + request(UNARY, "1S"),
-    "indexing_then_indexed": b"\x40" + request(UNARY, indexing=True) + b"\n--\n" + bytes([0xbe, 0xbf, 0xc0]),
-    "table_size_update": b"\x40" + bytes([0x20]) + literal("a", "b", True) + b"\n--\n" + bytes([0x3f, 0x01, 0xbe]),
-    # "www.example.com" Huffman-coded (RFC 7541 C.4.1), as a :authority value
-    "huffman": b"\x40" + bytes([0x41, 0x8c]) + bytes.fromhex("f1e3c2e5f23a6ba0ab90f4ff"),
-}
-
-for name, cases in (("rpc", rpc), ("hpack", hpack)):
+for name, cases in (("rpc", rpc),):
     folder = os.path.join(HERE, "corpus", name)
     os.makedirs(folder, exist_ok=True)
     for case, data in cases.items():

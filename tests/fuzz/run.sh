@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of the store's transport for a bounded time, starting from the corpus
+# Runs the fuzz target of the store's transport for a bounded time, starting from the corpus
 # in the repo (new inputs go to a temp folder; the corpus is not changed). Fails, printing the
 # input, if a target crashes, leaks, trips a sanitizer or hangs.
 #   tests/fuzz/run.sh [--seconds S] [--build DIR]     (DIR configured with -DMKUBE_FUZZ=ON)
@@ -17,7 +17,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
-for name in rpc hpack; do
+for name in rpc; do
   target=$build/tests/fuzz/store_${name}_fuzz
   [ -x "$target" ] || { echo "run.sh: $target is missing (configure with -DMKUBE_FUZZ=ON)" >&2; exit 1; }
   mkdir -p "$tmp/$name"

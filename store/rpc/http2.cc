@@ -1,6 +1,6 @@
-// The nghttp2 core of a connection: libnghttp2 reads and writes the HTTP/2 frames (framing,
-// HPACK, flow control, RFC 9113's checks) on memory buffers; calls, messages, limits and the
-// connection's output are Connection's own, shared with our framing.
+// A connection's HTTP/2, by libnghttp2: it reads and writes the frames (framing, HPACK, flow
+// control, RFC 9113's checks) on memory buffers; calls, messages, limits and the connection's
+// output are Connection's (connection.cc).
 #include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
@@ -38,12 +38,12 @@ void StatusFields(const absl::Status& st, std::string* code, std::string* messag
 
 }  // namespace
 
-struct NgCallbacks {
+struct Http2Callbacks {
   static Connection* Of(void* user) { return static_cast<Connection*>(user); }
 
   static int BeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      Of(user)->ng_requests_[frame->hd.stream_id];
+      Of(user)->requests_[frame->hd.stream_id];
     }
     return 0;
   }
@@ -51,8 +51,8 @@ struct NgCallbacks {
   static int Header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
                     size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* user) {
     Connection* c = Of(user);
-    auto it = c->ng_requests_.find(frame->hd.stream_id);
-    if (it == c->ng_requests_.end()) return 0;  // a client's trailers: nothing in them counts
+    auto it = c->requests_.find(frame->hd.stream_id);
+    if (it == c->requests_.end()) return 0;  // a client's trailers: nothing in them counts
     it->second.Add(std::string_view(reinterpret_cast<const char*>(name), namelen),
                    std::string_view(reinterpret_cast<const char*>(value), valuelen));
     return 0;
@@ -64,12 +64,11 @@ struct NgCallbacks {
     const uint32_t id = frame->hd.stream_id;
     const bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
     if (frame->hd.type == NGHTTP2_HEADERS) {
-      auto it = c->ng_requests_.find(id);
-      if (it != c->ng_requests_.end()) {
+      auto it = c->requests_.find(id);
+      if (it != c->requests_.end()) {
         Connection::RequestHeaders h = std::move(it->second);
-        c->ng_requests_.erase(it);
-        c->last_stream_ = id;
-        c->StartCall(id, h);  // nghttp2 has checked the request's form
+        c->requests_.erase(it);
+        c->StartCall(id, h);  // nghttp2 has checked the request's form (RFC 9113 8.2, 8.3)
       }
     }
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) && end) {
@@ -90,7 +89,7 @@ struct NgCallbacks {
 
   static int StreamClosed(nghttp2_session*, int32_t id, uint32_t, void* user) {
     Connection* c = Of(user);
-    c->ng_requests_.erase(id);
+    c->requests_.erase(id);
     c->Forget(id);
     return 0;
   }
@@ -102,28 +101,46 @@ struct NgCallbacks {
 
   static ssize_t Read(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                       nghttp2_data_source*, void* user) {
-    return Of(user)->NgRead(id, buf, length, flags);
+    return Of(user)->ReadData(id, buf, length, flags);
   }
 };
 
+std::string RefusalFrames(std::string_view why) {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session* session = nullptr;
+  nghttp2_session_server_new(&session, callbacks, nullptr);
+  nghttp2_session_callbacks_del(callbacks);
+  nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, nullptr, 0);
+  nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE, 0, NGHTTP2_ENHANCE_YOUR_CALM,
+                        reinterpret_cast<const uint8_t*>(why.data()), why.size());
+  std::string out;
+  const uint8_t* data = nullptr;
+  for (ssize_t n; (n = nghttp2_session_mem_send(session, &data)) > 0;) {
+    out.append(reinterpret_cast<const char*>(data), n);
+  }
+  nghttp2_session_del(session);
+  return out;
+}
+
 Connection::~Connection() {
-  if (ng_) nghttp2_session_del(ng_);
+  if (session_) nghttp2_session_del(session_);
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Connection::NgOpen() {
+void Connection::Open() {
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, NgCallbacks::BeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, NgCallbacks::Header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, NgCallbacks::FrameReceived);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, NgCallbacks::DataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, NgCallbacks::StreamClosed);
-  nghttp2_session_callbacks_set_error_callback2(callbacks, NgCallbacks::Error);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Http2Callbacks::BeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, Http2Callbacks::Header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Http2Callbacks::FrameReceived);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Http2Callbacks::DataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Http2Callbacks::StreamClosed);
+  nghttp2_session_callbacks_set_error_callback2(callbacks, Http2Callbacks::Error);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   nghttp2_option_set_max_outbound_ack(option, 1000);
-  nghttp2_session_server_new2(&ng_, callbacks, this, option);
+  nghttp2_session_server_new2(&session_, callbacks, this, option);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   const nghttp2_settings_entry settings[] = {
@@ -131,15 +148,15 @@ void Connection::NgOpen() {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(kStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<uint32_t>(kMaxHeaderList)},
   };
-  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0,
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         static_cast<int32_t>(kConnWindow));
   Dirty();
 }
 
-bool Connection::NgReceive(std::string_view data) {
-  const ssize_t n =
-      nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
+bool Connection::Receive(std::string_view data) {
+  const ssize_t n = nghttp2_session_mem_recv(
+      session_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (closed_) return false;
   if (n < 0) {
     Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
@@ -147,9 +164,9 @@ bool Connection::NgReceive(std::string_view data) {
     Close();
     return false;
   }
-  NgSend();
+  TakeFrames();
   if (closed_) return false;
-  if (!nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_)) {
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
     Flush();
     Close();
     return false;
@@ -157,10 +174,10 @@ bool Connection::NgReceive(std::string_view data) {
   return true;
 }
 
-void Connection::NgSend() {
+void Connection::TakeFrames() {
   for (;;) {
     const uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(ng_, &data);
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
       Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
       Close();
@@ -172,7 +189,7 @@ void Connection::NgSend() {
   }
 }
 
-ssize_t Connection::NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags) {
+ssize_t Connection::ReadData(uint32_t id, uint8_t* buf, size_t length, uint32_t* flags) {
   auto it = streams_.find(id);
   if (it == streams_.end()) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -209,7 +226,7 @@ ssize_t Connection::NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* f
     std::string code, message;
     std::vector<nghttp2_nv> trailers;
     StatusFields(s.final_status, &code, &message, &trailers);
-    nghttp2_submit_trailer(ng_, id, trailers.data(), trailers.size());
+    nghttp2_submit_trailer(session_, id, trailers.data(), trailers.size());
   } else if (n == 0) {
     s.deferred = true;
     return NGHTTP2_ERR_DEFERRED;
@@ -217,22 +234,22 @@ ssize_t Connection::NgRead(uint32_t id, uint8_t* buf, size_t length, uint32_t* f
   return static_cast<ssize_t>(n);
 }
 
-void Connection::NgPump(uint32_t id, Stream& s) {
+void Connection::Pump(uint32_t id, Stream& s) {
   if (!s.headers_sent) {
     s.headers_sent = true;
     const nghttp2_nv headers[] = {Field(":status", "200"),
                                   Field("content-type", "application/grpc")};
     nghttp2_data_provider source{};
-    source.read_callback = NgCallbacks::Read;
-    nghttp2_submit_response(ng_, id, headers, std::size(headers), &source);
+    source.read_callback = Http2Callbacks::Read;
+    nghttp2_submit_response(session_, id, headers, std::size(headers), &source);
   } else if (s.deferred) {
     s.deferred = false;
-    nghttp2_session_resume_data(ng_, id);
+    nghttp2_session_resume_data(session_, id);
   }
   Dirty();
 }
 
-void Connection::NgAnswer(uint32_t id, const absl::Status& status) {
+void Connection::Answer(uint32_t id, const absl::Status& status) {
   auto it = streams_.find(id);
   if (it != streams_.end() && it->second.headers_sent) {
     // The answer's headers are out: the messages not begun are dropped and the status
@@ -249,46 +266,47 @@ void Connection::NgAnswer(uint32_t id, const absl::Status& status) {
     s.finish_pending = true;
     s.final_status = status;
     if (!s.pending.empty()) {
-      NgPump(id, s);
+      Pump(id, s);
       return;
     }
     std::string code, message;
     std::vector<nghttp2_nv> trailers;
     StatusFields(status, &code, &message, &trailers);
-    nghttp2_submit_trailer(ng_, id, trailers.data(), trailers.size());
+    nghttp2_submit_trailer(session_, id, trailers.data(), trailers.size());
     Forget(id);
     Dirty();
     return;
   }
-  // Trailers-only: one HEADERS frame that ends the stream.
+  // Trailers-Only: one HEADERS frame that ends the stream.
   std::string code, message;
   std::vector<nghttp2_nv> fields = {Field(":status", "200"),
                                     Field("content-type", "application/grpc")};
   StatusFields(status, &code, &message, &fields);
-  nghttp2_submit_response(ng_, id, fields.data(), fields.size(), nullptr);
+  nghttp2_submit_response(session_, id, fields.data(), fields.size(), nullptr);
   Forget(id);
   Dirty();
 }
 
-void Connection::NgReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc) {
+void Connection::ReplyHttpError(uint32_t id, const char* http_status, const absl::Status* grpc) {
   std::string code, message;
   std::vector<nghttp2_nv> fields = {Field(":status", http_status)};
   if (grpc) {
     fields.push_back(Field("content-type", "application/grpc"));
     StatusFields(*grpc, &code, &message, &fields);
   }
-  nghttp2_submit_response(ng_, id, fields.data(), fields.size(), nullptr);
+  nghttp2_submit_response(session_, id, fields.data(), fields.size(), nullptr);
   Dirty();
 }
 
-void Connection::NgReset(uint32_t id, ErrorCode code) {
-  nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, id, code);
+void Connection::Reset(uint32_t id, ErrorCode code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, code);
   Forget(id);
   Dirty();
 }
 
-void Connection::NgGoAway(ErrorCode code, std::string_view why) {
-  nghttp2_submit_goaway(ng_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_), code,
+void Connection::SendGoAway(ErrorCode code, std::string_view why) {
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), code,
                         reinterpret_cast<const uint8_t*>(why.data()), why.size());
 }
 
