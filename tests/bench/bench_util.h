@@ -33,13 +33,16 @@ inline double CpuSeconds(int pid) {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-inline int64_t RssMib(int pid) {
+// A process's resident memory now (VmRSS), or the most it has held (VmHWM), in MiB.
+inline int64_t RssMib(int pid, const char* field = "VmRSS:") {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
+  const size_t n = std::string_view(field).size();
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(n)) / 1024;
   }
   return 0;
 }
+inline int64_t PeakRssMib(int pid) { return RssMib(pid, "VmHWM:"); }
 
 // Creates the namespace "bench" if it is not there; false (said on stderr) when it cannot.
 inline bool MakeBenchNamespace(client::ApiClient* client, const char* tool) {

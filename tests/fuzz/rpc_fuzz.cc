@@ -17,6 +17,7 @@
 
 #include "google/protobuf/wrappers.pb.h"
 #include "store/rpc/server.h"
+#include "tests/util/raw_h2.h"
 
 namespace {
 
@@ -59,11 +60,7 @@ Server* StartServer() {
 }
 
 int Connect(const std::string& address) {
-  const auto colon = address.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+  sockaddr_in sa = mkube::testing::h2::Ipv4Address(address);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   // From a different loopback address each time (127.1.0.0/16): a server that closes first
   // leaves its side in TIME_WAIT, and thousands of runs a second would use up one address's

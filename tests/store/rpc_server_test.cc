@@ -18,11 +18,11 @@
 #include "absl/functional/any_invocable.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "nghttp2/nghttp2.h"
 #include "proto/etcd/rpc.grpc.pb.h"
 #include "store/rpc/connection.h"
 #include "store/rpc/server.h"
 #include "tests/util/eventually.h"
+#include "tests/util/raw_h2.h"
 
 namespace mkube::store::rpc {
 namespace {
@@ -34,6 +34,7 @@ using etcdserverpb::RangeResponse;
 using etcdserverpb::WatchRequest;
 using etcdserverpb::WatchResponse;
 using mkube::testing::Eventually;
+namespace h2 = mkube::testing::h2;
 
 // Answers handed to another thread, as the store's writer thread does.
 class Answerer {
@@ -121,61 +122,6 @@ bool AskFlood(Stream& stream, const std::string& spec) {
   return stream->Write(req);
 }
 
-// HPACK for the raw client: its requests' fields as literals without indexing (RFC 7541
-// 6.2.2), the server's header blocks decoded by nghttp2's inflater (one per connection).
-void AppendString(std::string_view s, std::string* out) {
-  size_t n = s.size();
-  if (n < 127) {
-    out->push_back(static_cast<char>(n));
-  } else {
-    out->push_back(static_cast<char>(127));
-    for (n -= 127; n >= 128; n >>= 7) out->push_back(static_cast<char>((n & 127) | 128));
-    out->push_back(static_cast<char>(n));
-  }
-  out->append(s);
-}
-
-void AppendLiteral(std::string_view name, std::string_view value, std::string* out) {
-  out->push_back('\0');
-  AppendString(name, out);
-  AppendString(value, out);
-}
-
-class HeaderDecoder {
- public:
-  HeaderDecoder() { nghttp2_hd_inflate_new(&inflater_); }
-  ~HeaderDecoder() { nghttp2_hd_inflate_del(inflater_); }
-  HeaderDecoder(const HeaderDecoder&) = delete;
-  HeaderDecoder& operator=(const HeaderDecoder&) = delete;
-
-  // Calls `field` for each field of a whole header block; false if it does not decode.
-  bool Decode(std::string_view block,
-              const std::function<void(std::string_view, std::string_view)>& field) {
-    const auto* in = reinterpret_cast<const uint8_t*>(block.data());
-    size_t left = block.size();
-    for (;;) {
-      nghttp2_nv nv;
-      int flags = 0;
-      const ssize_t n = nghttp2_hd_inflate_hd2(inflater_, &nv, &flags, in, left, 1);
-      if (n < 0) return false;
-      in += n;
-      left -= static_cast<size_t>(n);
-      if (flags & NGHTTP2_HD_INFLATE_EMIT) {
-        field(std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen),
-              std::string_view(reinterpret_cast<const char*>(nv.value), nv.valuelen));
-      }
-      if (flags & NGHTTP2_HD_INFLATE_FINAL) {
-        nghttp2_hd_inflate_end_headers(inflater_);
-        return true;
-      }
-      if (n == 0 && left == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) return false;
-    }
-  }
-
- private:
-  nghttp2_hd_inflater* inflater_ = nullptr;
-};
-
 // A hand-made HTTP/2 client on a plain socket, for what gRPC clients never do (such as not
 // reading what they asked for).
 class RawClient {
@@ -186,68 +132,35 @@ class RawClient {
     uint32_t stream;
     std::string payload;
   };
-  static constexpr uint8_t kData = 0, kHeaders = 1, kSettings = 4, kPing = 6, kGoaway = 7;
-  static constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
+  static constexpr uint8_t kData = h2::kData, kHeaders = h2::kHeaders, kSettings = h2::kSettings,
+                           kPing = h2::kPing, kGoaway = h2::kGoaway;
+  static constexpr uint8_t kEndStream = h2::kEndStream, kEndHeaders = h2::kEndHeaders;
 
-  explicit RawClient(const std::string& address) {
-    const auto colon = address.rfind(':');
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(std::stoi(address.substr(colon + 1)));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  explicit RawClient(const std::string& address)
+      : fd_(h2::ConnectTcp(address)), connected_(fd_ >= 0) {}
+  ~RawClient() {
+    if (fd_ >= 0) close(fd_);
   }
-  ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
 
   static std::string EncodeFrame(uint8_t type, uint8_t flags, uint32_t stream,
                                  std::string_view payload) {
-    const size_t n = payload.size();
-    std::string f = {static_cast<char>(n >> 16),      static_cast<char>(n >> 8),
-                     static_cast<char>(n),            static_cast<char>(type),
-                     static_cast<char>(flags),        static_cast<char>(stream >> 24),
-                     static_cast<char>(stream >> 16), static_cast<char>(stream >> 8),
-                     static_cast<char>(stream)};
-    f.append(payload);
-    return f;
+    return h2::Frame(type, flags, stream, payload);
   }
-  // The client's preface and its SETTINGS (`settings`: the payload).
-  // The preface, our SETTINGS, and at once the ACK of the server's (which every server sends
-  // first), so that its larger windows are in force before our first DATA, as for a gRPC
-  // client that has read them.
   static std::string Preface(std::string_view settings = "", bool ack = true) {
-    return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
-           EncodeFrame(kSettings, 0, 0, settings) + (ack ? EncodeFrame(kSettings, 1, 0, "") : "");
+    return h2::Preface(settings, ack);
   }
   // The preface and SETTINGS granting no stream window: the server may send no DATA at all,
   // as to a client that never reads.
   static std::string StartWithoutWindow() {
     return Preface(std::string("\x00\x04\x00\x00\x00\x00", 6));  // INITIAL_WINDOW_SIZE 0
   }
-  // A call's HEADERS frame; `encoding` as its grpc-encoding, `timeout` as its grpc-timeout.
   static std::string CallHeaders(uint32_t stream, std::string_view path,
                                  std::string_view encoding = "", std::string_view timeout = "") {
-    std::string block;
-    AppendLiteral(":method", "POST", &block);
-    AppendLiteral(":scheme", "http", &block);
-    AppendLiteral(":path", path, &block);
-    AppendLiteral(":authority", "test", &block);
-    AppendLiteral("content-type", "application/grpc", &block);
-    AppendLiteral("te", "trailers", &block);
-    if (!encoding.empty()) AppendLiteral("grpc-encoding", encoding, &block);
-    if (!timeout.empty()) AppendLiteral("grpc-timeout", timeout, &block);
-    return EncodeFrame(kHeaders, kEndHeaders, stream, block);
+    return h2::CallHeaders(stream, path, encoding, timeout);
   }
-  // `bytes` in DATA frames of the default largest size, the last one ending the stream if asked.
   static std::string DataFrames(uint32_t stream, std::string_view bytes, bool end_stream) {
-    std::string out;
-    for (size_t pos = 0; pos < bytes.size() || pos == 0; pos += 16384) {
-      const bool last = pos + 16384 >= bytes.size();
-      out +=
-          EncodeFrame(kData, last && end_stream ? kEndStream : 0, stream, bytes.substr(pos, 16384));
-    }
-    return out;
+    return h2::DataFrames(stream, bytes, end_stream);
   }
   // A call; `compressed` as its message's flag.
   static std::string Call(uint32_t stream, std::string_view path,
@@ -338,7 +251,7 @@ class RawClient {
   bool closed_ = false;
   std::string in_;
   std::vector<Frame> frames_;
-  HeaderDecoder decoder_;
+  h2::HeaderDecoder decoder_;
 };
 
 class RpcServerTest : public ::testing::Test {
@@ -668,7 +581,7 @@ TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
   };
   auto headers = [](std::vector<std::pair<std::string, std::string>> fields, bool end) {
     std::string block;
-    for (const auto& [k, v] : fields) AppendLiteral(k, v, &block);
+    for (const auto& [k, v] : fields) h2::AppendLiteral(k, v, &block);
     return RawClient::EncodeFrame(
         RawClient::kHeaders, RawClient::kEndHeaders | (end ? RawClient::kEndStream : 0), 1, block);
   };
