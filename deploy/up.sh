@@ -110,7 +110,20 @@ start() {
 
 # Credentials: a CA, serving certificates for the apiserver and the store, and the client
 # certificate the apiserver shows the store (which serves TLS and asks every client for one).
-"$root/deploy/lib/certs.sh" "$state/pki"
+# Names beyond 127.0.0.1 and localhost: a listen address on another of this host's addresses
+# (taken when the certificates are first made).
+sans=()
+for listen in "$store_listen" "$apiserver_listen"; do
+  host=${listen%:*}
+  host=${host#[}
+  host=${host%]}
+  case "$host" in
+    127.0.0.1 | localhost | 0.0.0.0 | "" | :: | ::1) ;;
+    *:* | *[0-9]) sans+=("IP:$host") ;;
+    *) sans+=("DNS:$host") ;;
+  esac
+done
+"$root/deploy/lib/certs.sh" "$state/pki" "$(IFS=,; echo "${sans[*]}")"
 chmod 700 "$state/pki"
 pki=$state/pki
 store_tls=(--cert-file "$pki/store.crt" --key-file "$pki/store.key"

@@ -9,7 +9,8 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(10);
 
-std::string Target(const std::string& endpoints) {
+// The endpoints as HOST:PORT, without a scheme.
+std::vector<std::string> Endpoints(const std::string& endpoints) {
   std::vector<std::string> list = absl::StrSplit(endpoints, ',', absl::SkipEmpty());
   for (std::string& e : list) {
     for (absl::string_view scheme : {"http://", "https://"}) {
@@ -17,6 +18,10 @@ std::string Target(const std::string& endpoints) {
     }
     if (!e.empty() && e.back() == '/') e.pop_back();
   }
+  return list;
+}
+
+std::string Target(const std::vector<std::string>& list) {
   if (list.size() == 1) return list[0];
   // pick_first over the members: the first that connects, the next when it fails.
   std::string target = "ipv4:";
@@ -59,7 +64,15 @@ StoreClient::StoreClient(const std::string& endpoints, const StoreTls& tls) {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  const std::vector<std::string> list = Endpoints(endpoints);
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (tls.enabled && list.size() > 1) {
+    // One channel over the members names no host to check certificates against: the first
+    // endpoint's host is that name, so every member's certificate must carry it.
+    std::string host = list[0].substr(0, list[0].rfind(':'));
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    args.SetSslTargetNameOverride(host);
+  }
   if (tls.enabled) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = tls.ca_pem;
@@ -67,7 +80,7 @@ StoreClient::StoreClient(const std::string& endpoints, const StoreTls& tls) {
     ssl.pem_cert_chain = tls.cert_pem;
     creds = grpc::SslCredentials(ssl);
   }
-  channel_ = grpc::CreateCustomChannel(Target(endpoints), creds, args);
+  channel_ = grpc::CreateCustomChannel(Target(list), creds, args);
   kv_ = etcdserverpb::KV::NewStub(channel_);
   watch_ = etcdserverpb::Watch::NewStub(channel_);
 }

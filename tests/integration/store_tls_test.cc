@@ -1,29 +1,31 @@
 // The real mkube-store serving TLS with client-certificate authentication, as etcd does:
 // etcdctl and gRPC C++ clients with the cluster's certificates, clients without one, a
 // client that floods over TLS, and the flags' refusals at start.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "tests/bench/bench_util.h"
+#include "tests/util/apiserver_process.h"
 #include "tests/util/etcd_client.h"
-#include "tests/util/eventually.h"
 #include "tests/util/process.h"
+#include "tests/util/raw_h2.h"
 #include "tests/util/store_process.h"
 #include "tests/util/test_pki.h"
 
 namespace mkube::testing {
 namespace {
 
-using mkube::bench::RssMib;
+using mkube::bench::PeakRssMib;
+namespace h2 = mkube::testing::h2;
 
 // A TLS client on a socket of its own, for what gRPC clients never do.
 class TlsSocket {
@@ -31,19 +33,16 @@ class TlsSocket {
   // Connects and shakes hands offering `alpn` (e.g. "\x02h2"); ok() says whether it worked.
   TlsSocket(const std::string& address, const TestPki& pki, const std::string& alpn) {
     ctx_ = SSL_CTX_new(TLS_client_method());
-    SSL_CTX_load_verify_locations(ctx_, pki.ca.c_str(), nullptr);
-    SSL_CTX_use_certificate_file(ctx_, pki.client_cert.c_str(), SSL_FILETYPE_PEM);
-    SSL_CTX_use_PrivateKey_file(ctx_, pki.client_key.c_str(), SSL_FILETYPE_PEM);
+    const bool loaded =
+        SSL_CTX_load_verify_locations(ctx_, pki.ca.c_str(), nullptr) == 1 &&
+        SSL_CTX_use_certificate_file(ctx_, pki.client_cert.c_str(), SSL_FILETYPE_PEM) == 1 &&
+        SSL_CTX_use_PrivateKey_file(ctx_, pki.client_key.c_str(), SSL_FILETYPE_PEM) == 1;
+    EXPECT_TRUE(loaded) << "the test's certificates";
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(alpn.data()),
                             static_cast<unsigned>(alpn.size()));
-    const auto colon = address.rfind(':');
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-    inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return;
+    fd_ = h2::ConnectTcp(address);
+    if (!loaded || fd_ < 0) return;
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);
     SSL_set_tlsext_host_name(ssl_, "localhost");
@@ -56,6 +55,7 @@ class TlsSocket {
   }
   bool ok() const { return ok_; }
   std::string alpn() const {
+    if (!ok_) return "";
     const unsigned char* p = nullptr;
     unsigned n = 0;
     SSL_get0_alpn_selected(ssl_, &p, &n);
@@ -198,29 +198,43 @@ TEST_F(StoreTlsTest, OnlyHttp2IsNegotiated) {
 // A client that sends PINGs over TLS and reads nothing: the store stops reading it or sends
 // it away (GOAWAY ENHANCE_YOUR_CALM), its memory stays bounded, and others are served.
 TEST_F(StoreTlsTest, APingFloodOverTlsIsHeldAndOthersAreServed) {
-  const int64_t rss_before = RssMib(store_->pid());
+#ifdef MKUBE_ASAN
+  GTEST_SKIP() << "AddressSanitizer's allocator keeps what is freed: RSS says nothing here";
+#endif
+  const int64_t before = PeakRssMib(store_->pid());
   TlsSocket flood(store_->address(), pki_, std::string("\x02h2", 3));
   ASSERT_TRUE(flood.ok());
-  std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-  preface += std::string("\0\0\0\x04\0\0\0\0\0", 9);  // SETTINGS
-  ASSERT_TRUE(flood.Write(preface, std::chrono::seconds(5)));
+  ASSERT_TRUE(flood.Write(h2::Preface(), std::chrono::seconds(5)));
   std::string pings;
-  for (int i = 0; i < 4096; ++i)
-    pings += std::string(
-        "\0\0\x08\x06\0\0\0\0\0"
-        "12345678",
-        17);
+  for (int i = 0; i < 4096; ++i) pings += h2::Frame(h2::kPing, 0, 0, "12345678");
+  // 96 MiB offered: the store must stop taking them (cut or no longer read) well before.
   size_t sent = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < until &&
-         flood.Write(pings, std::chrono::milliseconds(500))) {
+  while (sent < (size_t{96} << 20) && flood.Write(pings, std::chrono::seconds(1))) {
     sent += pings.size();
   }
-  // The flood was held: it could not go on for 10 s (about 250 MiB on loopback otherwise).
-  EXPECT_LT(sent, size_t{64} << 20);
-  EXPECT_LT(RssMib(store_->pid()) - rss_before, 64);
+  EXPECT_LT(sent, size_t{64} << 20) << "the store read a PING flood it did not answer";
+  EXPECT_LT(PeakRssMib(store_->pid()) - before, 64) << "MiB more at the peak";
   EtcdClient other(store_->address(), Credentials(pki_, true));
   EXPECT_TRUE(other.Put("still", "served").ok());
+}
+
+// The apiserver reaches the store with its client certificate, through one endpoint or a list
+// of them (one channel: the first endpoint's host is the name the certificates are checked
+// against).
+TEST_F(StoreTlsTest, TheApiserverPresentsItsClientCertificate) {
+  int n = 0;
+  for (const std::string& endpoints :
+       {"https://" + store_->address(),
+        "https://" + store_->address() + ",https://" + store_->address()}) {
+    const std::string dir = dir_.Sub("api" + std::to_string(++n));
+    std::filesystem::create_directories(dir);
+    ApiServerProcess api(dir, endpoints);
+    api.extra_args = {"--etcd-cafile",  pki_.ca,          "--etcd-certfile",
+                      pki_.client_cert, "--etcd-keyfile", pki_.client_key};
+    auto st = api.Start();
+    EXPECT_TRUE(st.ok()) << endpoints << ": " << st;
+    if (st.ok()) api.Kill9();
+  }
 }
 
 // The flags' mistakes end the store at start with a message that names them.
