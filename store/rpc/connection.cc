@@ -213,7 +213,6 @@ void Connection::HalfClose(uint32_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream& t = it->second;
-  t.remote_closed = true;
   if (!t.in.empty()) {
     Answer(id, absl::InternalError("the request ends inside a message"));
   } else if (t.handler) {

@@ -91,8 +91,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Stream {
     const Server::Method* method = nullptr;
     std::string in;  // the start of a request message not yet whole
-    std::string encoding;  // grpc-encoding, when not identity: none is supported
-    bool remote_closed = false;
+    std::string encoding;     // grpc-encoding, when not identity: none is supported
     bool dispatched = false;  // unary: the request went to its handler
     bool headers_sent = false;  // the answer's HEADERS (and its data source) are submitted
     bool finish_pending = false;
@@ -118,8 +117,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Input for nghttp2; false once the connection is closed.
   bool Receive(std::string_view data);
-  // The frames nghttp2 has ready, into out_.
-  void TakeFrames();
+  // The frames nghttp2 has ready, into out_; whether there were any.
+  bool TakeFrames();
   // A request's call begins (or is answered at once: unknown method, ...).
   void StartCall(uint32_t id, RequestHeaders& h);
   // An answer that is an HTTP status other than 200 (with a gRPC status if given).

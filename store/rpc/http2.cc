@@ -137,11 +137,9 @@ void Connection::Open() {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Http2Callbacks::DataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Http2Callbacks::StreamClosed);
   nghttp2_session_callbacks_set_error_callback2(callbacks, Http2Callbacks::Error);
-  nghttp2_option* option = nullptr;
-  nghttp2_option_new(&option);
-  nghttp2_option_set_max_outbound_ack(option, 1000);
-  nghttp2_session_server_new2(&session_, callbacks, this, option);
-  nghttp2_option_del(option);
+  // nghttp2's defaults bound the rest: 1,000 PING/SETTINGS acks queued (past them the input
+  // is refused as a flood), 32 entries in a SETTINGS frame, 4 KiB of HPACK table.
+  nghttp2_session_server_new(&session_, callbacks, this);
   nghttp2_session_callbacks_del(callbacks);
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, loop_->max_streams()},
@@ -158,13 +156,12 @@ bool Connection::Receive(std::string_view data) {
   const ssize_t n = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (closed_) return false;
-  if (n < 0) {
+  if (n < 0) {  // fatal (a flood, a bad preface): the session can do nothing more
     Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
-    if (n != NGHTTP2_ERR_BAD_CLIENT_MAGIC) Flush();  // the GOAWAY nghttp2 queued
     Close();
     return false;
   }
-  TakeFrames();
+  if (TakeFrames()) Dirty();
   if (closed_) return false;
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
     Flush();
@@ -174,18 +171,19 @@ bool Connection::Receive(std::string_view data) {
   return true;
 }
 
-void Connection::TakeFrames() {
+bool Connection::TakeFrames() {
+  bool took = false;
   for (;;) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
       Log().debug("HTTP/2: {}", nghttp2_strerror(static_cast<int>(n)));
       Close();
-      return;
+      return false;
     }
-    if (n == 0) return;
+    if (n == 0) return took;
     out_.append(reinterpret_cast<const char*>(data), n);
-    Dirty();
+    took = true;
   }
 }
 
@@ -227,6 +225,7 @@ ssize_t Connection::ReadData(uint32_t id, uint8_t* buf, size_t length, uint32_t*
     std::vector<nghttp2_nv> trailers;
     StatusFields(s.final_status, &code, &message, &trailers);
     nghttp2_submit_trailer(session_, id, trailers.data(), trailers.size());
+    Forget(id);  // the answer is all nghttp2's now
   } else if (n == 0) {
     s.deferred = true;
     return NGHTTP2_ERR_DEFERRED;

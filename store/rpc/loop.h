@@ -94,7 +94,6 @@ class Loop {
     return partial_bytes_->fetch_add(d, std::memory_order_relaxed) + d > max_total_partial_;
   }
   std::atomic<int>& in_flight() { return *in_flight_; }
-  const TlsContext* tls() const { return tls_.get(); }
 
   // A connection's TLS failed (a handshake with a client the server does not trust, a bad
   // record): logged at most once per 10 s.

@@ -370,6 +370,15 @@ void Server::AddStream(std::string path, StreamFactory factory) {
   methods_[std::move(path)] = Method{nullptr, std::move(factory)};
 }
 
+std::string_view HostOf(std::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
 namespace {
 
 absl::StatusOr<int> Listen(const std::string& listen, std::string* bound) {
@@ -377,11 +386,8 @@ absl::StatusOr<int> Listen(const std::string& listen, std::string* bound) {
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError(fmt::format("--listen {}: want HOST:PORT", listen));
   }
-  std::string host = listen.substr(0, colon);
+  const std::string host(HostOf(listen));
   const std::string port = listen.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

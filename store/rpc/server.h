@@ -28,6 +28,9 @@ namespace mkube::store::rpc {
 class Connection;
 class Loop;
 
+// The host of "HOST:PORT" or "[V6]:PORT" (without the brackets).
+std::string_view HostOf(std::string_view listen);
+
 // Frames a serialized message as gRPC does: uncompressed flag, 32-bit length, bytes.
 std::string FrameMessage(const google::protobuf::MessageLite& message);
 // A framed message of `size` bytes whose body (from offset 5) the caller fills.

@@ -15,23 +15,14 @@ spdlog::logger& Log() {
   return logger;
 }
 
-}  // namespace
-
-namespace {
-
-// Threads for reads that may wait for the disk, and the most that wait for one (past it a
-// read is refused, as a write past the store's queue is, with etcd's "too many requests").
+// Threads for reads that may wait for the disk (past the executor's 10,000 waiting, a read is
+// refused, as a write past the store's queue is, with etcd's "too many requests").
 constexpr size_t kReadThreads = 4;
-constexpr size_t kMaxWaitingReads = 10000;
 
 }  // namespace
 
 bool IsLoopback(std::string_view listen) {
-  const size_t colon = listen.rfind(':');
-  std::string_view host = colon == std::string_view::npos ? listen : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  const std::string_view host = rpc::HostOf(listen);
   if (host == "localhost" || host == "::1") return true;
   in_addr a{};
   return inet_pton(AF_INET, std::string(host).c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
@@ -69,7 +60,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   s->ctx_.store = s->store_.get();
   s->ctx_.lessor = s->lessor_.get();
   s->ctx_.hub = s->hub_.get();
-  s->readers_ = std::make_unique<Executor>(kReadThreads, kMaxWaitingReads);
+  s->readers_ = std::make_unique<Executor>(kReadThreads);
   s->ctx_.readers = s->readers_.get();
   s->ctx_.max_request_bytes = options.max_request_bytes;
   s->ctx_.name = options.name;
