@@ -212,7 +212,7 @@ bool MaskProc(const std::string& proc, std::string* error) {
     const std::string path = proc + "/" + folder;
     if (access(path.c_str(), F_OK) != 0) continue;
     if (mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "size=0") != 0) {
+              nullptr) != 0) {
       *error = Errno("hide /proc/" + std::string(folder));
       return false;
     }

@@ -4,13 +4,13 @@
 // (what they report of the daemon they measure), and their namespace.
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/client.h"

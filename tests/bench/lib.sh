@@ -12,17 +12,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_file() { for _ in $(seq 1 300); do [ -s "$1" ] && return; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
 
-# start_etcd DIR [TLS FLAGS]: a single-member etcd on free loopback ports; sets etcd_pid and
-# etcd_ep. TLS flags (etcd's --cert-file, --key-file, --trusted-ca-file, --client-cert-auth)
-# make it serve https; the health check then uses the CA's apiserver-etcd-client certificate.
+# start_etcd DIR [PKI]: a single-member etcd on free loopback ports; sets etcd_pid and
+# etcd_ep. With PKI (a folder made by deploy/lib/certs.sh) it serves TLS with store.crt and
+# requires client certificates; its health check shows apiserver-etcd-client.crt.
 start_etcd() {
-  local dir=$1 cp pp scheme=http
-  shift
-  local check=()
-  if [ $# -gt 0 ]; then
+  local dir=$1 pki=${2:-} cp pp scheme=http
+  local tls=() check=()
+  if [ -n "$pki" ]; then
     scheme=https
-    local pki
-    pki=$(dirname "$2")
+    tls=(--cert-file "$pki/store.crt" --key-file "$pki/store.key" --trusted-ca-file "$pki/ca.crt"
+      --client-cert-auth)
     check=(--cacert "$pki/ca.crt" --cert "$pki/apiserver-etcd-client.crt"
       --key "$pki/apiserver-etcd-client.key")
   fi
@@ -30,7 +29,7 @@ start_etcd() {
   etcd --data-dir "$dir" --listen-client-urls "$scheme://127.0.0.1:$cp" \
     --advertise-client-urls "$scheme://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
     --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "default=http://127.0.0.1:$pp" \
-    --log-level warn --logger zap "$@" >"$dir.log" 2>&1 &
+    --log-level warn --logger zap "${tls[@]}" >"$dir.log" 2>&1 &
   etcd_pid=$!
   pids+=($etcd_pid)
   etcd_ep=127.0.0.1:$cp

@@ -40,29 +40,21 @@ if [ "$tls" = 1 ]; then
     --key "$p/apiserver-etcd-client.key")
 fi
 
-# start_store NAME [FLAGS...]: a mkube-store in $tmp/NAME; sets store_pid and store_addr.
-start_store() {
-  local name=$1
-  shift
-  rm -rf "${tmp:?}/$name" "$tmp/$name.addr"
-  "$build/bin/mkube-store" --data-dir "$tmp/$name" --listen 127.0.0.1:0 \
-    --address-file "$tmp/$name.addr" --log-level warn "${server_tls[@]}" "$@" >"$tmp/$name.log" 2>&1 &
-  pids+=($!)
-  store_pid=$!
-  for _ in $(seq 1 100); do [ -s "$tmp/$name.addr" ] && break; sleep 0.1; done
-  store_addr=$(cat "$tmp/$name.addr")
-}
 start_mkube() {
-  start_store mkube
-  mkube_pid=$store_pid
-  mkube=$store_addr
+  rm -rf "$tmp/mkube" "$tmp/mkube.addr"
+  "$build/bin/mkube-store" --data-dir "$tmp/mkube" --listen 127.0.0.1:0 \
+    --address-file "$tmp/mkube.addr" --log-level warn "${server_tls[@]}" >"$tmp/mkube.log" 2>&1 &
+  pids+=($!)
+  mkube_pid=$!
+  for _ in $(seq 1 100); do [ -s "$tmp/mkube.addr" ] && break; sleep 0.1; done
+  mkube=$(cat "$tmp/mkube.addr")
 }
 
 # field LINE NAME -> value of NAME= in LINE
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 start_mkube
-start_etcd "$tmp/etcd" "${server_tls[@]}"
+if [ "$tls" = 1 ]; then start_etcd "$tmp/etcd" "$tmp/pki"; else start_etcd "$tmp/etcd"; fi
 declare -A best
 run() {  # run SYSTEM LABEL ARGS...
   local sys=$1 label=$2; shift 2

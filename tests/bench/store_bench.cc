@@ -264,6 +264,10 @@ int main(int argc, char** argv) {
   watch->add_option("--puts", puts)->capture_default_str();
   app.require_subcommand(1);
   CLI11_PARSE(app, argc, argv);
+  if (cacert.empty() && !(cert.empty() && key.empty())) {
+    std::fprintf(stderr, "store_bench: --cert and --key need --cacert (TLS)\n");
+    return 2;
+  }
   if (!cacert.empty()) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = Slurp(cacert);

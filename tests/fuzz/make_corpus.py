@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed inputs of the transport's fuzz target (tests/fuzz/corpus/): well-formed
-HTTP/2 conversations of a gRPC client (after the preface, which the target adds). The fuzzer starts from these and mutates them. Run it again after changing it:
+HTTP/2 conversations of a gRPC client after the preface, which the target adds (each opens
+with SETTINGS, as a client must, or nghttp2 stops at its first frame). The fuzzer starts from these and mutates them. Run it again after changing it:
   tests/fuzz/make_corpus.py
 """
 import os
@@ -63,17 +64,17 @@ rpc = {
     # the second request refers to the first's dynamic entries (62, 63, 64)
     + frame(HEADERS, END_HEADERS, 3, bytes([0x83, 0x86, 0x04]) + string(UNARY) + bytes([0xbe, 0xbf, 0xc0]))
     + frame(DATA, END_STREAM, 3, hello),
-    "continuation": frame(HEADERS, 0, 1, request(STREAM)[:9]) + frame(CONT, 0, 1, request(STREAM)[9:20])
+    "continuation": settings() + frame(HEADERS, 0, 1, request(STREAM)[:9]) + frame(CONT, 0, 1, request(STREAM)[9:20])
     + frame(CONT, END_HEADERS, 1, request(STREAM)[20:]) + frame(DATA, END_STREAM, 1, message(b"")),
-    "padded_priority": frame(HEADERS, END_HEADERS | PADDED | PRIO, 1, b"\x03" + b"\x00\x00\x00\x00\x10" + request(UNARY) + b"\x00" * 3)
+    "padded_priority": settings() + frame(HEADERS, END_HEADERS | PADDED | PRIO, 1, b"\x03" + b"\x00\x00\x00\x00\x10" + request(UNARY) + b"\x00" * 3)
     + frame(DATA, END_STREAM | PADDED, 1, b"\x02" + hello + b"\x00\x00"),
-    "split_message": frame(HEADERS, END_HEADERS, 1, request(UNARY)) + frame(DATA, 0, 1, hello[:3])
+    "split_message": settings() + frame(HEADERS, END_HEADERS, 1, request(UNARY)) + frame(DATA, 0, 1, hello[:3])
     + frame(DATA, 0, 1, hello[3:8]) + frame(DATA, END_STREAM, 1, hello[8:]),
-    "control": frame(PING, 0, 0, b"12345678") + frame(PING, 1, 0, b"87654321")
+    "control": settings() + frame(PING, 0, 0, b"12345678") + frame(PING, 1, 0, b"87654321")
     + frame(WINDOW, 0, 0, struct.pack(">I", 1000)) + frame(PRIORITY, 0, 5, b"\x00\x00\x00\x01\x10")
     + frame(SETTINGS, 1, 0) + frame(HEADERS, END_HEADERS, 1, request(STREAM))
     + frame(RST, 0, 1, struct.pack(">I", 8)) + frame(GOAWAY, 0, 0, struct.pack(">II", 0, 0)),
-    "many_streams": b"".join(frame(HEADERS, END_HEADERS, 2 * i + 1, request(UNARY)) for i in range(20))
+    "many_streams": settings() + b"".join(frame(HEADERS, END_HEADERS, 2 * i + 1, request(UNARY)) for i in range(20))
     + b"".join(frame(DATA, END_STREAM, 2 * i + 1, hello) for i in range(20)),
 }
 

@@ -1,5 +1,5 @@
 // The real mkube-store against clients that take more than their share: descriptors run out,
-// connections past --max-connections.
+// connections past --max-connections, clients that ask and never read.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -25,9 +25,6 @@ namespace {
 
 using mkube::bench::CpuSeconds;
 using mkube::bench::PeakRssMib;
-
-// A TCP connection to `address` (HOST:PORT) that says nothing; -1 if connect failed.
-int Connect(const std::string& address) { return h2::ConnectTcp(address); }
 
 // Everything the peer sends until it closes (or `timeout` passes).
 std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout) {
@@ -90,7 +87,7 @@ TEST_F(StoreLimitsTest, AcceptBacksOffWhenDescriptorsRunOut) {
   store.set_wrapper({"/usr/bin/prlimit", "--nofile=96:96"});
   ASSERT_TRUE(store.Start().ok()) << ReadFile(dir_.Sub("store.log"));
   for (int i = 0; i < 150; ++i) {
-    const int fd = Connect(store.address());
+    const int fd = h2::ConnectTcp(store.address());
     ASSERT_GE(fd, 0) << i;
     clients_.push_back(fd);
   }
@@ -121,8 +118,11 @@ TEST_F(StoreLimitsTest, AcceptBacksOffWhenDescriptorsRunOut) {
 TEST_F(StoreLimitsTest, ConnectionsPastTheLimitAreRefusedWithGoaway) {
   StoreProcess store(dir_.Sub("data"), dir_.Sub("store.log"), {"--max-connections", "3"});
   ASSERT_TRUE(store.Start().ok());
-  for (int i = 0; i < 3; ++i) clients_.push_back(Connect(store.address()));
-  const int extra = Connect(store.address());
+  for (int i = 0; i < 3; ++i) {
+    clients_.push_back(h2::ConnectTcp(store.address()));
+    ASSERT_GE(clients_.back(), 0);
+  }
+  const int extra = h2::ConnectTcp(store.address());
   ASSERT_GE(extra, 0);
   const std::string got = ReadUntilClosed(extra, std::chrono::seconds(10));
   close(extra);
@@ -157,7 +157,7 @@ TEST_F(StoreLimitsTest, ClientsThatNeverReadHoldBoundedMemory) {
   ASSERT_TRUE(client.Put("big", std::string(1 << 20, 'b')).ok());
   const int64_t before = PeakRssMib(store.pid());
 
-  const int flood = Connect(store.address());
+  const int flood = h2::ConnectTcp(store.address());
   ASSERT_GE(flood, 0);
   clients_.push_back(flood);
   std::string pings = h2::Preface();
@@ -165,7 +165,7 @@ TEST_F(StoreLimitsTest, ClientsThatNeverReadHoldBoundedMemory) {
   EXPECT_LT(SendUntilHeld(flood, pings, std::chrono::seconds(10)), size_t{64} << 20)
       << "the store read a PING flood it did not answer";
 
-  const int greedy = Connect(store.address());
+  const int greedy = h2::ConnectTcp(store.address());
   ASSERT_GE(greedy, 0);
   clients_.push_back(greedy);
   etcdserverpb::RangeRequest range;
