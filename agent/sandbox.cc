@@ -102,25 +102,85 @@ absl::StatusOr<std::vector<int>> Capabilities(const api::SecurityContext* sc) {
   return std::vector<int>(keep.begin(), keep.end());
 }
 
-// "UID" or "UID:GID" of an image's config; names are not looked up (images carry no users).
-absl::Status ParseImageUser(const std::string& user, std::optional<int64_t>* uid,
-                            std::optional<int64_t>* gid) {
-  if (user.empty()) return absl::OkStatus();
-  std::vector<std::string> parts = absl::StrSplit(user, ':');
+bool IsNumber(const std::string& s) {
   int64_t n = 0;
-  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &n) || n < 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("image user \"{}\" is not a numeric UID[:GID]", user));
+  return absl::SimpleAtoi(s, &n);
+}
+
+// The lines of an image's /etc/passwd or /etc/group, each split at ':'.
+using Table = std::vector<std::vector<std::string>>;
+Table Entries(const std::string& path) {
+  Table out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    out.push_back(absl::StrSplit(line, ':'));
   }
-  *uid = n;
-  if (parts.size() == 2) {
-    if (!absl::SimpleAtoi(parts[1], &n) || n < 0) {
+  return out;
+}
+
+// Who an image says runs it; -1: unsaid.
+struct ImageUser {
+  int64_t uid = -1, gid = -1;
+  std::vector<int64_t> groups;  // supplementary: the groups of its /etc/group that list it
+};
+
+// The image's user, "USER[:GROUP]", each a number or a name looked up in the image's own
+// /etc/passwd and /etc/group as the runtime does: a user found there brings its group and
+// the groups that list it; a number found nowhere is taken as it is.
+absl::StatusOr<ImageUser> ResolveImageUser(const Image& image) {
+  ImageUser out;
+  const std::string& user = image.config.user;
+  if (user.empty()) return out;
+  std::vector<std::string> parts = absl::StrSplit(user, absl::MaxSplits(':', 1));
+  // (An image without files has no users.)
+  const auto passwd = image.root.empty() ? Table() : Entries(image.root + "/etc/passwd");
+  const auto group = image.root.empty() ? Table() : Entries(image.root + "/etc/group");
+  int64_t n = 0;
+  std::string name;
+  const bool numeric = absl::SimpleAtoi(parts[0], &n);
+  if (numeric && n < 0) {
+    return absl::InvalidArgumentError(fmt::format("image user \"{}\" is a negative UID", user));
+  }
+  for (const auto& e : passwd) {
+    if (e.size() < 4 || !(numeric ? e[2] == parts[0] : e[0] == parts[0])) continue;
+    if (!absl::SimpleAtoi(e[2], &out.uid) || !absl::SimpleAtoi(e[3], &out.gid)) continue;
+    name = e[0];
+    break;
+  }
+  if (name.empty()) {
+    if (!numeric) {
       return absl::InvalidArgumentError(
-          fmt::format("image user \"{}\" is not a numeric UID[:GID]", user));
+          fmt::format("unable to find user {}: no matching entries in passwd file", parts[0]));
     }
-    *gid = n;
+    out.uid = n;
+    out.gid = -1;
   }
-  return absl::OkStatus();
+  if (parts.size() == 2) {
+    out.gid = -1;
+    if (absl::SimpleAtoi(parts[1], &n)) {
+      if (n < 0) {
+        return absl::InvalidArgumentError(fmt::format("image user \"{}\" is a negative GID", user));
+      }
+      out.gid = n;
+    } else {
+      for (const auto& e : group) {
+        if (e.size() >= 3 && e[0] == parts[1] && absl::SimpleAtoi(e[2], &n)) out.gid = n;
+      }
+      if (out.gid < 0) {
+        return absl::InvalidArgumentError(
+            fmt::format("unable to find group {}: no matching entries in group file", parts[1]));
+      }
+    }
+  }
+  if (name.empty()) return out;
+  for (const auto& e : group) {
+    if (e.size() < 4 || !absl::SimpleAtoi(e[2], &n) || n == out.gid) continue;
+    for (absl::string_view member : absl::StrSplit(e[3], ',')) {
+      if (member == name) out.groups.push_back(n);
+    }
+  }
+  return out;
 }
 
 // Whether a child can make a mount namespace of its own here.
@@ -187,21 +247,22 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   const api::PodSecurityContext& psc = pod.spec().security_context();
   const api::SecurityContext* sc =
       container.has_security_context() ? &container.security_context() : nullptr;
-  std::optional<int64_t> image_uid, image_gid;
-  if (auto st = ParseImageUser(image.config.user, &image_uid, &image_gid); !st.ok()) return st;
+  // Looked up only where the image's user is used, as the runtime does.
+  const absl::StatusOr<ImageUser> image_user = ResolveImageUser(image);
+  const ImageUser said = image_user.value_or(ImageUser());
   if (sc && sc->has_run_as_user()) {
     id.uid = sc->run_as_user();
   } else if (psc.has_run_as_user()) {
     id.uid = psc.run_as_user();
   } else {
-    id.uid = image_uid.value_or(kDefaultUid);
+    id.uid = said.uid >= 0 ? said.uid : kDefaultUid;
   }
   if (sc && sc->has_run_as_group()) {
     id.gid = sc->run_as_group();
   } else if (psc.has_run_as_group()) {
     id.gid = psc.run_as_group();
-  } else if (image_gid) {
-    id.gid = *image_gid;
+  } else if (said.gid >= 0) {
+    id.gid = said.gid;
   } else {
     // A user the image does not name a group for has the root group, as in Kubernetes; the
     // default user has its own.
@@ -209,16 +270,29 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   }
   const bool non_root =
       sc && sc->has_run_as_non_root() ? sc->run_as_non_root() : psc.run_as_non_root();
-  if (non_root && id.uid == 0) {  // the kubelet's words, naming the pod as it does
-    const bool named = (sc && sc->has_run_as_user()) || psc.has_run_as_user();
-    return absl::FailedPreconditionError(
-        fmt::format("{} (pod: \"{}_{}({})\", container: {})",
-                    named ? "container's runAsUser breaks non-root policy"
-                          : "container has runAsNonRoot and image will run as root",
-                    pod.metadata().name(), pod.metadata().namespace_(), pod.metadata().uid(),
-                    container.name()));
+  const bool named = (sc && sc->has_run_as_user()) || psc.has_run_as_user();
+  // The kubelet's words, naming the pod as it does. It checks before the runtime looks names
+  // up, so an image user given by name cannot be shown to be non-root.
+  std::string refusal;
+  if (non_root && named && id.uid == 0) {
+    refusal = "container's runAsUser breaks non-root policy";
+  } else if (const std::string user = image.config.user.substr(0, image.config.user.find(':'));
+             non_root && !named && !user.empty() && !IsNumber(user)) {
+    refusal = fmt::format(
+        "container has runAsNonRoot and image has non-numeric user ({}), cannot verify user is "
+        "non-root",
+        user);
+  } else if (non_root && id.uid == 0) {
+    refusal = "container has runAsNonRoot and image will run as root";
   }
+  if (!refusal.empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} (pod: \"{}_{}({})\", container: {})", refusal, pod.metadata().name(),
+                    pod.metadata().namespace_(), pod.metadata().uid(), container.name()));
+  }
+  if (!named && !image_user.ok()) return image_user.status();
   id.groups.assign(psc.supplemental_groups().begin(), psc.supplemental_groups().end());
+  if (!named) id.groups.insert(id.groups.end(), said.groups.begin(), said.groups.end());
   if (psc.has_fs_group()) id.groups.push_back(psc.fs_group());
   id.no_new_privs = sc && sc->has_allow_privilege_escalation() && !sc->allow_privilege_escalation();
   id.limit_capabilities = true;

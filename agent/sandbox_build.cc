@@ -22,8 +22,10 @@ using Kind = MountStep::Kind;
 
 // The host's folders every container sees read-only: its programs and libraries.
 constexpr const char* kSystemFolders[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr"};
-// Names at the top of the root the sandbox makes itself; an image's own are not used.
-const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run", "image.json"};
+// The image's config, beside its files (image.h): not one of them.
+constexpr const char* kImageConfig = "image.json";
+// Names at the top of a tmpfs root the sandbox makes itself; an image's own are not used.
+const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run", kImageConfig};
 // Files of the host's /etc that programs need to start and resolve names (bound read-only when
 // the host has them).
 constexpr const char* kHostEtcFiles[] = {"ld.so.cache", "resolv.conf",  "nsswitch.conf",
@@ -55,16 +57,18 @@ std::string Hostname(const api::Pod& pod) {
   return h;
 }
 
-// The image's folder of that name merged over the host's (both read-only), or the image's
-// alone where overlayfs is missing.
+// The image's folder of that name merged over the host's, or the image's alone where
+// overlayfs is missing (read-only then).
 MountStep Merged(const std::string& image_dir, const std::string& host_dir,
-                 const std::string& target, bool overlay) {
+                 const std::string& target, bool overlay, bool writable) {
   if (!overlay) return {Kind::kBind, image_dir, target, true};
-  return {Kind::kOverlay, image_dir + ":" + host_dir, target, true};
+  return {Kind::kOverlay, image_dir + ":" + host_dir, target, !writable};
 }
 
+// The host's system folders, each merged with the image's folder of that name when it has one;
+// under a writable layer of their own unless the root is read-only (or overlayfs is missing).
 void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& image_entries,
-                      std::vector<MountStep>* steps) {
+                      bool writable, std::vector<MountStep>* steps) {
   const std::string& image_root = in.image->root;
   for (const char* name : kSystemFolders) {
     const std::string host = Join(in.host_root, name);
@@ -72,30 +76,48 @@ void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& imag
     const bool in_image = image_entries.contains(name);
     struct stat st;
     if (lstat(host.c_str(), &st) != 0) {
-      if (in_image) steps->push_back({Kind::kBind, Join(image_root, name), target, true});
+      // The layered root shows the image's own already.
+      if (in_image && !in.overlay) {
+        steps->push_back({Kind::kBind, Join(image_root, name), target, true});
+      }
       continue;
     }
     if (S_ISLNK(st.st_mode)) {
       std::error_code ec;
       const fs::path resolved = fs::canonical(host, ec);
       if (in_image && !ec) {
-        steps->push_back(Merged(Join(image_root, name), resolved.string(), target, in.overlay));
+        steps->push_back(
+            Merged(Join(image_root, name), resolved.string(), target, in.overlay, writable));
       } else {
         steps->push_back({Kind::kSymlink, fs::read_symlink(host, ec).string(), target, false});
       }
     } else if (S_ISDIR(st.st_mode)) {
-      steps->push_back(in_image ? Merged(Join(image_root, name), host, target, in.overlay)
-                                : MountStep{Kind::kBind, host, target, true});
+      if (in_image) {
+        steps->push_back(Merged(Join(image_root, name), host, target, in.overlay, writable));
+      } else if (writable) {
+        steps->push_back({Kind::kOverlay, host, target, false});
+      } else {
+        steps->push_back({Kind::kBind, host, target, true});
+      }
     }
   }
 }
 
+// /etc: the image's own when the root is layered, with the pod's hosts and hostname, the users
+// root and nobody where the image names none, and the host's files programs need to start.
 void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<MountStep>* steps) {
-  steps->push_back({Kind::kFile,
-                    "root:x:0:0:root:/root:/bin/sh\n"
-                    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-                    "/etc/passwd", false});
-  steps->push_back({Kind::kFile, "root:x:0:\nnogroup:x:65534:\n", "/etc/group", false});
+  auto image_has = [&](const char* name) {
+    return in.overlay && Exists(Join(in.image->root, std::string("etc/") + name));
+  };
+  if (!image_has("passwd")) {
+    steps->push_back({Kind::kFile,
+                      "root:x:0:0:root:/root:/bin/sh\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                      "/etc/passwd", false});
+  }
+  if (!image_has("group")) {
+    steps->push_back({Kind::kFile, "root:x:0:\nnogroup:x:65534:\n", "/etc/group", false});
+  }
   steps->push_back({Kind::kFile, HostsFile(in.pod_ip, hostname), "/etc/hosts", false});
   steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
   for (const char* name : kHostEtcFiles) {
@@ -160,7 +182,9 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& p
     const bool under = path == s.target || (path.rfind(s.target + "/", 0) == 0);
     if (under && (!best || s.target.size() >= best->target.size())) best = &s;
   }
-  if (!best) return {};
+  if (!best)
+    return spec.image_root.empty() ? std::vector<std::string>{}
+                                   : std::vector{Join(spec.image_root, path)};
   const std::string rest = path.substr(best->target.size());
   switch (best->kind) {
     case Kind::kBind:
@@ -249,11 +273,20 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   for (const auto& e : fs::directory_iterator(in.image->root, ec)) {
     image_entries.insert(e.path().filename().string());
   }
-  AddSystemFolders(in, image_entries, &spec.steps);
-  std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
-  for (const auto& name : image_entries) {
-    if (system.contains(name) || kReserved.contains(name)) continue;
-    spec.steps.push_back({Kind::kBind, Join(in.image->root, name), "/" + name, true});
+  // With overlayfs the root is the image's files under a writable layer; without it, a tmpfs
+  // holding read-only binds of the image's entries.
+  if (in.overlay) spec.image_root = in.image->root;
+  AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);
+  if (in.overlay) {
+    if (image_entries.contains(kImageConfig)) {
+      spec.steps.push_back({Kind::kRemove, "", std::string("/") + kImageConfig, false});
+    }
+  } else {
+    std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
+    for (const auto& name : image_entries) {
+      if (system.contains(name) || kReserved.contains(name)) continue;
+      spec.steps.push_back({Kind::kBind, Join(in.image->root, name), "/" + name, true});
+    }
   }
   AddEtc(in, spec.hostname, &spec.steps);
   spec.steps.push_back({Kind::kProc, "", "/proc", false});

@@ -125,7 +125,27 @@ bool MakeMountPoint(const std::string& source, const std::string& path, std::str
   return true;
 }
 
-bool Step(const MountStep& s, const std::string& path, std::string* error) {
+// An overlay of `lower` (folders joined by ':') at `path`; writable through a fresh layer of
+// upper and work folders under `layer` unless read-only.
+bool Overlay(const std::string& lower, const std::string& path, const std::string& layer,
+             bool read_only, std::string* error) {
+  if (!MakeDirs(path, error)) return false;
+  std::string options = "lowerdir=" + lower;
+  if (!read_only) {
+    if (!MakeDirs(layer + "/upper", error) || !MakeDirs(layer + "/work", error)) return false;
+    options += ",upperdir=" + layer + "/upper,workdir=" + layer + "/work";
+  }
+  const unsigned long flags = MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
+  if (mount("overlay", path.c_str(), "overlay", flags, options.c_str()) != 0) {
+    *error = Errno("overlay " + lower + " at " + path);
+    return false;
+  }
+  return true;
+}
+
+// Carries out one step at `path`; `layer` is an empty folder for a writable overlay's layer.
+bool Step(const MountStep& s, const std::string& path, const std::string& layer,
+          std::string* error) {
   using Kind = MountStep::Kind;
   switch (s.kind) {
     case Kind::kBind:
@@ -155,15 +175,14 @@ bool Step(const MountStep& s, const std::string& path, std::string* error) {
         return false;
       }
       return true;
-    case Kind::kOverlay: {
-      if (!MakeDirs(path, error)) return false;
-      const std::string options = "lowerdir=" + s.source;
-      if (mount("overlay", path.c_str(), "overlay", MS_RDONLY, options.c_str()) != 0) {
-        *error = Errno("overlay " + s.source + " at " + s.target);
+    case Kind::kOverlay:
+      return Overlay(s.source, path, layer, s.read_only, error);
+    case Kind::kRemove:
+      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+        *error = Errno("remove " + s.target);
         return false;
       }
       return true;
-    }
     case Kind::kSymlink:
       if (!MakeDirs(fs::path(path).parent_path().string(), error)) return false;
       if (symlink(s.source.c_str(), path.c_str()) != 0) {
@@ -233,14 +252,22 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
       *error = Errno("make mounts private");
       return false;
     }
-    const std::string& root = spec.root;
-    if (mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
-      *error = Errno("mount the root tmpfs at " + root);
+    // A tmpfs at spec.root holds the root, or, when layered, the writable layers and the
+    // overlay that is the root. Once the node's root is let go of below, only the overlays
+    // hold the layers.
+    if (mount("tmpfs", spec.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
+      *error = Errno("mount the root tmpfs at " + spec.root);
       return false;
     }
-    for (const auto& s : spec.steps) {
+    std::string root = spec.root;
+    if (!spec.image_root.empty()) {
+      root = spec.root + "/root";
+      if (!Overlay(spec.image_root, root, spec.root + "/layers/root", false, error)) return false;
+    }
+    for (size_t i = 0; i < spec.steps.size(); ++i) {
+      const MountStep& s = spec.steps[i];
       const std::string path = (fs::path(root) / fs::path(s.target).relative_path()).string();
-      if (!Step(s, path, error)) return false;
+      if (!Step(s, path, spec.root + "/layers/" + std::to_string(i), error)) return false;
       if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all && !MaskProc(path, error)) {
         return false;
       }
@@ -257,7 +284,8 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
       return false;
     }
     if (spec.read_only_root &&
-        mount(nullptr, "/", nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0) {
+        mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              nullptr) != 0) {
       *error = Errno("make the root read-only");
       return false;
     }

@@ -37,6 +37,7 @@ nlohmann::json ToJson(const SandboxSpec& spec) {
   }
   return {{"isolated", spec.isolated},
           {"root", spec.root},
+          {"imageRoot", spec.image_root},
           {"hostname", spec.hostname},
           {"steps", steps},
           {"readOnlyRoot", spec.read_only_root},
@@ -55,6 +56,7 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
   try {
     spec.isolated = j.value("isolated", false);
     spec.root = j.value("root", "");
+    spec.image_root = j.value("imageRoot", "");
     spec.hostname = j.value("hostname", "");
     spec.read_only_root = j.value("readOnlyRoot", false);
     spec.identity = IdentityFromJson(j.value("identity", nlohmann::json::object()));
@@ -63,7 +65,7 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
     spec.join_pid_ns = j.value("joinPidNs", "");
     for (const auto& s : j["steps"]) {
       const int kind = s.at("kind").get<int>();
-      if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kDevice)) {
+      if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kRemove)) {
         *error = "unknown sandbox step kind " + std::to_string(kind);
         return false;
       }

@@ -25,19 +25,25 @@ struct Identity {
 
 // One step of building a container's root, in order.
 struct MountStep {
-  enum class Kind { kBind, kTmpfs, kProc, kOverlay, kSymlink, kFile, kDevice };
+  // kRemove: deletes what the image has at `target` (the root's layer keeps the deletion).
+  enum class Kind { kBind, kTmpfs, kProc, kOverlay, kSymlink, kFile, kDevice, kRemove };
   Kind kind = Kind::kBind;
   std::string source;  // bind/device: host path; overlay: lowerdirs (a:b); symlink: its target;
                        // file: its contents; tmpfs: mount options
   std::string target;  // absolute path inside the container
+  // An overlay that is not read-only gets a writable layer of its own, as the root does.
   bool read_only = false;
 };
 
-// A container's sandbox: a mount namespace whose root is a fresh tmpfs at `root` (an empty
-// host folder) built by `steps`, a hostname of its own, and an identity.
+// A container's sandbox: a mount namespace whose root is built by `steps` at `root` (an empty
+// host folder), a hostname of its own, and an identity. The root is the image's files under a
+// writable layer when `image_root` is set (overlayfs), else a fresh tmpfs. Writable layers live
+// in memory that the container's mount namespace alone holds: each start of a container begins
+// from its image again, as in Kubernetes.
 struct SandboxSpec {
   bool isolated = false;  // false: runs in the node's filesystem (the host offers nothing)
   std::string root;
+  std::string image_root;
   std::string hostname;
   std::vector<MountStep> steps;
   bool read_only_root = false;

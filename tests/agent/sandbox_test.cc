@@ -109,7 +109,58 @@ TEST(ResolveIdentity, RunAsNonRootRefusesRoot) {
   image.config.user = "";  // the default user is not root
   EXPECT_TRUE(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).ok());
   image.config.user = "root";
-  EXPECT_FALSE(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).ok());
+  EXPECT_EQ(ResolveIdentity(pod, pod.spec().containers(0), image, Root()).status().message(),
+            "container has runAsNonRoot and image has non-numeric user (root), cannot verify "
+            "user is non-root " +
+                where);
+}
+
+TEST(ResolveIdentity, ImageUsersByNameComeFromTheImagesOwnFiles) {
+  const fs::path root =
+      fs::temp_directory_path() / ("sandbox_test.users." + std::to_string(getpid()));
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "etc/passwd") << "root:x:0:0:root:/root:/bin/sh\n"
+                                        "# a comment\n"
+                                        "web:x:1000:1001:web:/home/web:/bin/sh\n";
+  std::ofstream(root / "etc/group") << "root:x:0:\nweb:x:1001:\nstaff:x:50:web,other\n"
+                                       "audio:x:29:other\n";
+  struct Case {
+    std::string user;
+    int64_t uid, gid;
+    std::vector<int64_t> groups;
+    std::string error;
+  } cases[] = {
+      {"web", 1000, 1001, {50}, ""},
+      {"1000", 1000, 1001, {50}, ""},  // a number found in passwd brings its group
+      {"web:staff", 1000, 50, {}, ""},
+      {"web:7", 1000, 7, {50}, ""},
+      {"42", 42, 0, {}, ""},  // a number found nowhere is taken as it is
+      {"ghost", 0, 0, {}, "unable to find user ghost: no matching entries in passwd file"},
+      {"web:ghosts", 0, 0, {}, "unable to find group ghosts: no matching entries in group file"},
+      {"-1", 0, 0, {}, "image user \"-1\" is a negative UID"},
+  };
+  for (const auto& c : cases) {
+    api::Pod pod = PodWith();
+    Image image;
+    image.root = root.string();
+    image.config.user = c.user;
+    auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
+    if (!c.error.empty()) {
+      EXPECT_EQ(id.status().message(), c.error) << c.user;
+      // A user the pod names itself is not looked up.
+      pod.mutable_spec()->mutable_security_context()->set_run_as_user(5);
+      auto named = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
+      ASSERT_TRUE(named.ok()) << c.user << ": " << named.status();
+      EXPECT_EQ(named->uid, 5);
+      EXPECT_EQ(named->gid, 0);
+      continue;
+    }
+    ASSERT_TRUE(id.ok()) << c.user << ": " << id.status();
+    EXPECT_EQ(id->uid, c.uid) << c.user;
+    EXPECT_EQ(id->gid, c.gid) << c.user;
+    EXPECT_EQ(id->groups, c.groups) << c.user;
+  }
+  fs::remove_all(root);
 }
 
 TEST(ResolveIdentity, AnAgentThatIsNotRootChangesNothing) {
@@ -168,50 +219,88 @@ class SandboxTest : public ::testing::Test {
                   .string()};
 };
 
-TEST_F(SandboxTest, TheRootHoldsTheImageTheSystemFoldersAndNothingElseOfTheHost) {
+TEST_F(SandboxTest, TheRootIsTheImageUnderAWritableLayerWithTheSystemFolders) {
   api::Pod pod = PodWith();
   auto spec = BuildSandbox(Inputs(pod));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->isolated);
   EXPECT_EQ(spec->hostname, "web");
-  // The image's bin merged over the host's (bin -> usr/bin), read-only.
+  EXPECT_EQ(spec->image_root, image_.root);
+  EXPECT_FALSE(spec->read_only_root);
+  // The image's bin merged over the host's (bin -> usr/bin), writable through its own layer.
   const MountStep* bin = Find(*spec, "/bin");
   ASSERT_NE(bin, nullptr);
   EXPECT_EQ(bin->kind, Kind::kOverlay);
   EXPECT_EQ(bin->source, image_.root + "/bin:" + host() + "/usr/bin");
-  EXPECT_TRUE(bin->read_only);
+  EXPECT_FALSE(bin->read_only);
   for (const char* system : {"/usr", "/lib"}) {
     const MountStep* s = Find(*spec, system);
     ASSERT_NE(s, nullptr) << system;
-    EXPECT_EQ(s->kind, Kind::kBind) << system;
-    EXPECT_TRUE(s->read_only) << system;
+    EXPECT_EQ(s->kind, Kind::kOverlay) << system;
+    EXPECT_EQ(s->source, host() + system) << system;
+    EXPECT_FALSE(s->read_only) << system;
   }
-  const MountStep* data = Find(*spec, "/data");
-  ASSERT_NE(data, nullptr);
-  EXPECT_EQ(data->source, image_.root + "/data");
-  EXPECT_EQ(Find(*spec, "/image.json"), nullptr);
-  // /etc is made, not the host's: its loader cache only.
+  // The image's other files are the root's own; its config is not one of them.
+  EXPECT_EQ(Find(*spec, "/data"), nullptr);
+  ASSERT_NE(Find(*spec, "/image.json"), nullptr);
+  EXPECT_EQ(Find(*spec, "/image.json")->kind, Kind::kRemove);
+  // /etc: the host's loader cache, made files, never the host's others.
   EXPECT_NE(Find(*spec, "/etc/ld.so.cache"), nullptr);
   EXPECT_EQ(Find(*spec, "/etc/shadow"), nullptr);
   EXPECT_EQ(Find(*spec, "/etc"), nullptr);
+  ASSERT_NE(Find(*spec, "/etc/passwd"), nullptr);
   ASSERT_NE(Find(*spec, "/etc/hosts"), nullptr);
   EXPECT_NE(Find(*spec, "/etc/hosts")->source.find("127.1.0.5\tweb"), std::string::npos);
   EXPECT_EQ(Find(*spec, "/tmp")->kind, Kind::kTmpfs);
   EXPECT_EQ(Find(*spec, "/proc")->kind, Kind::kProc);
   // Nothing binds the host's root or any folder outside those.
   for (const auto& s : spec->steps) {
-    if (s.kind != Kind::kBind) continue;
+    if (s.kind != Kind::kBind && s.kind != Kind::kOverlay) continue;
     EXPECT_NE(s.source, host()) << s.target;
     const bool known = s.source.rfind(host() + "/", 0) == 0 ||
                        s.source.rfind(image_.root + "/", 0) == 0 || s.source.rfind("/dev/", 0) == 0;
     EXPECT_TRUE(known) << s.source << " at " << s.target;
   }
-  // Without overlayfs the image's folder alone.
+
+  // An image with users of its own keeps them.
+  Write(image_.root + "/etc/passwd", 0644);
+  auto with_users = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(with_users.ok());
+  EXPECT_EQ(Find(*with_users, "/etc/passwd"), nullptr);
+  EXPECT_NE(Find(*with_users, "/etc/group"), nullptr);
+}
+
+TEST_F(SandboxTest, AReadOnlyRootHasNoWritableLayerAnywhere) {
+  api::Pod pod = PodWith();
+  pod.mutable_spec()
+      ->mutable_containers(0)
+      ->mutable_security_context()
+      ->set_read_only_root_filesystem(true);
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->read_only_root);
+  EXPECT_EQ(spec->image_root, image_.root);
+  EXPECT_TRUE(Find(*spec, "/bin")->read_only);
+  for (const char* system : {"/usr", "/lib"}) {
+    EXPECT_EQ(Find(*spec, system)->kind, Kind::kBind) << system;
+    EXPECT_TRUE(Find(*spec, system)->read_only) << system;
+  }
+}
+
+TEST_F(SandboxTest, WithoutOverlayfsTheImagesEntriesAreBoundReadOnly) {
+  api::Pod pod = PodWith();
   SandboxInputs plain = Inputs(pod);
   plain.overlay = false;
-  auto without = BuildSandbox(plain);
-  ASSERT_TRUE(without.ok());
-  EXPECT_EQ(Find(*without, "/bin")->kind, Kind::kBind);
+  auto spec = BuildSandbox(plain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->image_root.empty());
+  EXPECT_EQ(Find(*spec, "/bin")->kind, Kind::kBind);
+  EXPECT_EQ(Find(*spec, "/bin")->source, image_.root + "/bin");
+  EXPECT_EQ(Find(*spec, "/usr")->kind, Kind::kBind);
+  ASSERT_NE(Find(*spec, "/data"), nullptr);
+  EXPECT_EQ(Find(*spec, "/data")->source, image_.root + "/data");
+  EXPECT_TRUE(Find(*spec, "/data")->read_only);
+  EXPECT_EQ(Find(*spec, "/image.json"), nullptr);
 }
 
 TEST_F(SandboxTest, VolumesAreMountedWhereTheContainerAsks) {
@@ -262,6 +351,8 @@ TEST_F(SandboxTest, CommandsAreFoundWhereTheContainerLooks) {
   EXPECT_EQ(*ResolveInSandbox("myapp", env, *spec), "/bin/myapp");
   EXPECT_EQ(*ResolveInSandbox("sh", env, *spec), "/usr/bin/sh");
   EXPECT_EQ(*ResolveInSandbox("/bin/sh", env, *spec), "/bin/sh");  // through the symlink's target
+  Write(image_.root + "/app/run", 0755);
+  EXPECT_EQ(*ResolveInSandbox("/app/run", env, *spec), "/app/run");  // the image's own root
   EXPECT_EQ(ResolveInSandbox("nope", env, *spec).status().message(),
             "exec: \"nope\": executable file not found in $PATH");
   EXPECT_EQ(ResolveInSandbox("/etc/shadow", env, *spec).status().message(),

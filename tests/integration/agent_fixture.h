@@ -121,11 +121,13 @@ class AgentTest : public ::testing::Test {
     pid_t first = -1;
     std::string pid_ns;
   };
+  // The container's processes in its start number `attempt` (0: the first, 1: after one
+  // restart...).
   static Processes ProcessesOf(const api::Pod& pod, const std::string& container,
-                               const AgentProcess* agent = nullptr) {
+                               const AgentProcess* agent = nullptr, int attempt = 0) {
     Processes p;
-    std::ifstream in(fmt::format("{}/pods/{}/logs/{}/0.pid", (agent ? agent : agent_)->root(),
-                                 pod.metadata().uid(), container));
+    std::ifstream in(fmt::format("{}/pods/{}/logs/{}/{}.pid", (agent ? agent : agent_)->root(),
+                                 pod.metadata().uid(), container, attempt));
     auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return p;
     p.first = j.value("pid", -1);

@@ -228,6 +228,55 @@ TEST_F(IsolationTest, ContainersRunAsTheirUserWithCapabilitiesDropped) {
   Ctl({"delete", "pod", "users", "rooted", "--grace-period=0"});
 }
 
+// As in Kubernetes, a container may change its image's files and the system's (file modes
+// allowing): in a layer of its own, gone when it starts again, seen by no other container.
+TEST_F(IsolationTest, TheRootIsWritableInALayerOfTheContainersOwn) {
+  const std::string host_file = "/usr/bin/mkube-layer-test";
+  ASSERT_FALSE(std::filesystem::exists(host_file));
+  CreatePod("layered", R"(  containers:
+  - name: main
+    image: tools:v1
+    command: ["sh", "-c", "[ -e /usr/bin/mkube-layer-test ] && echo KEPT; echo > /usr/bin/mkube-layer-test; echo started; exec sleep 3600"]
+    securityContext: {runAsUser: 0}
+  - name: other
+    image: tools:v1
+    command: ["sleep", "3600"]
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("layered", "Running"); }));
+  auto r = Exec("layered",
+                "echo changed > /bin/greet && cat /bin/greet && echo new > /etc/motd && "
+                "cat /etc/motd && ls -a / | grep -c image.json",
+                "main");
+  EXPECT_EQ(r.out, "changed\nnew\n0\n") << r.err;
+  // The node's files and the other container's view are untouched.
+  EXPECT_FALSE(std::filesystem::exists(host_file));
+  EXPECT_THAT(Exec("layered", "cat /bin/greet", "other").out, HasSubstr("$GREETING"));
+  EXPECT_NE(Exec("layered", "ls /usr/bin/mkube-layer-test", "other").exit_code, 0);
+  // Started again, the container begins from its image.
+  ASSERT_EQ(Exec("layered", "kill 2", "main").exit_code, 0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = GetPod("layered");
+        return p.ok() && p->status().container_statuses_size() == 2 &&
+               p->status().container_statuses(0).restart_count() >= 1 &&
+               p->status().container_statuses(0).state().has_running() &&
+               Logs("layered", "main") == "started\n";
+      },
+      std::chrono::seconds(30)));
+  EXPECT_THAT(Exec("layered", "cat /bin/greet", "main").out, HasSubstr("$GREETING"));
+  Ctl({"delete", "pod", "layered", "--grace-period=0"});
+}
+
+TEST_F(IsolationTest, AnImagesUserNamedIsFoundInTheImagesOwnFiles) {
+  CreatePod("named", R"(  containers:
+  - name: main
+    image: appuser:v1
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("named", "Running"); }));
+  EXPECT_EQ(Exec("named", "id -u; id -g; id -G; id -un").out, "1500\n1600\n1600 50\napp\n");
+  Ctl({"delete", "pod", "named", "--grace-period=0"});
+}
+
 TEST_F(IsolationTest, ThePodsContainersShareAnEmptyDir) {
   CreatePod("pair", R"(  volumes: [{name: shared, emptyDir: {}}]
   containers:
@@ -290,6 +339,52 @@ TEST_F(IsolationTest, ContainersSeeEachOthersProcessesOnlyWhenThePodSharesItsNam
   const Processes a = ProcessesOf(shared, "a");
   EXPECT_EQ(Ctl({"delete", "pod", "apart", "shared", "--grace-period=0"}).exit_code, 0);
   EXPECT_TRUE(Eventually([&] { return AllGone(a); }));
+}
+
+// The pause process that holds a shared PID namespace is adopted by an agent started again:
+// a container the new agent starts joins the same namespace, and deleting the pod ends it.
+TEST_F(IsolationTest, ASharedNamespaceOutlivesAnAgentRestart) {
+  api::Pod pod = CreatePod("shared-kept", R"(  shareProcessNamespace: true
+  containers:
+  - {name: a, image: busybox, command: [sleep, '611']}
+  - {name: b, image: busybox, command: [sleep, '612']}
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("shared-kept", "Running"); }));
+  auto pause_pid = [&] {
+    std::ifstream in(Sandbox(pod) + "/pause.pid");
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return j.is_object() ? j.value("pid", pid_t{-1}) : pid_t{-1};
+  };
+  const pid_t pause = pause_pid();
+  ASSERT_GT(pause, 0);
+  const Processes b = ProcessesOf(pod, "b");
+  agent_->Kill9();
+  ASSERT_TRUE(agent_->Start().ok());
+  // b ends a's program (it sees it: one namespace); the new agent starts a again.
+  auto r = Exec("shared-kept",
+                "for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = sleep ] && "
+                "grep -q 611 $p/cmdline && kill ${p#/proc/}; done; echo ok",
+                "b");
+  ASSERT_EQ(r.out, "ok\n") << r.err;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = GetPod("shared-kept");
+        return p.ok() && p->status().container_statuses_size() == 2 &&
+               p->status().container_statuses(0).restart_count() >= 1 &&
+               p->status().container_statuses(0).state().has_running();
+      },
+      std::chrono::seconds(30)));
+  const Processes a = ProcessesOf(pod, "a", nullptr, 1);
+  EXPECT_EQ(pause_pid(), pause) << "the same pause, adopted";
+  EXPECT_EQ(a.pid_ns, b.pid_ns) << "the restarted container joined the pod's namespace";
+  const std::string out =
+      Exec("shared-kept",
+           "cat /proc/1/comm; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done", "b")
+          .out;
+  EXPECT_THAT(out, ::testing::StartsWith("pause\n"));
+  EXPECT_THAT(out, HasSubstr("sleep 611"));
+  EXPECT_EQ(Ctl({"delete", "pod", "shared-kept", "--grace-period=0"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] { return AllGone(a) && AllGone(b) && ProcessGone(pause); }));
 }
 
 TEST_F(IsolationTest, AnAgentThatIsNotRootRunsPodsAndSaysWhatIsMissing) {

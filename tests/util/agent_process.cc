@@ -93,6 +93,12 @@ void WriteTestRegistry(const std::string& dir) {
   // Runnable by any user: containers do not run as root.
   fs::permissions(greet, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
+  // An image with users of its own, run as one of them by name.
+  fs::create_directories(dir + "/appuser/v1/etc");
+  std::ofstream(dir + "/appuser/v1/image.json") << R"({"cmd": ["sleep", "3600"], "user": "app"})";
+  std::ofstream(dir + "/appuser/v1/etc/passwd")
+      << "root:x:0:0:root:/root:/bin/sh\napp:x:1500:1600:app:/home/app:/bin/sh\n";
+  std::ofstream(dir + "/appuser/v1/etc/group") << "root:x:0:\napp:x:1600:\nstaff:x:50:app\n";
   fs::create_directories(dir + "/web/v1/bin");
   std::ofstream(dir + "/web/v1/image.json") << R"({"entrypoint": ["web"], "env": ["PORT=8080"]})";
   fs::copy_file(BinDir() + "/mkube-demo-server", dir + "/web/v1/bin/web",
