@@ -289,7 +289,11 @@ bool WatchServer::Lane::Drain() {
 void WatchServer::Lane::Loop() {
   using Clock = std::chrono::system_clock;  // what completion-queue deadlines take
   const auto interval = server_->interval_;
-  Clock::time_point last_round;
+  // Rounds go in windows of `interval`: a window's rounds start at once until they have sent
+  // kQuickMessages, then the next waits for the next window. A quiet lane (a few watches, a
+  // few events: a pod starting) so sends each event as it comes, and a busy one gathers.
+  Clock::time_point window_start;
+  size_t window_messages = 0;
   std::vector<std::shared_ptr<StreamSink>> round;
   for (;;) {
     bool due;
@@ -297,21 +301,26 @@ void WatchServer::Lane::Loop() {
       absl::MutexLock lock(&mu_);
       due = !due_.empty();
     }
-    const Clock::time_point next_round = last_round + interval;
     const Clock::time_point now = Clock::now();
-    if (due && now >= next_round) {
+    const Clock::time_point window_end = window_start + interval;
+    const bool new_window = now >= window_end;
+    if (due && (new_window || window_messages < kQuickMessages)) {
       // Every write that has completed by now lets its stream into this round.
       if (!Drain()) return;
-      last_round = now;
+      if (new_window) {
+        window_start = now;
+        window_messages = 0;
+      }
       {
         absl::MutexLock lock(&mu_);
         round.swap(due_);
       }
+      window_messages += round.size();
       for (auto& s : round) s->Flush();
       round.clear();
       continue;
     }
-    if (HandleNext(due ? next_round : now + std::chrono::seconds(1)) == Next::kShutdown) return;
+    if (HandleNext(due ? window_end : now + std::chrono::seconds(1)) == Next::kShutdown) return;
   }
 }
 

@@ -73,13 +73,17 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
 };
 
 // Serves a service's Watch calls on completion queues of their own, each polled by one
-// thread (a lane): a lane accepts calls, starts their writes in rounds at most `interval`
-// apart (0: as soon as there is work), and sees every write, end and cancellation complete.
-// A busy stream so gathers its events into fewer, larger messages (each message costs both
-// ends far more than the bytes in it), and nothing is handed between threads per message: a
-// lane starts its writes and reads their completions itself.
+// thread (a lane): a lane accepts calls, starts their writes in rounds, and sees every write,
+// end and cancellation complete. Once the rounds of the last `interval` have sent
+// kQuickMessages messages, the next waits until `interval` has passed (0: no wait). A busy
+// lane so gathers its events into fewer, larger messages (each message costs both ends far
+// more than the bytes in it) while a quiet one sends each event at once; and nothing is
+// handed between threads per message: a lane starts its writes and reads their completions
+// itself.
 class WatchServer {
  public:
+  static constexpr size_t kQuickMessages = 32;
+
   struct Handlers {
     // Asks gRPC for the next Watch call (the service's RequestWatch).
     std::function<void(grpc::ServerContext*, grpc::ByteBuffer*,

@@ -258,6 +258,31 @@ TEST_P(WatchStreamTest, EveryEventOnceInOrderInBatches) {
   EXPECT_EQ(std::unique(names.begin(), names.end()), names.end()) << "no duplicates";
 }
 
+// A quiet watch does not wait for the coalescing interval: one event after another, each is
+// sent at once (with a minute's interval, a wait would pass the read's deadline).
+TEST_F(ApiServiceTest, AQuietWatchSendsEachEventAtOnce) {
+  ServiceOptions options;
+  options.watch_coalesce = std::chrono::minutes(1);
+  Serve(options);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer t");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  WatchRequest req;
+  req.set_resource("pods");
+  auto reader = stub_->Watch(&ctx, req);
+  WatchBatch batch;
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "one-by-one-" + std::to_string(i);
+    ASSERT_TRUE(CreatePod(name, std::chrono::seconds(10)).ok());
+    ASSERT_TRUE(reader->Read(&batch)) << "event " << i << " did not come before the deadline";
+    ASSERT_EQ(batch.events_size(), 1);
+    api::Pod pod;
+    ASSERT_TRUE(pod.ParseFromString(batch.events(0).object()));
+    EXPECT_EQ(pod.metadata().name(), name);
+  }
+  ctx.TryCancel();
+}
+
 INSTANTIATE_TEST_SUITE_P(Coalescing, WatchStreamTest,
                          ::testing::Values(std::chrono::milliseconds(0),
                                            std::chrono::milliseconds(10)),
