@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -120,7 +122,40 @@ class AgentTest : public ::testing::Test {
   struct Processes {
     pid_t first = -1;
     std::string pid_ns;
+    // The namespace's pid 1 (host pid and start time): a PID namespace ends with its init,
+    // and the kernel may give a later namespace the same name.
+    pid_t init = -1;
+    std::string init_start;
   };
+  // Field 22 of /proc/<pid>/stat (when the process started); empty when it is gone.
+  static std::string StartTime(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) return "";
+    std::istringstream fields(text.substr(close + 2));
+    std::string f;
+    for (int i = 3; i <= 22 && fields >> f; ++i) {
+    }
+    return f;
+  }
+  // The process of `pid_ns` that is pid 1 in it (NSpid's last field), or -1.
+  static pid_t InitOf(const std::string& pid_ns) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      if (std::filesystem::read_symlink(e.path() / "ns/pid", ec).string() != pid_ns) continue;
+      std::ifstream status(e.path() / "status");
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("NSpid:", 0) == 0 && line.size() > 2 &&
+            line.substr(line.size() - 2) == "\t1") {
+          return static_cast<pid_t>(std::stol(name));
+        }
+      }
+    }
+    return -1;
+  }
   // The container's processes in its start number `attempt` (0: the first, 1: after one
   // restart...).
   static Processes ProcessesOf(const api::Pod& pod, const std::string& container,
@@ -133,12 +168,18 @@ class AgentTest : public ::testing::Test {
     p.first = j.value("pid", -1);
     std::error_code ec;
     p.pid_ns = std::filesystem::read_symlink(fmt::format("/proc/{}/ns/pid", p.first), ec).string();
+    if (!p.pid_ns.empty()) {
+      p.init = InitOf(p.pid_ns);
+      p.init_start = StartTime(p.init);
+    }
     return p;
   }
   // The /proc/<pid>/stat text of each of the container's processes still there.
   static std::vector<std::string> StatsOf(const Processes& p) {
     const bool isolated = Isolated();
     std::vector<std::string> out;
+    // Its init gone, the namespace is gone: processes found under its name are another's.
+    if (isolated && (p.init < 0 || StartTime(p.init) != p.init_start)) return out;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = e.path().filename().string();
