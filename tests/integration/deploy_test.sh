@@ -108,7 +108,8 @@ if python3 -c "import urllib.request; urllib.request.urlopen('http://$ip/', time
 fi
 for p in "$pid" "$api_pid"; do
   if [ -n "$(state_of "$p")" ] && [ "$(state_of "$p")" != Z ]; then
-    echo "pid $p still running after down.sh" >&2; exit 1
+    echo "pid $p still running after down.sh: $(cat "/proc/$p/stat" 2>&1); $(tr '\0' ' ' <"/proc/$p/cmdline" 2>&1); threads: $(ls "/proc/$p/task" 2>&1 | wc -l)" >&2
+    exit 1
   fi
 done
 
