@@ -109,8 +109,16 @@ bool IsNumber(const std::string& s) {
 
 // The lines of an image's /etc/passwd or /etc/group, each split at ':'.
 using Table = std::vector<std::vector<std::string>>;
-Table Entries(const std::string& path) {
+Table Entries(const std::string& root, const std::string& name) {
   Table out;
+  // Only a file of the image's own, of a sane size: not one a link leads to elsewhere.
+  std::error_code ec;
+  const fs::path path = fs::canonical(fs::path(root) / name, ec);
+  const fs::path top = fs::canonical(root, ec);
+  if (ec || path.string().rfind(top.string() + "/", 0) != 0 || !fs::is_regular_file(path, ec) ||
+      fs::file_size(path, ec) > (1 << 20)) {
+    return out;
+  }
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -134,8 +142,8 @@ absl::StatusOr<ImageUser> ResolveImageUser(const Image& image) {
   if (user.empty()) return out;
   std::vector<std::string> parts = absl::StrSplit(user, absl::MaxSplits(':', 1));
   // (An image without files has no users.)
-  const auto passwd = image.root.empty() ? Table() : Entries(image.root + "/etc/passwd");
-  const auto group = image.root.empty() ? Table() : Entries(image.root + "/etc/group");
+  const auto passwd = image.root.empty() ? Table() : Entries(image.root, "etc/passwd");
+  const auto group = image.root.empty() ? Table() : Entries(image.root, "etc/group");
   int64_t n = 0;
   std::string name;
   const bool numeric = absl::SimpleAtoi(parts[0], &n);

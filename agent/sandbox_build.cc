@@ -36,6 +36,14 @@ std::string Join(const std::string& a, const std::string& b) {
   return (fs::path(a) / fs::path(b).relative_path()).lexically_normal().string();
 }
 
+// A node path with its links resolved on the node: the monitor looks sources up from inside
+// the container's root, where a link of the node's would lead elsewhere.
+std::string OnNode(const std::string& path) {
+  std::error_code ec;
+  fs::path resolved = fs::canonical(path, ec);
+  return ec ? path : resolved.string();
+}
+
 bool Exists(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
@@ -73,8 +81,17 @@ void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& imag
   for (const char* name : kSystemFolders) {
     const std::string host = Join(in.host_root, name);
     const std::string target = std::string("/") + name;
+    // An image's link of that name is left to lead where it does inside the root.
     const bool in_image = image_entries.contains(name);
     struct stat st;
+    if (in_image && lstat(Join(image_root, name).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      if (!in.overlay) {
+        std::error_code ec;
+        steps->push_back(
+            {Kind::kSymlink, fs::read_symlink(Join(image_root, name), ec).string(), target, false});
+      }
+      continue;
+    }
     if (lstat(host.c_str(), &st) != 0) {
       // The layered root shows the image's own already.
       if (in_image && !in.overlay) {
@@ -93,11 +110,12 @@ void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& imag
       }
     } else if (S_ISDIR(st.st_mode)) {
       if (in_image) {
-        steps->push_back(Merged(Join(image_root, name), host, target, in.overlay, writable));
+        steps->push_back(
+            Merged(Join(image_root, name), OnNode(host), target, in.overlay, writable));
       } else if (writable) {
-        steps->push_back({Kind::kOverlay, host, target, false});
+        steps->push_back({Kind::kOverlay, OnNode(host), target, false});
       } else {
-        steps->push_back({Kind::kBind, host, target, true});
+        steps->push_back({Kind::kBind, OnNode(host), target, true});
       }
     }
   }
@@ -122,7 +140,9 @@ void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<Mo
   steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
   for (const char* name : kHostEtcFiles) {
     const std::string host = Join(in.host_root, std::string("etc/") + name);
-    if (Exists(host)) steps->push_back({Kind::kBind, host, std::string("/etc/") + name, true});
+    if (Exists(host)) {
+      steps->push_back({Kind::kBind, OnNode(host), std::string("/etc/") + name, true});
+    }
   }
 }
 
@@ -167,7 +187,7 @@ absl::Status AddVolumes(const SandboxInputs& in, std::vector<MountStep>* steps) 
         chmod(host.c_str(), 0777);
       }
     }
-    steps->push_back({Kind::kBind, host, Join("/", m.mount_path()), m.read_only()});
+    steps->push_back({Kind::kBind, OnNode(host), Join("/", m.mount_path()), m.read_only()});
   }
   return absl::OkStatus();
 }
@@ -285,7 +305,13 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
     std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
     for (const auto& name : image_entries) {
       if (system.contains(name) || kReserved.contains(name)) continue;
-      spec.steps.push_back({Kind::kBind, Join(in.image->root, name), "/" + name, true});
+      // A link stays a link: bound, it would be followed on the node.
+      const std::string path = Join(in.image->root, name);
+      if (fs::is_symlink(path, ec)) {
+        spec.steps.push_back({Kind::kSymlink, fs::read_symlink(path, ec).string(), "/" + name});
+      } else {
+        spec.steps.push_back({Kind::kBind, path, "/" + name, true});
+      }
     }
   }
   AddEtc(in, spec.hostname, &spec.steps);

@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 namespace mkube::agent {
@@ -98,6 +100,15 @@ bool ApplyIdentity(const PreparedIdentity& id, const char** step) {
 
 namespace {
 
+// Where the node's root is while a container's root is built (then let go of): a name no
+// image can know beforehand, so that no link in it can lead there.
+std::string HostMountPoint() {
+  std::random_device random;
+  char name[40];
+  std::snprintf(name, sizeof name, "/.mkube-node-%08x%08x", random(), random());
+  return name;
+}
+
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 bool MakeDirs(const std::string& path, std::string* error) {
@@ -125,15 +136,31 @@ bool MakeMountPoint(const std::string& source, const std::string& path, std::str
   return true;
 }
 
-// An overlay of `lower` (folders joined by ':') at `path`; writable through a fresh layer of
-// upper and work folders under `layer` unless read-only.
-bool Overlay(const std::string& lower, const std::string& path, const std::string& layer,
-             bool read_only, std::string* error) {
+// An overlay of `lower` (folders joined by ':', each under `host`, where the node's root is) at
+// `path`; writable through a fresh layer of upper and work folders under `layer` (under `host`
+// too) unless read-only. The upper folder takes the first lower folder's mode and owner, which
+// the merged folder shows.
+bool Overlay(const std::string& host, const std::string& lower, const std::string& path,
+             const std::string& layer, bool read_only, std::string* error) {
   if (!MakeDirs(path, error)) return false;
-  std::string options = "lowerdir=" + lower;
+  std::string lowers;
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t colon = lower.find(':', at);
+    lowers += (lowers.empty() ? "" : ":") + host + lower.substr(at, colon - at);
+    at = colon == std::string::npos ? colon : colon + 1;
+  }
+  std::string options = "lowerdir=" + lowers;
   if (!read_only) {
-    if (!MakeDirs(layer + "/upper", error) || !MakeDirs(layer + "/work", error)) return false;
-    options += ",upperdir=" + layer + "/upper,workdir=" + layer + "/work";
+    const std::string upper = host + layer + "/upper", work = host + layer + "/work";
+    if (!MakeDirs(upper, error) || !MakeDirs(work, error)) return false;
+    struct stat st;
+    const std::string first = host + lower.substr(0, lower.find(':'));
+    if (stat(first.c_str(), &st) == 0 && (chmod(upper.c_str(), st.st_mode & 07777) != 0 ||
+                                          chown(upper.c_str(), st.st_uid, st.st_gid) != 0)) {
+      *error = Errno("set the mode of " + path + "'s layer");
+      return false;
+    }
+    options += ",upperdir=" + upper + ",workdir=" + work;
   }
   const unsigned long flags = MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
   if (mount("overlay", path.c_str(), "overlay", flags, options.c_str()) != 0) {
@@ -143,15 +170,17 @@ bool Overlay(const std::string& lower, const std::string& path, const std::strin
   return true;
 }
 
-// Carries out one step at `path`; `layer` is an empty folder for a writable overlay's layer.
-bool Step(const MountStep& s, const std::string& path, const std::string& layer,
-          std::string* error) {
+// Carries out one step at `path`, inside the container's root; the node's files are under
+// `host`, and `layer` (under `host` too) is an empty folder for a writable overlay's layer.
+bool Step(const MountStep& s, const std::string& path, const std::string& host,
+          const std::string& layer, std::string* error) {
   using Kind = MountStep::Kind;
   switch (s.kind) {
     case Kind::kBind:
-    case Kind::kDevice:
-      if (!MakeMountPoint(s.source, path, error)) return false;
-      if (mount(s.source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    case Kind::kDevice: {
+      const std::string source = host + s.source;
+      if (!MakeMountPoint(source, path, error)) return false;
+      if (mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
         *error = Errno("bind " + s.source + " at " + s.target);
         return false;
       }
@@ -161,6 +190,7 @@ bool Step(const MountStep& s, const std::string& path, const std::string& layer,
         return false;
       }
       return true;
+    }
     case Kind::kTmpfs:
       if (!MakeDirs(path, error)) return false;
       if (mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, s.source.c_str()) != 0) {
@@ -176,7 +206,7 @@ bool Step(const MountStep& s, const std::string& path, const std::string& layer,
       }
       return true;
     case Kind::kOverlay:
-      return Overlay(s.source, path, layer, s.read_only, error);
+      return Overlay(host, s.source, path, layer, s.read_only, error);
     case Kind::kRemove:
       if (unlink(path.c_str()) != 0 && errno != ENOENT) {
         *error = Errno("remove " + s.target);
@@ -192,13 +222,23 @@ bool Step(const MountStep& s, const std::string& path, const std::string& layer,
       return true;
     case Kind::kFile: {
       if (!MakeDirs(fs::path(path).parent_path().string(), error)) return false;
-      std::ofstream out(path, std::ios::trunc);
-      out << s.source;
-      if (!out.flush()) {
+      // What the image has there (a link, say) is replaced, not written through.
+      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+        *error = Errno("replace " + s.target);
+        return false;
+      }
+      const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        *error = Errno("create " + s.target);
+        return false;
+      }
+      const bool written =
+          write(fd, s.source.data(), s.source.size()) == static_cast<ssize_t>(s.source.size());
+      close(fd);
+      if (!written) {
         *error = "write " + s.target;
         return false;
       }
-      chmod(path.c_str(), 0644);
       return true;
     }
   }
@@ -208,7 +248,7 @@ bool Step(const MountStep& s, const std::string& path, const std::string& layer,
 
 // As container runtimes do for all but privileged containers: the kernel's knobs under a
 // container's /proc read-only, and what tells of the node's memory, keys and timers hidden.
-bool MaskProc(const std::string& proc, std::string* error) {
+bool MaskProc(const std::string& proc, const std::string& host, std::string* error) {
   for (const char* knob : {"sys", "sysrq-trigger", "irq", "bus", "fs"}) {
     const std::string path = proc + "/" + knob;
     if (access(path.c_str(), F_OK) != 0) continue;
@@ -222,7 +262,7 @@ bool MaskProc(const std::string& proc, std::string* error) {
   for (const char* secret : {"kcore", "keys", "timer_list", "sched_debug", "latency_stats"}) {
     const std::string path = proc + "/" + secret;
     if (access(path.c_str(), F_OK) != 0) continue;
-    if (mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    if (mount((host + "/dev/null").c_str(), path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       *error = Errno("hide /proc/" + std::string(secret));
       return false;
     }
@@ -253,8 +293,7 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
       return false;
     }
     // A tmpfs at spec.root holds the root, or, when layered, the writable layers and the
-    // overlay that is the root. Once the node's root is let go of below, only the overlays
-    // hold the layers.
+    // overlay that is the root.
     if (mount("tmpfs", spec.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
       *error = Errno("mount the root tmpfs at " + spec.root);
       return false;
@@ -262,25 +301,35 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     std::string root = spec.root;
     if (!spec.image_root.empty()) {
       root = spec.root + "/root";
-      if (!Overlay(spec.image_root, root, spec.root + "/layers/root", false, error)) return false;
-    }
-    for (size_t i = 0; i < spec.steps.size(); ++i) {
-      const MountStep& s = spec.steps[i];
-      const std::string path = (fs::path(root) / fs::path(s.target).relative_path()).string();
-      if (!Step(s, path, spec.root + "/layers/" + std::to_string(i), error)) return false;
-      if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all && !MaskProc(path, error)) {
+      if (!Overlay("", spec.image_root, root, spec.root + "/layers/root", false, error)) {
         return false;
       }
     }
-    if (!spec.hostname.empty() && sethostname(spec.hostname.data(), spec.hostname.size()) != 0) {
-      *error = Errno("sethostname");
+    // The root becomes `/` first, with the node's beneath it at `host`: every step's target is
+    // then looked up inside the root, so a link the image holds leads nowhere else.
+    const std::string host = HostMountPoint();
+    if (!MakeDirs(root + host, error)) return false;
+    if (chdir(root.c_str()) != 0 || syscall(SYS_pivot_root, ".", host.c_str() + 1) != 0 ||
+        chdir("/") != 0) {
+      *error = Errno("pivot_root into " + root);
       return false;
     }
-    // The root becomes `/` and the node's root is let go of (pivot_root onto itself, then
-    // the old root, now stacked beneath, unmounted).
-    if (chdir(root.c_str()) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
-        umount2(".", MNT_DETACH) != 0 || chdir("/") != 0) {
-      *error = Errno("pivot_root into " + root);
+    for (size_t i = 0; i < spec.steps.size(); ++i) {
+      const MountStep& s = spec.steps[i];
+      const std::string layer = spec.root + "/layers/" + std::to_string(i);
+      if (!Step(s, s.target, host, layer, error)) return false;
+      if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all &&
+          !MaskProc(s.target, host, error)) {
+        return false;
+      }
+    }
+    // The node's root is let go of; only the overlays still hold the layers' tmpfs.
+    if (umount2(host.c_str(), MNT_DETACH) != 0 || rmdir(host.c_str()) != 0) {
+      *error = Errno("let go of the node's root");
+      return false;
+    }
+    if (!spec.hostname.empty() && sethostname(spec.hostname.data(), spec.hostname.size()) != 0) {
+      *error = Errno("sethostname");
       return false;
     }
     if (spec.read_only_root &&

@@ -301,6 +301,13 @@ TEST_F(SandboxTest, WithoutOverlayfsTheImagesEntriesAreBoundReadOnly) {
   EXPECT_EQ(Find(*spec, "/data")->source, image_.root + "/data");
   EXPECT_TRUE(Find(*spec, "/data")->read_only);
   EXPECT_EQ(Find(*spec, "/image.json"), nullptr);
+  // An image's link stays a link (bound, it would be followed on the node).
+  fs::create_symlink("/etc", image_.root + "/link");
+  auto linked = BuildSandbox(plain);
+  ASSERT_TRUE(linked.ok());
+  ASSERT_NE(Find(*linked, "/link"), nullptr);
+  EXPECT_EQ(Find(*linked, "/link")->kind, Kind::kSymlink);
+  EXPECT_EQ(Find(*linked, "/link")->source, "/etc");
 }
 
 TEST_F(SandboxTest, VolumesAreMountedWhereTheContainerAsks) {

@@ -269,6 +269,7 @@ TEST_F(ApiServiceTest, AQuietWatchSendsEachEventAtOnce) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   WatchRequest req;
   req.set_resource("pods");
+  req.set_resource_version("0");  // from the start: a create before the watch is in is seen
   auto reader = stub_->Watch(&ctx, req);
   WatchBatch batch;
   for (int i = 0; i < 5; ++i) {

@@ -242,7 +242,7 @@ TEST_F(IsolationTest, TheRootIsWritableInALayerOfTheContainersOwn) {
     image: tools:v1
     command: ["sleep", "3600"]
 )");
-  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("layered", "Running"); }));
+  ASSERT_TRUE(Eventually([&] { return Logs("layered", "main") == "started\n"; }));
   auto r = Exec("layered",
                 "echo changed > /bin/greet && cat /bin/greet && echo new > /etc/motd && "
                 "cat /etc/motd && ls -a / | grep -c image.json",
@@ -267,13 +267,43 @@ TEST_F(IsolationTest, TheRootIsWritableInALayerOfTheContainersOwn) {
   Ctl({"delete", "pod", "layered", "--grace-period=0"});
 }
 
+// An image's links are followed inside the container's root only, also while the agent builds
+// it: files it writes there (/etc/hostname, /etc/hosts) never reach the node's through them.
+TEST_F(IsolationTest, AnImagesLinksCannotLeadTheRootsMakingOntoTheNode) {
+  namespace fs = std::filesystem;
+  const std::string victim = dir_->path() + "/victim",
+                    image = dir_->Sub("registry") + "/hostile/v1";
+  std::ofstream(victim) << "the node's\n";
+  fs::create_directories(image + "/etc");
+  std::ofstream(image + "/image.json") << R"({"cmd": ["sleep", "3600"]})";
+  fs::create_symlink(victim, image + "/etc/hostname");                                 // absolute
+  fs::create_symlink("../../../../../../../../../.." + victim, image + "/etc/hosts");  // climbing
+  fs::create_symlink(fs::path(victim).parent_path(), image + "/data");  // a folder of the node's
+  CreatePod("hostile", R"(  containers:
+  - name: main
+    image: hostile:v1
+    securityContext: {runAsUser: 0}
+)");
+  ASSERT_TRUE(Eventually([&] { return PodPhaseIs("hostile", "Running"); }));
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "the node's\n");
+  // Inside, the links lead to the container's own files.
+  auto r =
+      Exec("hostile", fmt::format("cat /etc/hostname; ls /data/ 2>&1 | head -1; cat {}", victim));
+  EXPECT_THAT(r.out, ::testing::StartsWith("hostile\n")) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("the node's"))) << r.err;
+  Ctl({"delete", "pod", "hostile", "--grace-period=0"});
+  fs::remove_all(image);  // the registry is copied by later tests
+}
+
 TEST_F(IsolationTest, AnImagesUserNamedIsFoundInTheImagesOwnFiles) {
   CreatePod("named", R"(  containers:
   - name: main
     image: appuser:v1
 )");
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("named", "Running"); }));
-  EXPECT_EQ(Exec("named", "id -u; id -g; id -G; id -un").out, "1500\n1600\n1600 50\napp\n");
+  auto r = Exec("named", "id -u; id -g; id -G; id -un");
+  EXPECT_EQ(r.out, "1500\n1600\n1600 50\napp\n") << r.err;
   Ctl({"delete", "pod", "named", "--grace-period=0"});
 }
 
