@@ -136,9 +136,8 @@ struct ImageUser {
 // The image's user, "USER[:GROUP]", each a number or a name looked up in the image's own
 // /etc/passwd and /etc/group as the runtime does: a user found there brings its group and
 // the groups that list it; a number found nowhere is taken as it is.
-absl::StatusOr<ImageUser> ResolveImageUser(const Image& image) {
+absl::StatusOr<ImageUser> ResolveImageUser(const Image& image, const std::string& user) {
   ImageUser out;
-  const std::string& user = image.config.user;
   if (user.empty()) return out;
   std::vector<std::string> parts = absl::StrSplit(user, absl::MaxSplits(':', 1));
   // (An image without files has no users.)
@@ -255,13 +254,14 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   const api::PodSecurityContext& psc = pod.spec().security_context();
   const api::SecurityContext* sc =
       container.has_security_context() ? &container.security_context() : nullptr;
-  // Looked up only where the image's user is used, as the runtime does.
-  const absl::StatusOr<ImageUser> image_user = ResolveImageUser(image);
-  const ImageUser said = image_user.value_or(ImageUser());
-  if (sc && sc->has_run_as_user()) {
-    id.uid = sc->run_as_user();
-  } else if (psc.has_run_as_user()) {
-    id.uid = psc.run_as_user();
+  const bool named = (sc && sc->has_run_as_user()) || psc.has_run_as_user();
+  // The image's user is looked up only where it is used, as the runtime does; a uid the pod
+  // names is looked up in the image's users instead (for its group and the groups listing it).
+  const absl::StatusOr<ImageUser> image_user = ResolveImageUser(image, image.config.user);
+  ImageUser said = image_user.value_or(ImageUser());
+  if (named) {
+    id.uid = sc && sc->has_run_as_user() ? sc->run_as_user() : psc.run_as_user();
+    said = ResolveImageUser(image, std::to_string(id.uid)).value_or(ImageUser());
   } else {
     id.uid = said.uid >= 0 ? said.uid : kDefaultUid;
   }
@@ -278,7 +278,6 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   }
   const bool non_root =
       sc && sc->has_run_as_non_root() ? sc->run_as_non_root() : psc.run_as_non_root();
-  const bool named = (sc && sc->has_run_as_user()) || psc.has_run_as_user();
   // The kubelet's words, naming the pod as it does. It checks before the runtime looks names
   // up, so an image user given by name cannot be shown to be non-root.
   std::string refusal;
@@ -300,7 +299,7 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   }
   if (!named && !image_user.ok()) return image_user.status();
   id.groups.assign(psc.supplemental_groups().begin(), psc.supplemental_groups().end());
-  if (!named) id.groups.insert(id.groups.end(), said.groups.begin(), said.groups.end());
+  id.groups.insert(id.groups.end(), said.groups.begin(), said.groups.end());
   if (psc.has_fs_group()) id.groups.push_back(psc.fs_group());
   id.no_new_privs = sc && sc->has_allow_privilege_escalation() && !sc->allow_privilege_escalation();
   id.limit_capabilities = true;

@@ -160,6 +160,17 @@ TEST(ResolveIdentity, ImageUsersByNameComeFromTheImagesOwnFiles) {
     EXPECT_EQ(id->gid, c.gid) << c.user;
     EXPECT_EQ(id->groups, c.groups) << c.user;
   }
+  // A uid the pod names is looked up in the image's users too: its group, not the image user's.
+  api::Pod pod = PodWith();
+  pod.mutable_spec()->mutable_security_context()->set_run_as_user(1000);
+  Image image;
+  image.root = root.string();
+  image.config.user = "root";
+  auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->uid, 1000);
+  EXPECT_EQ(id->gid, 1001);
+  EXPECT_EQ(id->groups, std::vector<int64_t>{50});
   fs::remove_all(root);
 }
 
