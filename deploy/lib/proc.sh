@@ -5,12 +5,16 @@
 # one until it is reaped) and, with WORD, its command line contains WORD (so a pid the
 # system gave to another program since is not taken for the daemon).
 alive() {
-  local pid=$1 stat state
+  local pid=$1 stat state command
   [ -n "$pid" ] && stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
   state=${stat##*) }
   state=${state%% *}
   [ "$state" != Z ] && [ "$state" != X ] || return 1
-  [ -z "${2:-}" ] || tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$2"
+  [ -n "${2:-}" ] || return 0
+  # Read whole, not piped into grep -q: under pipefail a grep that has matched and left can
+  # fail the pipeline through tr's SIGPIPE, and a running daemon would be taken for gone.
+  command=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ "$command" == *"$2"* ]]
 }
 
 # start_ticks PID: when the process started (field 22 of /proc/PID/stat), or nothing.

@@ -87,6 +87,7 @@ done
 # (Without --address-block: the block the cluster was started with.)
 again=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 --nodes 3)
 grep -q "store already running (pid $pid)" <<<"$again"
+grep -q "apiserver already running (pid $api_pid)" <<<"$again"
 ! grep -q "scheduler already running" <<<"$again"
 [ "$(cat "$state/run/scheduler.pid")" != "$sched_pid" ]
 kill -0 "$(cat "$state/run/scheduler.pid")"
