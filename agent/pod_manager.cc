@@ -126,8 +126,18 @@ void PodManager::Stop(absl::Duration grace) {
           any |= c.Running();
         }
       }
+      if (!any) {
+        // The holders of shared PID namespaces go with the containers.
+        for (auto& [uid, run] : runs_) {
+          if (run.pause.pid <= 0) continue;
+          runner_->Signal(run.pause.pid, SIGKILL);
+          if (!run.pause_adopted) monitors_.push_back(run.pause.monitor);
+          run.pause.pid = 0;
+        }
+        ReapMonitors();
+        return;
+      }
       ReapMonitors();
-      if (!any) return;
       if (absl::Now() >= deadline) {
         for (auto& [uid, run] : runs_) {
           for (auto& c : run.containers) {

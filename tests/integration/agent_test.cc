@@ -614,8 +614,12 @@ TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
   // Last: it stops the suite's agent (a second agent takes its place for node02).
   AgentProcess second(AgentOptions("node02", "127.1.1.0/24"));
   ASSERT_TRUE(second.Start().ok());
-  auto yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: sleeper}\nspec:\n  nodeName: node02\n"
-              "  containers: [{name: c, image: busybox, command: [sh, -c, 'echo $$ > c.pid; exec sleep 100']}]\n";
+  // (Its containers share the pod's PID namespace: its holder goes too.)
+  auto yaml =
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: sleeper}\nspec:\n  nodeName: node02\n"
+      "  shareProcessNamespace: true\n"
+      "  containers: [{name: c, image: busybox, command: [sh, -c, 'echo $$ > c.pid; exec sleep "
+      "100']}]\n";
   ASSERT_EQ(Ctl({"create", "-f", "-"}, yaml).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("sleeper", "Running"); }));
   auto pod = GetPod("sleeper");
