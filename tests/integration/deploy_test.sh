@@ -107,8 +107,9 @@ fi
 if python3 -c "import urllib.request; urllib.request.urlopen('http://$ip/', timeout=1)" 2>/dev/null; then
   echo "the pod still answers after down.sh" >&2; exit 1
 fi
+# (Z: not yet reaped; X: being reaped, as alive() in deploy/lib/proc.sh counts them.)
 for p in "$pid" "$api_pid"; do
-  if [ -n "$(state_of "$p")" ] && [ "$(state_of "$p")" != Z ]; then
+  if [ -n "$(state_of "$p")" ] && [ "$(state_of "$p")" != Z ] && [ "$(state_of "$p")" != X ]; then
     echo "pid $p still running after down.sh: $(cat "/proc/$p/stat" 2>&1); $(tr '\0' ' ' <"/proc/$p/cmdline" 2>&1); threads: $(ls "/proc/$p/task" 2>&1 | wc -l)" >&2
     exit 1
   fi
