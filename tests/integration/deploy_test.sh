@@ -99,17 +99,23 @@ kill -9 "$(cat "$state/run/agent-node01.pid")"
 began=$(date +%s.%N)
 "$root/deploy/down.sh" --state-dir "$state"
 echo "down.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
-state_of() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true; }
-if [ -n "$(state_of "$pod_pid")" ] && [ "$(state_of "$pod_pid")" != Z ]; then
+# running PID: the process exists and is neither a zombie (Z: not yet reaped) nor being reaped
+# (X), as alive() in deploy/lib/proc.sh counts them. The state is read once: a process reaped
+# between two reads would otherwise look like one in neither state.
+running() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+if running "$pod_pid"; then
   echo "pod process $pod_pid survived down.sh" >&2; exit 1
 fi
 # Stopping the agents stopped their containers: the pod's address no longer answers.
 if python3 -c "import urllib.request; urllib.request.urlopen('http://$ip/', timeout=1)" 2>/dev/null; then
   echo "the pod still answers after down.sh" >&2; exit 1
 fi
-# (Z: not yet reaped; X: being reaped, as alive() in deploy/lib/proc.sh counts them.)
 for p in "$pid" "$api_pid"; do
-  if [ -n "$(state_of "$p")" ] && [ "$(state_of "$p")" != Z ] && [ "$(state_of "$p")" != X ]; then
+  if running "$p"; then
     echo "pid $p still running after down.sh: $(cat "/proc/$p/stat" 2>&1); $(tr '\0' ' ' <"/proc/$p/cmdline" 2>&1); threads: $(ls "/proc/$p/task" 2>&1 | wc -l)" >&2
     exit 1
   fi
@@ -129,7 +135,7 @@ grep -q "store (etcd, etcd v3 API, TLS): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")
 MKUBECONFIG=$state/config "$mkubectl" get namespaces | grep '^kube-system   *Active' >/dev/null
 "$root/deploy/down.sh" --state-dir "$state" --purge
-if [ -n "$(state_of "$etcd_pid")" ] && [ "$(state_of "$etcd_pid")" != Z ]; then
+if running "$etcd_pid"; then
   echo "etcd (pid $etcd_pid) still running after down.sh" >&2; exit 1
 fi
 if python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), timeout=1)" 2>/dev/null; then
