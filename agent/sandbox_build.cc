@@ -192,19 +192,22 @@ absl::Status AddVolumes(const SandboxInputs& in, std::vector<MountStep>* steps) 
   return absl::OkStatus();
 }
 
-// The host paths a path inside the sandbox can be read at (none when it lies only in the
-// sandbox's own tmpfs).
-std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& path, int depth) {
+// The host paths a path inside the sandbox can be read at (none when it lies only in memory
+// of the sandbox's own: a tmpfs, /proc, a device). `..` stops at the sandbox's root, as it
+// does inside.
+std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& raw, int depth) {
   if (depth > 8) return {};
+  const std::string path = fs::path(raw).lexically_normal().string();
   const MountStep* best = nullptr;
   for (const auto& s : spec.steps) {
-    if (s.kind != Kind::kBind && s.kind != Kind::kOverlay && s.kind != Kind::kSymlink) continue;
+    if (s.kind == Kind::kFile || s.kind == Kind::kRemove) continue;
     const bool under = path == s.target || (path.rfind(s.target + "/", 0) == 0);
     if (under && (!best || s.target.size() >= best->target.size())) best = &s;
   }
-  if (!best)
+  if (!best) {
     return spec.image_root.empty() ? std::vector<std::string>{}
                                    : std::vector{Join(spec.image_root, path)};
+  }
   const std::string rest = path.substr(best->target.size());
   switch (best->kind) {
     case Kind::kBind:
@@ -216,13 +219,15 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& p
       }
       return out;
     }
-    default: {  // a symlink: followed from where it is
+    case Kind::kSymlink: {  // followed from where it is
       const fs::path link(best->source);
       const std::string to = link.is_absolute()
                                  ? link.string()
                                  : (fs::path(best->target).parent_path() / link).string();
-      return HostPaths(spec, fs::path(to + rest).lexically_normal().string(), depth + 1);
+      return HostPaths(spec, to + rest, depth + 1);
     }
+    default:  // a tmpfs, /proc or a device: nothing of the host's or the image's
+      return {};
   }
 }
 

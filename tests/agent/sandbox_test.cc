@@ -375,6 +375,13 @@ TEST_F(SandboxTest, CommandsAreFoundWhereTheContainerLooks) {
             "exec: \"nope\": executable file not found in $PATH");
   EXPECT_EQ(ResolveInSandbox("/etc/shadow", env, *spec).status().message(),
             "exec: \"/etc/shadow\": stat /etc/shadow: no such file or directory");
+  // `..` stops at the container's root: the image's folder's neighbours are not looked at.
+  Write(image_.root + "/../outside", 0755);
+  EXPECT_FALSE(ResolveInSandbox("/../outside", env, *spec).ok());
+  EXPECT_EQ(*ResolveInSandbox("/../app/run", env, *spec), "/../app/run");
+  // The private /tmp starts empty whatever the image holds there.
+  Write(image_.root + "/tmp/tool", 0755);
+  EXPECT_FALSE(ResolveInSandbox("/tmp/tool", env, *spec).ok());
 }
 
 TEST_F(SandboxTest, TheSpecSurvivesItsJson) {
