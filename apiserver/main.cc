@@ -105,9 +105,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--watch-coalesce-ms", watch_coalesce_ms,
-                 "Once a watch thread has sent 32 messages within this many ms, its watches "
-                 "wait for the rest of it and send their waiting events together (0: send "
-                 "each write as soon as the last is done)")
+                 "Once a watch thread has sent 32 events (per watch) within this many ms, its "
+                 "watches wait for the rest of it and send their waiting events together (0: "
+                 "send each write as soon as the last is done)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--watch-threads", service_options.watch_threads,

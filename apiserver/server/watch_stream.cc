@@ -80,15 +80,17 @@ void StreamSink::Close(const absl::Status& why) {
   writer_->Finish(status);
 }
 
-void StreamSink::Flush() {
+size_t StreamSink::Flush() {
+  size_t events;
   {
     absl::MutexLock lock(&mu_);
     scheduled_ = false;
-    if (writing_ || closed_ || queue_.empty()) return;
+    if (writing_ || closed_ || queue_.empty()) return 0;
     writing_ = true;
-    TakeBatch();
+    events = TakeBatch();
   }
   writer_->StartWrite(buffer_);
+  return events;
 }
 
 void StreamSink::WriteDone(bool ok) {
@@ -109,7 +111,7 @@ void StreamSink::WriteDone(bool ok) {
   if (finish) writer_->Finish(status);
 }
 
-void StreamSink::TakeBatch() {
+size_t StreamSink::TakeBatch() {
   size_t n = 0, bytes = 0;
   while (n < queue_.size() && (n == 0 || bytes + queue_[n].size() <= kMaxBatchBytes)) {
     bytes += queue_[n++].size();
@@ -119,6 +121,7 @@ void StreamSink::TakeBatch() {
   queue_.erase(queue_.begin(), end);
   grpc::ByteBuffer next(batch_.data(), batch_.size());
   buffer_.Swap(&next);
+  return n;
 }
 
 // What to do when an operation completes on a lane's queue.
@@ -290,10 +293,10 @@ void WatchServer::Lane::Loop() {
   using Clock = std::chrono::system_clock;  // what completion-queue deadlines take
   const auto interval = server_->interval_;
   // Rounds go in windows of `interval`: a window's rounds start at once until they have sent
-  // kQuickMessages, then the next waits for the next window. A quiet lane (a few watches, a
+  // kQuickEvents, then the next waits for the next window. A quiet lane (a few watches, a
   // few events: a pod starting) so sends each event as it comes, and a busy one gathers.
   Clock::time_point window_start;
-  size_t window_messages = 0;
+  size_t window_events = 0;
   std::vector<std::shared_ptr<StreamSink>> round;
   for (;;) {
     bool due;
@@ -304,19 +307,18 @@ void WatchServer::Lane::Loop() {
     const Clock::time_point now = Clock::now();
     const Clock::time_point window_end = window_start + interval;
     const bool new_window = now >= window_end;
-    if (due && (new_window || window_messages < kQuickMessages)) {
+    if (due && (new_window || window_events < kQuickEvents)) {
       // Every write that has completed by now lets its stream into this round.
       if (!Drain()) return;
       if (new_window) {
         window_start = now;
-        window_messages = 0;
+        window_events = 0;
       }
       {
         absl::MutexLock lock(&mu_);
         round.swap(due_);
       }
-      window_messages += round.size();
-      for (auto& s : round) s->Flush();
+      for (auto& s : round) window_events += s->Flush();
       round.clear();
       continue;
     }

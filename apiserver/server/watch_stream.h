@@ -49,12 +49,12 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
   void Close(const absl::Status& why) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // On the watch server's thread: starts a write of everything queued, unless one is in
-  // flight, and learns how the last one went.
-  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
+  // flight (returns how many events it carries), and learns how the last one went.
+  size_t Flush() ABSL_LOCKS_EXCLUDED(mu_);
   void WriteDone(bool ok) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void TakeBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t TakeBatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Writer* const writer_;  // outlives every use: the call ends only after Finish completes
   const size_t limit_;
@@ -75,14 +75,15 @@ class StreamSink final : public cache::WatchSink, public std::enable_shared_from
 // Serves a service's Watch calls on completion queues of their own, each polled by one
 // thread (a lane): a lane accepts calls, starts their writes in rounds, and sees every write,
 // end and cancellation complete. Once the rounds of the last `interval` have sent
-// kQuickMessages messages, the next waits until `interval` has passed (0: no wait). A busy
-// lane so gathers its events into fewer, larger messages (each message costs both ends far
-// more than the bytes in it) while a quiet one sends each event at once; and nothing is
-// handed between threads per message: a lane starts its writes and reads their completions
-// itself.
+// kQuickEvents events (counted once per stream that carries them), the next waits until
+// `interval` has passed (0: no wait). A busy lane, whether busy with many watches or with
+// many events, so gathers its events into fewer, larger messages (each message costs both
+// ends far more than the bytes in it) while a quiet one sends each event at once; and
+// nothing is handed between threads per message: a lane starts its writes and reads their
+// completions itself.
 class WatchServer {
  public:
-  static constexpr size_t kQuickMessages = 32;
+  static constexpr size_t kQuickEvents = 32;
 
   struct Handlers {
     // Asks gRPC for the next Watch call (the service's RequestWatch).
