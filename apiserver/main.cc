@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
       ->capture_default_str();
   app.add_option("--max-waiting-requests", service_options.max_waiting_requests,
-                 "Requests that may wait for a worker; more are refused at once with "
-                 "RESOURCE_EXHAUSTED (HTTP 429), as by Kubernetes' --max-requests-inflight")
+                 "Requests that may wait for a worker (and, besides, writes that may wait for "
+                 "the store); more are refused at once with RESOURCE_EXHAUSTED (HTTP 429), as "
+                 "by Kubernetes' --max-requests-inflight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   mkube::apiserver::registry::RegistryOptions registry_options;

@@ -7,6 +7,7 @@
 #include "api/object.h"
 #include "api/strategy.h"
 #include "api/validation.h"
+#include "apiserver/registry/errors.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -18,18 +19,6 @@ constexpr auto kCacheWait = std::chrono::seconds(5);
 constexpr int kPatchRetries = 5;
 
 std::string Msg(const absl::Status& st) { return std::string(st.message()); }
-
-absl::Status NotFound(const api::KindInfo& kind, const std::string& name) {
-  return absl::NotFoundError(
-      fmt::format("{} \"{}\" not found", Registry::QualifiedResource(kind), name));
-}
-
-absl::Status Conflict(const api::KindInfo& kind, const std::string& name) {
-  return absl::AbortedError(fmt::format(
-      "Operation cannot be fulfilled on {} \"{}\": the object has been modified; please apply "
-      "your changes to the latest version and try again",
-      Registry::QualifiedResource(kind), name));
-}
 
 bool ParseRevision(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -53,7 +42,7 @@ std::string Key(const api::KindInfo& kind, const std::string& ns, const std::str
 }
 
 std::string Registry::QualifiedResource(const api::KindInfo& kind) {
-  return kind.group.empty() ? kind.resource : kind.resource + "." + kind.group;
+  return QualifiedResourceOf(kind);
 }
 
 Registry::Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options)
@@ -85,66 +74,35 @@ absl::Status Registry::Bootstrap() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<cache::EntryPtr> Registry::Current(const api::KindInfo& kind,
-                                                  const std::string& key,
-                                                  const std::string& name) {
-  auto r = store_->Get(key);
-  if (!r.ok()) return r.status();
-  if (r->kvs().empty()) return NotFound(kind, name);
-  return cache::WatchCache::Decode(key, r->kvs(0).value(), r->kvs(0).mod_revision());
-}
-
-absl::StatusOr<std::string> Registry::ReadModifyWrite(
-    const api::KindInfo& kind, const std::string& key, const std::string& name, bool dry_run,
-    const std::function<absl::StatusOr<std::string>(const cache::EntryPtr&)>& attempt) {
-  if (!dry_run) {
-    if (cache::EntryPtr cached = cache_->Get(key)) {
-      auto r = attempt(cached);
-      // A store that failed to answer may still have made the write: no second one.
-      const absl::StatusCode code = r.status().code();
-      if (r.ok() || code == absl::StatusCode::kUnavailable ||
-          code == absl::StatusCode::kDeadlineExceeded) {
-        return r;
-      }
-    }
-  }
-  auto cur = Current(kind, key, name);
-  if (!cur.ok()) return cur.status();
-  return attempt(*cur);
-}
-
-// Writes obj at key if its revision is still `revision` (0: only if absent); returns the
-// stored object as clients see it.
-absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std::string& key,
-                                            const std::string& name, int64_t revision,
-                                            google::protobuf::Message& obj) {
-  api::MutableMetaOf(&obj)->clear_resource_version();
-  const std::string value = obj.SerializeAsString();
-  auto r = revision == 0 ? store_->Create(key, value) : store_->Update(key, revision, value);
-  if (!r.ok()) return r.status();
-  if (!r->succeeded()) {
-    if (revision == 0) {
-      return absl::AlreadyExistsError(
-          fmt::format("{} \"{}\" already exists", QualifiedResource(kind), name));
-    }
-    if (r->responses(0).response_range().kvs().empty()) return NotFound(kind, name);
-    return Conflict(kind, name);
-  }
-  api::MutableMetaOf(&obj)->set_resource_version(std::to_string(r->header().revision()));
-  return obj.SerializeAsString();
-}
-
-absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
+void Registry::Create(const CreateRequest& req, Done done) {
   auto kind = Resolve(req.resource());
-  if (!kind.ok()) return kind.status();
-  if (!req.subresource().empty()) return CreateSubresource(**kind, req);
-  api::Object obj{*kind, (*kind)->New(), ""};
+  if (!kind.ok()) return done(kind.status());
+  if (req.subresource() == "binding") return Bind(**kind, req, std::move(done));
+  if (!req.subresource().empty()) return done(CreateSubresource(**kind, req));
+  auto w = PlanCreate(**kind, req);
+  if (!w.ok()) return done(w.status());
+  const std::string& ns = api::MetaOf(*w->object).namespace_();
+  // The namespace must exist: the cache knows it, unless it is brand new.
+  const std::string ns_key = Key(*api::FindResource("namespaces"), "", ns);
+  if (!(*kind)->namespaced || cache_->Get(ns_key)) return Execute(std::move(*w), std::move(done));
+  store_->GetAsync(ns_key, [this, w = std::move(*w), ns, done = std::move(done)](auto r) mutable {
+    if (!r.ok()) return done(r.status());
+    if (r->kvs().empty()) {
+      return done(absl::NotFoundError(fmt::format("namespaces \"{}\" not found", ns)));
+    }
+    Execute(std::move(w), std::move(done));
+  });
+}
+
+absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
+                                                     const CreateRequest& req) const {
+  api::Object obj{&kind, kind.New(), ""};
   if (!obj.message->ParseFromString(req.object())) {
     return absl::InvalidArgumentError("the request body is not a valid object");
   }
-  obj.written_api_version = api::WrittenApiVersion(**kind, *obj.message);
+  obj.written_api_version = api::WrittenApiVersion(kind, *obj.message);
   api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
-  if ((*kind)->namespaced) {
+  if (kind.namespaced) {
     if (!req.namespace_().empty() && !meta->namespace_().empty() &&
         req.namespace_() != meta->namespace_()) {
       return absl::InvalidArgumentError(
@@ -158,29 +116,18 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
   if (meta->name().empty() && !meta->generate_name().empty()) {
     meta->set_name(meta->generate_name() + RandomSuffix());
   }
-  api::SetTypeMeta(obj.message.get(), (*kind)->api_version(), (*kind)->kind);
+  api::SetTypeMeta(obj.message.get(), kind.api_version(), kind.kind);
   api::Default(obj);
   if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
     api::AddDefaultTolerations(pod, options_.default_not_ready_toleration_seconds,
                                options_.default_unreachable_toleration_seconds);
   }
   if (auto st = api::Validate(obj); !st.ok()) return st;
-  if ((*kind)->namespaced) {
-    // The namespace must exist: the cache knows it, unless it is brand new.
-    const std::string ns_key = Key(*api::FindResource("namespaces"), "", meta->namespace_());
-    if (!cache_->Get(ns_key)) {
-      auto ns = store_->Get(ns_key);
-      if (!ns.ok()) return ns.status();
-      if (ns->kvs().empty()) {
-        return absl::NotFoundError(
-            fmt::format("namespaces \"{}\" not found", meta->namespace_()));
-      }
-    }
-  }
   api::PrepareForCreate(obj.message.get(), api::NowRfc3339());
-  if (req.dry_run()) return obj.message->SerializeAsString();
-  return Store(**kind, Key(**kind, meta->namespace_(), meta->name()), meta->name(), 0,
-               *obj.message);
+  Write w{.kind = &kind, .key = Key(kind, meta->namespace_(), meta->name()), .name = meta->name()};
+  if (req.dry_run()) w.answer = obj.message->SerializeAsString();
+  w.object = std::move(obj.message);
+  return w;
 }
 
 absl::StatusOr<std::string> Registry::Get(const GetRequest& req) {
@@ -240,44 +187,46 @@ absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
   return reply;
 }
 
-absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req) {
+void Registry::Update(const UpdateRequest& req, Admit admit, Done done) {
   auto kind = Resolve(req.resource());
-  if (!kind.ok()) return kind.status();
-  if (req.subresource() == "scale") return UpdateScale(**kind, req);
+  if (!kind.ok()) return done(kind.status());
+  if (req.subresource() == "scale") return done(UpdateScale(**kind, req));
   if (!req.subresource().empty() && req.subresource() != "status") {
-    return NoSubresource(**kind, req.subresource());
+    return done(NoSubresource(**kind, req.subresource()));
   }
-  api::Object obj{*kind, (*kind)->New(), ""};
-  if (!obj.message->ParseFromString(req.object())) {
-    return absl::InvalidArgumentError("the request body is not a valid object");
+  std::shared_ptr<google::protobuf::Message> obj = (*kind)->New();
+  if (!obj->ParseFromString(req.object())) {
+    return done(absl::InvalidArgumentError("the request body is not a valid object"));
   }
-  obj.written_api_version = api::WrittenApiVersion(**kind, *obj.message);
-  api::ObjectMeta* meta = api::MutableMetaOf(obj.message.get());
-  const std::string ns = (*kind)->namespaced ? (req.namespace_().empty() ? meta->namespace_() : req.namespace_()) : "";
-  const std::string key = Key(**kind, ns, meta->name());
+  const api::ObjectMeta& meta = api::MetaOf(*obj);
+  const std::string ns =
+      (*kind)->namespaced ? (req.namespace_().empty() ? meta.namespace_() : req.namespace_()) : "";
+  const std::string key = Key(**kind, ns, meta.name());
   int64_t want = 0;
-  if (!meta->resource_version().empty() && !ParseRevision(meta->resource_version(), &want)) {
-    return Conflict(**kind, meta->name());
+  if (!meta.resource_version().empty() && !ParseRevision(meta.resource_version(), &want)) {
+    return done(Conflict(**kind, meta.name()));
   }
-  const bool status = req.subresource() == "status";
-  return ReadModifyWrite(
-      **kind, key, meta->name(), req.dry_run(),
-      [&](const cache::EntryPtr& cur) -> absl::StatusOr<std::string> {
-        if (want != 0 && want != cur->revision) return Conflict(**kind, meta->name());
-        api::Object attempt{*kind, std::unique_ptr<google::protobuf::Message>(obj.message->New()),
-                            obj.written_api_version};
-        attempt.message->CopyFrom(*obj.message);
-        api::PrepareForUpdate(*cur->object, status, &attempt);
-        if (auto st = api::Validate(attempt); !st.ok()) return st;
-        if (auto st = api::CheckFinalizers(*cur->object, *attempt.message); !st.ok()) return st;
-        if (req.dry_run()) return attempt.message->SerializeAsString();
-        const std::string& name = api::MetaOf(*attempt.message).name();
-        // The last finalizer of an object being deleted is gone: so is the object.
-        if (api::ReadyToRemove(*attempt.message)) {
-          return Remove(**kind, key, name, cur->revision, *attempt.message);
-        }
-        return Store(**kind, key, name, cur->revision, *attempt.message);
-      });
+  Plan plan = [kind = *kind, obj, written = api::WrittenApiVersion(**kind, *obj), key, want,
+               status = req.subresource() == "status", dry_run = req.dry_run(),
+               admit = std::move(admit)](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
+    const std::string& name = api::MetaOf(*obj).name();
+    if (want != 0 && want != cur->revision) return Conflict(*kind, name);
+    if (admit) {
+      if (auto st = admit(*cur->object); !st.ok()) return st;
+    }
+    api::Object attempt{kind, std::unique_ptr<google::protobuf::Message>(obj->New()), written};
+    attempt.message->CopyFrom(*obj);
+    api::PrepareForUpdate(*cur->object, status, &attempt);
+    if (auto st = api::Validate(attempt); !st.ok()) return st;
+    if (auto st = api::CheckFinalizers(*cur->object, *attempt.message); !st.ok()) return st;
+    Write w{.kind = kind, .key = key, .name = name, .revision = cur->revision};
+    if (dry_run) w.answer = attempt.message->SerializeAsString();
+    // The last finalizer of an object being deleted is gone: so is the object.
+    w.remove = api::ReadyToRemove(*attempt.message);
+    w.object = std::move(attempt.message);
+    return w;
+  };
+  ReadModifyWrite(**kind, key, meta.name(), req.dry_run(), std::move(plan), std::move(done));
 }
 
 absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
@@ -340,18 +289,6 @@ absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
   return Remove(**kind, key, req.name(), (*cur)->revision, *(*cur)->object);
 }
 
-absl::StatusOr<std::string> Registry::Remove(const api::KindInfo& kind, const std::string& key,
-                                             const std::string& name, int64_t revision,
-                                             const google::protobuf::Message& obj) {
-  auto r = store_->Delete(key, revision);
-  if (!r.ok()) return r.status();
-  if (!r->succeeded()) return Conflict(kind, name);
-  std::unique_ptr<google::protobuf::Message> gone(obj.New());
-  gone->CopyFrom(obj);
-  api::MutableMetaOf(gone.get())->set_resource_version(std::to_string(r->header().revision()));
-  return gone->SerializeAsString();
-}
-
 absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::string& sub) {
   return absl::NotFoundError(fmt::format("the server could not find the requested resource: {}/{}",
                                          kind.resource, sub));
@@ -359,47 +296,49 @@ absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::strin
 
 absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kind,
                                                         const CreateRequest& req) {
-  if (kind.kind != "Pod" || (req.subresource() != "binding" && req.subresource() != "eviction")) {
+  if (kind.kind != "Pod" || req.subresource() != "eviction") {
     return NoSubresource(kind, req.subresource());
   }
-  if (req.subresource() == "eviction") return Evict(kind, req);
+  return Evict(kind, req);
+}
+
+void Registry::Bind(const api::KindInfo& kind, const CreateRequest& req, Done done) {
+  if (kind.kind != "Pod") return done(NoSubresource(kind, req.subresource()));
   api::Binding binding;
   if (!binding.ParseFromString(req.object())) {
-    return absl::InvalidArgumentError("the request body is not a valid Binding");
+    return done(absl::InvalidArgumentError("the request body is not a valid Binding"));
   }
   const std::string name = req.name().empty() ? binding.metadata().name() : req.name();
   if (binding.target().name().empty()) {
-    return absl::InvalidArgumentError(
-        fmt::format("Binding \"{}\" is invalid: target.name: Required value", name));
+    return done(absl::InvalidArgumentError(
+        fmt::format("Binding \"{}\" is invalid: target.name: Required value", name)));
   }
   const std::string key = Key(kind, req.namespace_(), name);
-  return ReadModifyWrite(
-      kind, key, name, req.dry_run(),
-      [&](const cache::EntryPtr& cur) -> absl::StatusOr<std::string> {
-        api::Pod pod = static_cast<const api::Pod&>(*cur->object);
-        if (!pod.spec().node_name().empty()) {
-          return absl::AbortedError(fmt::format(
-              "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned "
-              "to node \"{}\"",
-              name, name, pod.spec().node_name()));
-        }
-        if (!pod.metadata().deletion_timestamp().empty()) {
-          return absl::AbortedError(fmt::format(
-              "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted",
-              name, name));
-        }
-        api::ApplyBinding(binding, &pod, api::NowRfc3339());
-        if (req.dry_run()) return pod.SerializeAsString();
-        auto stored = Store(kind, key, name, cur->revision, pod);
-        if (!stored.ok() && stored.status().code() == absl::StatusCode::kAborted) {
-          // Changed meanwhile: bound by someone else, or just updated; the caller retries.
-          return absl::AbortedError(fmt::format(
-              "Operation cannot be fulfilled on pods/binding \"{}\": the object has been "
-              "modified",
-              name));
-        }
-        return stored;
-      });
+  Plan plan = [kind = &kind, binding = std::move(binding), key, name,
+               dry_run = req.dry_run()](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
+    auto pod = std::make_shared<api::Pod>(static_cast<const api::Pod&>(*cur->object));
+    if (!pod->spec().node_name().empty()) {
+      return absl::AbortedError(fmt::format(
+          "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to "
+          "node \"{}\"",
+          name, name, pod->spec().node_name()));
+    }
+    if (!pod->metadata().deletion_timestamp().empty()) {
+      return absl::AbortedError(fmt::format(
+          "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted", name,
+          name));
+    }
+    api::ApplyBinding(binding, pod.get(), api::NowRfc3339());
+    Write w{.kind = kind, .key = key, .name = name, .revision = cur->revision};
+    if (dry_run) w.answer = pod->SerializeAsString();
+    // Changed meanwhile: bound by someone else, or just updated; the caller retries.
+    w.lost_race = absl::AbortedError(fmt::format(
+        "Operation cannot be fulfilled on pods/binding \"{}\": the object has been modified",
+        name));
+    w.object = std::move(pod);
+    return w;
+  };
+  ReadModifyWrite(kind, key, name, req.dry_run(), std::move(plan), std::move(done));
 }
 
 absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const CreateRequest& req) {

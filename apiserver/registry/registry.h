@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,12 +31,28 @@ struct RegistryOptions {
 
 class Registry {
  public:
+  // Where an answer goes when it is not waited for: called once, on the caller's thread or on
+  // one of gRPC's (so it must not block).
+  using Done = std::function<void(absl::StatusOr<std::string>)>;
+  // Admission against the object a write replaces, as the write finds it (Kubernetes'
+  // NodeRestriction checks where a pod is bound so): a refusal is the answer.
+  using Admit = std::function<absl::Status(const google::protobuf::Message& current)>;
+
   Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options = {});
 
   // Creates the namespaces every cluster has.
   absl::Status Bootstrap();
 
+  // Whether a request waits on the caller's thread for the store. The others (creates,
+  // bindings, updates and status updates: the bulk of a cluster's writes) go to the store
+  // without waiting when given a Done.
+  static bool Blocks(const CreateRequest& req) {
+    return !req.subresource().empty() && req.subresource() != "binding";
+  }
+  static bool Blocks(const UpdateRequest& req) { return req.subresource() == "scale"; }
+
   absl::StatusOr<std::string> Create(const CreateRequest& req);
+  void Create(const CreateRequest& req, Done done);
   absl::StatusOr<std::string> Get(const GetRequest& req);
   // Get, decoded as the kind's message.
   template <typename T>
@@ -52,7 +69,8 @@ class Registry {
     return obj;
   }
   absl::StatusOr<ListReply> List(const ListRequest& req);
-  absl::StatusOr<std::string> Update(const UpdateRequest& req);
+  absl::StatusOr<std::string> Update(const UpdateRequest& req, Admit admit = nullptr);
+  void Update(const UpdateRequest& req, Admit admit, Done done);
   absl::StatusOr<std::string> Patch(const PatchRequest& req);
   absl::StatusOr<std::string> Delete(const DeleteRequest& req);
   absl::StatusOr<uint64_t> Watch(const WatchRequest& req, cache::WatchSinkPtr sink);
@@ -62,17 +80,42 @@ class Registry {
   static std::string QualifiedResource(const api::KindInfo& kind);
 
  private:
+  // A write decided on the current object: `object` put at `key` if the stored one is still at
+  // `revision` (0: only if there is none), or removed from there; or, with nothing to write (a
+  // dry run), `answer` as the reply.
+  struct Write {
+    const api::KindInfo* kind = nullptr;
+    std::string key;
+    std::string name;
+    int64_t revision = 0;
+    bool remove = false;
+    std::shared_ptr<google::protobuf::Message> object;
+    std::optional<std::string> answer;
+    // The refusal when the object changed meanwhile, if not the usual conflict.
+    std::optional<absl::Status> lost_race;
+  };
+  using Plan = std::function<absl::StatusOr<Write>(const cache::EntryPtr& current)>;
+
   absl::StatusOr<const api::KindInfo*> Resolve(const std::string& resource) const;
   absl::StatusOr<cache::EntryPtr> Current(const api::KindInfo& kind, const std::string& key,
                                           const std::string& name);
+  // The object a read of `key` found, or NotFound.
+  static absl::StatusOr<cache::EntryPtr> Found(const api::KindInfo& kind, const std::string& key,
+                                               const std::string& name,
+                                               absl::StatusOr<etcdserverpb::RangeResponse> r);
   // A read-modify-write of the object at `key`, as Kubernetes' GuaranteedUpdate starts from
-  // its watch cache: `attempt` runs on the cache's copy, and only if that fails (a stale copy
+  // its watch cache: `plan` runs on the cache's copy, and only if that fails (a stale copy
   // fails the write's revision check, or a check against old state) again on the store's, so
   // every answer but success comes from the current object. A store that did not answer
   // (unavailable, deadline) is not written to again. Dry runs read the store.
-  absl::StatusOr<std::string> ReadModifyWrite(
-      const api::KindInfo& kind, const std::string& key, const std::string& name, bool dry_run,
-      const std::function<absl::StatusOr<std::string>(const cache::EntryPtr&)>& attempt);
+  void ReadModifyWrite(const api::KindInfo& kind, const std::string& key, const std::string& name,
+                       bool dry_run, Plan plan, Done done);
+  void Attempt(const Plan& plan, const cache::EntryPtr& current, Done done);
+  // Makes the write (or answers at once) and tells `done` what came of it.
+  void Execute(Write w, Done done);
+  static absl::StatusOr<std::string> Outcome(Write& w, absl::StatusOr<etcdserverpb::TxnResponse> r);
+  // Writes obj at key if its revision is still `revision` (0: only if absent); returns the
+  // stored object as clients see it. Waits for the store.
   absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
                                     const std::string& name, int64_t revision,
                                     google::protobuf::Message& obj);
@@ -80,6 +123,9 @@ class Registry {
   absl::StatusOr<std::string> Remove(const api::KindInfo& kind, const std::string& key,
                                      const std::string& name, int64_t revision,
                                      const google::protobuf::Message& obj);
+  // The object a create makes, defaulted and validated (an answer for a dry run).
+  absl::StatusOr<Write> PlanCreate(const api::KindInfo& kind, const CreateRequest& req) const;
+  void Bind(const api::KindInfo& kind, const CreateRequest& req, Done done);
   static absl::Status NoSubresource(const api::KindInfo& kind, const std::string& sub);
   absl::StatusOr<std::string> CreateSubresource(const api::KindInfo& kind,
                                                 const CreateRequest& req);

@@ -82,6 +82,38 @@ absl::Status ApiService::Check(grpc::ServerContextBase* ctx, auth::Attributes a)
   return auth::Authorize(*caller, a);
 }
 
+absl::StatusOr<registry::Registry::Admit> ApiService::CheckUpdate(grpc::ServerContextBase* ctx,
+                                                                  auth::Attributes a) {
+  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
+  if (!caller.ok()) return caller.status();
+  a.resource = Canonical(a.resource);
+  if (a.resource != "pods" || auth::NodeOf(*caller).empty()) {
+    if (auto st = auth::Authorize(*caller, a); !st.ok()) return st;
+    return nullptr;
+  }
+  // NodeRestriction: a node changes only pods bound to it, as the write finds them.
+  return [caller = *caller, a](const google::protobuf::Message& current) mutable {
+    a.pod_node = static_cast<const api::Pod&>(current).spec().node_name();
+    return auth::Authorize(caller, a);
+  };
+}
+
+grpc::ServerUnaryReactor* ApiService::Answer(
+    grpc::CallbackServerContext* ctx, ObjectReply* resp,
+    const std::function<void(registry::Registry::Done)>& start) {
+  auto* reactor = ctx->DefaultReactor();
+  if (in_flight_.fetch_add(1) >= options_.workers + options_.max_waiting_requests) {
+    in_flight_.fetch_sub(1);
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, kTooManyRequests));
+    return reactor;
+  }
+  start([this, reactor, resp](absl::StatusOr<std::string> r) {
+    in_flight_.fetch_sub(1);
+    reactor->Finish(ToGrpc(Fill(std::move(r), resp)));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
                                               std::function<absl::Status()> work) {
   auto* reactor = ctx->DefaultReactor();
@@ -103,13 +135,17 @@ grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                                              const CreateRequest* req, ObjectReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(ctx, {"create", req->resource(), req->subresource(), req->namespace_(),
-                              NameOf(*req), ""});
-        !st.ok()) {
-      return st;
-    }
-    return Fill(registry_->Create(*req), resp);
+  const auth::Attributes a{"create",          req->resource(), req->subresource(),
+                           req->namespace_(), NameOf(*req),    ""};
+  if (registry::Registry::Blocks(*req)) {
+    return Offload(ctx, [=, this]() -> absl::Status {
+      if (auto st = Check(ctx, a); !st.ok()) return st;
+      return Fill(registry_->Create(*req), resp);
+    });
+  }
+  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+    if (auto st = Check(ctx, a); !st.ok()) return done(st);
+    registry_->Create(*req, std::move(done));
   });
 }
 
@@ -143,19 +179,24 @@ grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx, con
 
 grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
                                              const UpdateRequest* req, ObjectReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
-    // Authorization needs the object's name, which only its body carries.
-    std::string name;
-    if (const api::KindInfo* k = api::FindResource(req->resource())) {
-      auto obj = k->New();
-      if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
-    }
-    if (auto st = Check(
-            ctx, {"update", req->resource(), req->subresource(), req->namespace_(), name, ""});
-        !st.ok()) {
-      return st;
-    }
-    return Fill(registry_->Update(*req), resp);
+  // Authorization needs the object's name, which only its body carries.
+  std::string name;
+  if (const api::KindInfo* k = api::FindResource(req->resource())) {
+    auto obj = k->New();
+    if (obj->ParseFromString(req->object())) name = api::MetaOf(*obj).name();
+  }
+  const auth::Attributes a{"update", req->resource(), req->subresource(), req->namespace_(), name,
+                           ""};
+  if (registry::Registry::Blocks(*req)) {
+    return Offload(ctx, [=, this]() -> absl::Status {
+      if (auto st = Check(ctx, a); !st.ok()) return st;
+      return Fill(registry_->Update(*req), resp);
+    });
+  }
+  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+    auto admit = CheckUpdate(ctx, a);
+    if (!admit.ok()) return done(admit.status());
+    registry_->Update(*req, std::move(*admit), std::move(done));
   });
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+
 #include "api/executor.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
@@ -57,6 +59,11 @@ class ApiService final : public ApiServiceBase {
  private:
   // Authenticates the caller and checks `a`; fills a.pod_node for node callers on pods.
   absl::Status Check(grpc::ServerContextBase* ctx, auth::Attributes a);
+  // Check for an update, without reading the store: for a node caller on pods, what cannot
+  // be checked before the pod is read is returned, to be checked against the pod the write
+  // replaces.
+  absl::StatusOr<registry::Registry::Admit> CheckUpdate(grpc::ServerContextBase* ctx,
+                                                        auth::Attributes a);
   // The kind, when `resource` is one metrics_ serves.
   const api::KindInfo* Measured(const std::string& resource) const;
 
@@ -69,12 +76,19 @@ class ApiService final : public ApiServiceBase {
   // once when too many requests wait for a worker.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* ctx,
                                     std::function<absl::Status()> work);
+  // Runs `start` on the gRPC thread, for work that does not block (it hands the store's
+  // answer, when it comes, to the Done it is given); the call ends with that answer. As many
+  // such requests may be in flight as may be at the workers or waiting for them; more are
+  // refused at once.
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, ObjectReply* resp,
+                                   const std::function<void(registry::Registry::Done)>& start);
 
   registry::Registry* registry_;
   MetricsApi* metrics_;
   const auth::TokenAuthenticator* authn_;
   ServiceOptions options_;
   Executor executor_;
+  std::atomic<size_t> in_flight_{0};  // requests in Answer
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> watch_cqs_;
   WatchServer watches_;
 };

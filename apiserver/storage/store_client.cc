@@ -102,6 +102,10 @@ absl::StatusOr<etcdserverpb::RangeResponse> StoreClient::Get(const std::string& 
 
 absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Create(const std::string& key,
                                                               const std::string& value) {
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, CreateTxn(key, value));
+}
+
+etcdserverpb::TxnRequest StoreClient::CreateTxn(const std::string& key, const std::string& value) {
   etcdserverpb::TxnRequest t;
   auto* c = t.add_compare();
   c->set_key(key);
@@ -111,7 +115,7 @@ absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Create(const std::string&
   auto* put = t.add_success()->mutable_request_put();
   put->set_key(key);
   put->set_value(value);
-  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+  return t;
 }
 
 namespace {
@@ -134,24 +138,77 @@ etcdserverpb::TxnRequest IfModRevision(const std::string& key, int64_t revision)
 absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Update(const std::string& key,
                                                               int64_t revision,
                                                               const std::string& value) {
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, UpdateTxn(key, revision, value));
+}
+
+etcdserverpb::TxnRequest StoreClient::UpdateTxn(const std::string& key, int64_t revision,
+                                                const std::string& value) {
   etcdserverpb::TxnRequest t = IfModRevision(key, revision);
   auto* put = t.add_success()->mutable_request_put();
   put->set_key(key);
   put->set_value(value);
-  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+  return t;
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Delete(const std::string& key,
                                                               int64_t revision) {
+  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, DeleteTxn(key, revision));
+}
+
+etcdserverpb::TxnRequest StoreClient::DeleteTxn(const std::string& key, int64_t revision) {
   etcdserverpb::TxnRequest t = IfModRevision(key, revision);
   auto* del = t.add_success()->mutable_request_delete_range();
   del->set_key(key);
   del->set_prev_kv(true);
-  return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, t);
+  return t;
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Txn(const etcdserverpb::TxnRequest& req) {
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, req);
+}
+
+namespace {
+
+// One call without waiting: what it needs lives until its answer has been handed on.
+template <typename Req, typename Resp>
+struct AsyncCall {
+  grpc::ClientContext ctx;
+  Req req;
+  Resp resp;
+  StoreClient::Done<Resp> done;
+};
+
+template <typename Req, typename Resp, typename Issue>
+void StartAsync(Req req, StoreClient::Done<Resp> done, Issue issue) {
+  auto* call = new AsyncCall<Req, Resp>{.req = std::move(req), .done = std::move(done)};
+  call->ctx.set_deadline(std::chrono::system_clock::now() + kTimeout);
+  call->ctx.set_wait_for_ready(true);
+  issue(&call->ctx, &call->req, &call->resp, [call](grpc::Status st) {
+    // The call is gone before its answer is handed on: whoever waits for it may then drop
+    // the client, and the channel with it.
+    auto done = std::move(call->done);
+    absl::StatusOr<Resp> r = st.ok() ? absl::StatusOr<Resp>(std::move(call->resp)) : FromGrpc(st);
+    delete call;
+    done(std::move(r));
+  });
+}
+
+}  // namespace
+
+void StoreClient::GetAsync(const std::string& key, Done<etcdserverpb::RangeResponse> done) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(key);
+  StartAsync<etcdserverpb::RangeRequest, etcdserverpb::RangeResponse>(
+      std::move(req), std::move(done), [this](auto* ctx, auto* req, auto* resp, auto cb) {
+        kv_->async()->Range(ctx, req, resp, std::move(cb));
+      });
+}
+
+void StoreClient::TxnAsync(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done) {
+  StartAsync<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(
+      std::move(req), std::move(done), [this](auto* ctx, auto* req, auto* resp, auto cb) {
+        kv_->async()->Txn(ctx, req, resp, std::move(cb));
+      });
 }
 
 absl::Status StoreClient::Compact(int64_t revision) {

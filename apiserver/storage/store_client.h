@@ -41,6 +41,19 @@ class StoreClient {
   absl::StatusOr<etcdserverpb::TxnResponse> Delete(const std::string& key, int64_t revision);
 
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req);
+
+  // The same without waiting: `done` runs once, on one of gRPC's threads, when the store has
+  // answered (or the call failed). It must not block.
+  template <typename Resp>
+  using Done = std::function<void(absl::StatusOr<Resp>)>;
+  void GetAsync(const std::string& key, Done<etcdserverpb::RangeResponse> done);
+  void TxnAsync(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done);
+
+  // The transactions of Create, Update and Delete above.
+  static etcdserverpb::TxnRequest CreateTxn(const std::string& key, const std::string& value);
+  static etcdserverpb::TxnRequest UpdateTxn(const std::string& key, int64_t revision,
+                                            const std::string& value);
+  static etcdserverpb::TxnRequest DeleteTxn(const std::string& key, int64_t revision);
   // Drops the history before revision (the store keeps the state at it).
   absl::Status Compact(int64_t revision);
 

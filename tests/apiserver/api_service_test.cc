@@ -63,17 +63,27 @@ class ApiServiceTest : public ::testing::Test {
     ObjectReply reply;
     return stub_->Create(&ctx, req, &reply);
   }
-  grpc::StatusCode GetPod(const std::string& name,
-                          std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
+  // A Get or Delete of the pod `name` through `method`.
+  template <typename Req>
+  grpc::Status OnPod(grpc::Status (Api::Stub::*method)(grpc::ClientContext*, const Req&,
+                                                       ObjectReply*),
+                     const std::string& name, std::chrono::milliseconds deadline) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer t");
     ctx.set_deadline(std::chrono::system_clock::now() + deadline);
-    GetRequest req;
+    Req req;
     req.set_resource("pods");
     req.set_namespace_("default");
     req.set_name(name);
     ObjectReply reply;
-    return stub_->Get(&ctx, req, &reply).error_code();
+    return (stub_.get()->*method)(&ctx, req, &reply);
+  }
+  grpc::Status DeletePod(const std::string& name, std::chrono::milliseconds deadline) {
+    return OnPod(&Api::Stub::Delete, name, deadline);
+  }
+  grpc::StatusCode GetPod(const std::string& name,
+                          std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
+    return OnPod(&Api::Stub::Get, name, deadline).error_code();
   }
 
   mkube::testing::TempDir dir_;
@@ -108,13 +118,15 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
         GetPod("on-time", std::chrono::milliseconds(100)) == grpc::StatusCode::DEADLINE_EXCEEDED;
   }
   ASSERT_TRUE(taken);
-  // Queued behind it, this create's caller gives up after half a second.
-  EXPECT_EQ(CreatePod("late", std::chrono::milliseconds(500)).error_code(),
+  // Queued behind it, this delete's caller gives up after half a second.
+  EXPECT_EQ(DeletePod("on-time", std::chrono::milliseconds(500)).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
+  // Creates do not wait for a worker: they go to the store without one.
+  ASSERT_TRUE(CreatePod("meanwhile", std::chrono::seconds(10)).ok());
   busy.join();
-  // The worker is free again; the late create must not have happened.
-  ASSERT_TRUE(CreatePod("after", std::chrono::seconds(10)).ok());
-  EXPECT_EQ(GetPod("late"), grpc::StatusCode::NOT_FOUND);
+  // The worker is free again; the late delete must not have happened.
+  EXPECT_EQ(GetPod("meanwhile"), grpc::StatusCode::OK);
+  EXPECT_EQ(GetPod("on-time"), grpc::StatusCode::OK);
 }
 
 TEST_F(ApiServiceTest, ARequestIsRefusedAtOnceWhenTooManyWaitForAWorker) {

@@ -46,7 +46,8 @@ class ReadModifyWriteTest : public ::testing::Test {
     stored_rv_ = std::to_string(r->header().revision());
   }
 
-  absl::StatusOr<std::string> UpdateStatus(const std::string& rv, const std::string& phase) {
+  absl::StatusOr<std::string> UpdateStatus(const std::string& rv, const std::string& phase,
+                                           Registry::Admit admit = nullptr) {
     api::Pod pod = created_;
     pod.mutable_metadata()->set_resource_version(rv);
     pod.mutable_status()->set_phase(phase);
@@ -55,7 +56,7 @@ class ReadModifyWriteTest : public ::testing::Test {
     req.set_namespace_("default");
     req.set_subresource("status");
     req.set_object(pod.SerializeAsString());
-    return registry_->Update(req);
+    return registry_->Update(req, std::move(admit));
   }
 
   static constexpr char kKey[] = "/registry/pods/default/web";
@@ -86,6 +87,25 @@ TEST_F(ReadModifyWriteTest, AVersionTheStoreHasMovedPastIsAConflict) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
   EXPECT_NE(r.status().message().find("the object has been modified"), std::string::npos)
       << r.status();
+}
+
+// Admission (where a node's status update is judged by where the pod is bound) sees the
+// object the write replaces: a refusal on the cache's stale copy is not the answer.
+TEST_F(ReadModifyWriteTest, AdmissionJudgesTheObjectTheWriteReplaces) {
+  std::vector<std::string> seen;
+  auto bound_to = [&](const std::string& node) -> Registry::Admit {
+    return [&seen, node](const google::protobuf::Message& current) {
+      seen.push_back(static_cast<const api::Pod&>(current).spec().node_name());
+      return seen.back() == node ? absl::OkStatus() : absl::PermissionDeniedError("elsewhere");
+    };
+  };
+  auto r = UpdateStatus("", "Running", bound_to("node01"));
+  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(seen, (std::vector<std::string>{"", "node01"}));
+  seen.clear();
+  r = UpdateStatus("", "Failed", bound_to("node02"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(seen.back(), "node01");
 }
 
 TEST_F(ReadModifyWriteTest, BindingAPodTheCacheThinksUnboundSaysWhereItIsAssigned) {

@@ -500,8 +500,29 @@ TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(std::string(denied.status().message()).find("system:node:node01"), std::string::npos);
   EXPECT_EQ(admin_->GetPod("on-02")->status().phase(), "Pending") << "nothing changed";
-  EXPECT_EQ(node01.Patch<api::Pod>("pods", "default", "on-01", R"({"spec":{"nodeName":"x"}})").status().code(),
-            absl::StatusCode::kPermissionDenied) << "only the status";
+  EXPECT_EQ(node01.Patch<api::Pod>("pods", "default", "on-01", R"({"spec":{"nodeName":"x"}})")
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied)
+      << "only the status";
+  // The same through updates, which are checked against the pod as the write finds it.
+  api::Pod on01 = *admin_->GetPod("on-01");
+  on01.mutable_status()->set_phase("Succeeded");
+  EXPECT_TRUE(node01.Update(on01, "status").ok());
+  api::Pod on02 = *admin_->GetPod("on-02");
+  on02.mutable_status()->set_phase("Failed");
+  auto update_denied = node01.Update(on02, "status");
+  EXPECT_EQ(update_denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(std::string(update_denied.status().message()).find("system:node:node01"),
+            std::string::npos);
+  // A pod that claims to be bound to node01 is still judged by where it is bound.
+  on02.mutable_spec()->set_node_name("node01");
+  EXPECT_EQ(node01.Update(on02, "status").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(admin_->GetPod("on-02")->status().phase(), "Pending") << "nothing changed";
+  on01 = *admin_->GetPod("on-01");
+  on01.mutable_metadata()->mutable_labels()->insert({"x", "y"});
+  EXPECT_EQ(node01.Update(on01).status().code(), absl::StatusCode::kPermissionDenied)
+      << "only the status";
 
   Client sched(api_->address(), "sched-token");
   EXPECT_TRUE(sched.List("nodes", "").ok());
