@@ -35,8 +35,19 @@ class CycleState {
     return nullptr;
   }
 
+  // Plugins whose PreFilter said Skip: their Filter is not called in this cycle (as
+  // kube-scheduler's SkipFilterPlugins). A plugin is known by its address as a Plugin.
+  void SkipFilter(const void* plugin) { skipped_filters_.push_back(plugin); }
+  bool SkipsFilter(const void* plugin) const {
+    for (const void* p : skipped_filters_) {
+      if (p == plugin) return true;
+    }
+    return false;
+  }
+
  private:
   std::vector<std::pair<std::string, std::unique_ptr<Data>>> data_;
+  std::vector<const void*> skipped_filters_;
 };
 
 }  // namespace mkube::scheduler::framework

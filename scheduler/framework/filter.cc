@@ -11,7 +11,10 @@ Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod
                      const Snapshot& snapshot) {
   for (const PreFilterPlugin* p : chain.pre_filters) {
     Status st = p->PreFilter(state, pod, snapshot);
-    if (st.skip()) continue;  // its Filter passes every node
+    if (st.skip()) {  // its Filter would pass every node: not called
+      state.SkipFilter(static_cast<const Plugin*>(p));
+      continue;
+    }
     if (!st.ok()) return std::move(st.set_plugin(p->Name()));
   }
   return {};
@@ -20,6 +23,7 @@ Status RunPreFilters(const FilterChain& chain, CycleState& state, const api::Pod
 Status RunFilterPlugins(const FilterChain& chain, const CycleState& state, const api::Pod& pod,
                         const NodeInfo& node) {
   for (const FilterPlugin* f : chain.filters) {
+    if (state.SkipsFilter(static_cast<const Plugin*>(f))) continue;
     Status st = f->Filter(state, pod, node);
     if (!st.ok()) return std::move(st.set_plugin(f->Name()));
   }

@@ -28,7 +28,8 @@ using PluginPtr = std::unique_ptr<Plugin>;
 
 // Once per pod and cycle, before any node is looked at: computes what Filter needs (kept in
 // the cycle state), or rejects the pod outright. Status::Skip() says the plugin has nothing
-// to check of this pod: its Filter, finding no state, passes every node.
+// to check of this pod: its Filter is not called in this cycle (and, called without its
+// PreFilter's state, must pass every node such a pod could be placed on).
 class PreFilterPlugin : public virtual Plugin {
  public:
   virtual Status PreFilter(CycleState& state, const api::Pod& pod,

@@ -94,6 +94,14 @@ void NodeAffinity::NormalizeScore(const framework::CycleState&, const api::Pod&,
 
 framework::Status NodeAffinity::PreFilter(framework::CycleState& state, const api::Pod& pod,
                                           const framework::Snapshot&) const {
+  // Neither a nodeSelector nor required node affinity: every node will do.
+  if (pod.spec().node_selector().empty() &&
+      !pod.spec()
+           .affinity()
+           .node_affinity()
+           .has_required_during_scheduling_ignored_during_execution()) {
+    return framework::Status::Skip();
+  }
   auto r = RequiredNodeAffinity::Of(pod);
   if (!r.ok()) {
     return framework::Status::Unresolvable(

@@ -15,6 +15,7 @@ framework::Status NodePorts::PreFilter(framework::CycleState& state, const api::
                                        const framework::Snapshot&) const {
   auto wanted = std::make_unique<Wanted>();
   wanted->ports = framework::HostPortsOf(pod);
+  if (wanted->ports.empty()) return framework::Status::Skip();  // no host port to clash
   state.Write(kName, std::move(wanted));
   return {};
 }

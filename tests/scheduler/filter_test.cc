@@ -64,5 +64,38 @@ TEST(RunFilters, APreFilterRejectionRejectsThePodOnEveryNode) {
       << FitErrorMessage(nodes.nodes().size(), d);
 }
 
+// A filter that counts the nodes it is asked about, and whose PreFilter may say Skip.
+class Counting final : public PreFilterPlugin, public FilterPlugin {
+ public:
+  explicit Counting(bool skip) : skip_(skip) {}
+  std::string_view Name() const override { return "Counting"; }
+  Status PreFilter(CycleState&, const api::Pod&, const Snapshot&) const override {
+    return skip_ ? Status::Skip() : Status();
+  }
+  Status Filter(const CycleState&, const api::Pod&, const NodeInfo&) const override {
+    ++asked_;
+    return {};
+  }
+  mutable int asked_ = 0;
+
+ private:
+  const bool skip_;
+};
+
+TEST(RunFilters, AFilterWhosePreFilterSkipsIsNotCalled) {
+  Snapshot nodes({MakeNode("node01").Ptr(), MakeNode("node02").Ptr()});
+  Counting skips(true), asks(false);
+  FilterChain chain{{&skips, &asks}, {&skips, &asks}};
+  CycleState state;
+  const Diagnosis d = RunFilters(chain, state, MakePod().Obj(), nodes);
+  EXPECT_EQ(d.feasible.size(), 2u);
+  EXPECT_EQ(skips.asked_, 0);
+  EXPECT_EQ(asks.asked_, 2);
+  // The next cycle starts with a state of its own: nothing skipped.
+  CycleState next;
+  RunFilters(FilterChain{{&asks}, {&skips, &asks}}, next, MakePod().Obj(), nodes);
+  EXPECT_EQ(skips.asked_, 2);
+}
+
 }  // namespace
 }  // namespace mkube::scheduler::framework

@@ -90,6 +90,14 @@ TEST(NodeAffinity, AnUnusableTermRejectsThePodInPreFilter) {
   EXPECT_FALSE(NodeAffinity().Filter(ok, pod, MakeNode("b").Info()).ok());
 }
 
+TEST(NodeAffinity, APodWithoutSelectorOrRequiredTermsSkipsTheFilter) {
+  framework::CycleState state;
+  EXPECT_TRUE(NodeAffinity().PreFilter(state, MakePod().Obj(), {}).skip());
+  EXPECT_TRUE(NodeAffinity().PreFilter(state, MakePod().NodeSelector("a", "b").Obj(), {}).ok());
+  EXPECT_TRUE(
+      NodeAffinity().PreFilter(state, MakePod().RequiredTerm({{"a", "In", "b"}}).Obj(), {}).ok());
+}
+
 TEST(NodeAffinity, PreferredTermsOnlyRank) {
   auto node01 =
       MakeNode("node01").Label("kubernetes.io/hostname", "node01").Label("blue", "a").Ptr();

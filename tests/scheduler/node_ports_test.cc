@@ -16,6 +16,12 @@ using testing::RunFilterTable;
 
 constexpr char kTaken[] = "node(s) didn't have free ports for the requested pod ports";
 
+TEST(NodePorts, APodWithoutHostPortsSkipsTheFilter) {
+  framework::CycleState state;
+  EXPECT_TRUE(NodePorts().PreFilter(state, MakePod().Container({}).Obj(), {}).skip());
+  EXPECT_TRUE(NodePorts().PreFilter(state, MakePod().HostPort(80).Obj(), {}).ok());
+}
+
 TEST(NodePorts, AHostPortIsTakenPerProtocolAndAddress) {
   const auto on = [](const api::Pod& pod) { return MakeNode("n").Pod(pod).Info(); };
   RunFilterTable(
