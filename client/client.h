@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,16 @@ class ApiClient {
 
   virtual absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req) = 0;
   virtual absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req) = 0;
+  // A create whose answer goes to `done` (once, on any thread; it must not block), so that
+  // many can be in flight without a thread waiting for each. By default, made and answered
+  // on the caller's thread.
+  using RawDone = std::function<void(absl::StatusOr<std::string>)>;
+  virtual void CreateRawAsync(const apiserver::CreateRequest& req, RawDone done) {
+    done(CreateRaw(req));
+  }
+  virtual void UpdateRawAsync(const apiserver::UpdateRequest& req, RawDone done) {
+    done(UpdateRaw(req));
+  }
   virtual absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req) = 0;
   virtual absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req) = 0;
   virtual absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req) = 0;
@@ -134,6 +145,8 @@ class GrpcClient final : public ApiClient {
 
   absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& req) override;
   absl::StatusOr<std::string> CreateRaw(const apiserver::CreateRequest& req) override;
+  void CreateRawAsync(const apiserver::CreateRequest& req, RawDone done) override;
+  void UpdateRawAsync(const apiserver::UpdateRequest& req, RawDone done) override;
   absl::StatusOr<std::string> UpdateRaw(const apiserver::UpdateRequest& req) override;
   absl::StatusOr<std::string> PatchRaw(const apiserver::PatchRequest& req) override;
   absl::StatusOr<std::string> Delete(const apiserver::DeleteRequest& req) override;

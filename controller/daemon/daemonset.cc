@@ -273,7 +273,7 @@ absl::Status DaemonSetController::Manage(
   absl::Status error;
   const int made = SlowStartBatch(
       static_cast<int>(create_on.size()),
-      [&](int i) {
+      [&](int i, auto done) {
         api::Pod pod = base;
         AddDaemonTolerations(pod.mutable_spec());
         // The scheduler binds it, to this node only (Kubernetes' node affinity by name).
@@ -286,7 +286,7 @@ absl::Status DaemonSetController::Manage(
         field->set_key("metadata.name");
         field->set_operator_("In");
         field->add_values(create_on[i]);
-        return pod_control_.Create(ds, pod);
+        pod_control_.Create(ds, pod, std::move(done));
       },
       &error);
   for (int i = made; i < static_cast<int>(create_on.size()); ++i) {

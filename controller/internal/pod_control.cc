@@ -93,42 +93,64 @@ void ParallelFor(int n, int threads, const std::function<void(int)>& fn) {
   job->mu.Await(absl::Condition(job.get(), &ParallelJob::Finished));
 }
 
-int SlowStartBatch(int n, const std::function<absl::Status(int)>& fn, absl::Status* first_error) {
+int SlowStartBatch(int n, const AsyncItem& fn, absl::Status* first_error) {
   int done = 0, successes = 0;
   for (int batch = std::min(n, 1); done < n; batch = std::min(2 * batch, n - done)) {
-    std::atomic<int> ok{0};
-    std::mutex mu;
-    absl::Status error;
-    const int base = done;
-    ParallelFor(batch, kParallelCalls, [&](int i) {
-      absl::Status st = fn(base + i);
-      if (st.ok()) {
-        ++ok;
-        return;
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      if (error.ok()) error = st;
-    });
-    successes += ok.load();
+    struct Tally {
+      absl::Mutex mu;
+      int left ABSL_GUARDED_BY(mu) = 0;
+      int ok ABSL_GUARDED_BY(mu) = 0;
+      absl::Status error ABSL_GUARDED_BY(mu);
+    };
+    auto tally = std::make_shared<Tally>();
+    {
+      absl::MutexLock lock(&tally->mu);
+      tally->left = batch;
+    }
+    for (int i = 0; i < batch; ++i) {
+      fn(done + i, [tally](absl::Status st) {
+        absl::MutexLock lock(&tally->mu);
+        if (st.ok()) {
+          ++tally->ok;
+        } else if (tally->error.ok()) {
+          tally->error = std::move(st);
+        }
+        --tally->left;
+      });
+    }
+    absl::MutexLock lock(&tally->mu);
+    tally->mu.Await(absl::Condition(
+        +[](int* left) { return *left == 0; }, &tally->left));
+    successes += tally->ok;
     done += batch;
-    if (!error.ok()) {
-      if (first_error) *first_error = error;
+    if (!tally->error.ok()) {
+      if (first_error) *first_error = tally->error;
       break;
     }
   }
   return successes;
 }
 
-absl::Status PodControl::Create(const google::protobuf::Message& owner, const api::Pod& pod) {
-  auto created = client_->Create<api::Pod>("pods", pod.metadata().namespace_(), pod);
-  if (!created.ok()) {
-    events_->Record(owner, "Warning", "FailedCreate",
-                    fmt::format("Error creating: {}", std::string(created.status().message())));
-    return created.status();
-  }
-  events_->Record(owner, "Normal", "SuccessfulCreate",
-                  fmt::format("Created pod: {}", created->metadata().name()));
-  return absl::OkStatus();
+void PodControl::Create(const google::protobuf::Message& owner, const api::Pod& pod,
+                        std::function<void(absl::Status)> done) {
+  apiserver::CreateRequest req;
+  req.set_resource("pods");
+  req.set_namespace_(pod.metadata().namespace_());
+  req.set_object(pod.SerializeAsString());
+  client_->CreateRawAsync(req, [this, &owner, done = std::move(done)](auto created) {
+    api::Pod made;
+    if (created.ok() && !made.ParseFromString(*created)) {
+      created = absl::DataLossError("cannot decode the reply");
+    }
+    if (!created.ok()) {
+      events_->Record(owner, "Warning", "FailedCreate",
+                      fmt::format("Error creating: {}", std::string(created.status().message())));
+      return done(created.status());
+    }
+    events_->Record(owner, "Normal", "SuccessfulCreate",
+                    fmt::format("Created pod: {}", made.metadata().name()));
+    done(absl::OkStatus());
+  });
 }
 
 absl::Status PodControl::Delete(const google::protobuf::Message& owner, const api::Pod& pod) {

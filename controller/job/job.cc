@@ -232,7 +232,8 @@ absl::Status JobController::ManageActive(const api::Job& job, const std::string&
                                          job.metadata().name(),
                                          ControllerRef(job, "batch/v1", "Job"));
     absl::Status error;
-    const int made = SlowStartBatch(n, [&](int) { return pod_control_.Create(job, pod); }, &error);
+    const int made = SlowStartBatch(
+        n, [&](int, auto done) { pod_control_.Create(job, pod, std::move(done)); }, &error);
     for (int i = made; i < n; ++i) expectations_.CreationObserved(key);
     return error;
   }

@@ -183,8 +183,8 @@ absl::Status ReplicaSetController<T>::Manage(const T& set, const std::string& ke
         PodFromTemplate(set.spec().template_(), set.metadata().namespace_(), set.metadata().name(),
                         ControllerRef(set, SetKind<T>::kApiVersion, SetKind<T>::kKind));
     absl::Status error;
-    const int made =
-        SlowStartBatch(n, [&](int) { return pod_control_.Create(set, pod); }, &error);
+    const int made = SlowStartBatch(
+        n, [&](int, auto done) { pod_control_.Create(set, pod, std::move(done)); }, &error);
     // The pods never made will never be observed.
     for (int i = made; i < n; ++i) expectations_.CreationObserved(key);
     return error;

@@ -1,11 +1,13 @@
 // ParallelFor on the controller-manager's pool of call threads: every item once, at most the
-// threads asked for at once, and a ParallelFor inside another finishes.
+// threads asked for at once, and a ParallelFor inside another finishes. SlowStartBatch with
+// items that end on other threads.
 #include "controller/internal/pod_control.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace mkube::controller {
@@ -39,6 +41,38 @@ TEST(ParallelFor, OneThreadRunsInOrderOnTheCaller) {
   std::vector<int> order;
   ParallelFor(5, 1, [&](int i) { order.push_back(i); });
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+// Items end on threads of their own, after fn has returned, in any order: each batch is
+// waited for whole, and the first batch with a failure is the last.
+TEST(SlowStartBatch, WaitsForItemsThatEndElsewhere) {
+  std::vector<std::thread> threads;
+  std::vector<int> started;
+  auto run = [&](int fail_at) {
+    started.clear();
+    absl::Status error;
+    const int ok = SlowStartBatch(
+        20,
+        [&](int i, std::function<void(absl::Status)> done) {
+          started.push_back(i);
+          threads.emplace_back([i, fail_at, done = std::move(done)] {
+            done(i == fail_at ? absl::UnavailableError("no") : absl::OkStatus());
+          });
+        },
+        &error);
+    for (auto& t : threads) t.join();
+    threads.clear();
+    return std::make_pair(ok, error);
+  };
+  auto [ok, error] = run(-1);
+  EXPECT_EQ(ok, 20);
+  EXPECT_TRUE(error.ok());
+  EXPECT_EQ(started.size(), 20u);
+  // Batches 1, 2, 4, 8: item 5 is in the third; the fourth never starts.
+  std::tie(ok, error) = run(5);
+  EXPECT_EQ(ok, 6);
+  EXPECT_EQ(error.message(), "no");
+  EXPECT_EQ(started.size(), 7u);
 }
 
 }  // namespace
