@@ -60,6 +60,7 @@ Scheduler::~Scheduler() {
     stopping_ = true;
   }
   for (auto& t : binders_) t.join();
+  WaitForBindings();  // bindings still waiting for the apiserver's answer call back into this
 }
 
 const framework::Profile* Scheduler::ProfileFor(const api::Pod& pod) const {
@@ -196,7 +197,7 @@ bool Scheduler::ScheduleOne() {
     queue_.AddBackoff(std::move(qp));
     return true;
   }
-  Submit([this, qp = std::move(qp), node = result.node]() mutable { Bind(std::move(qp), node); });
+  StartBind(std::move(qp), result.node);
   return true;
 }
 
@@ -251,9 +252,16 @@ void Scheduler::SetUnschedulableCondition(const api::Pod& pod, const std::string
   }
 }
 
-void Scheduler::Bind(QueuedPod qp, std::string node) {
+void Scheduler::StartBind(QueuedPod qp, std::string node) {
+  {
+    absl::MutexLock lock(&bind_mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(bind_mu_) {
+      return stopping_ || binds_in_flight_ < options_.max_binds_in_flight;
+    };
+    bind_mu_.Await(absl::Condition(&room));
+    ++binds_in_flight_;
+  }
   const api::Pod& pod = *qp.pod;
-  const std::string key = PodKey(pod);
   api::Binding binding;
   binding.mutable_metadata()->set_name(pod.metadata().name());
   binding.mutable_metadata()->set_namespace_(pod.metadata().namespace_());
@@ -266,18 +274,29 @@ void Scheduler::Bind(QueuedPod qp, std::string node) {
   req.set_name(pod.metadata().name());
   req.set_subresource("binding");
   req.set_object(binding.SerializeAsString());
-  auto bound = client_->CreateRaw(req);
+  // No thread waits for the apiserver: the answer finishes the binding where it arrives.
+  client_->CreateRawAsync(req, [this, qp = std::move(qp), node = std::move(node)](auto bound) {
+    BindingAnswered(qp, node, bound.status());
+    absl::MutexLock lock(&bind_mu_);
+    --binds_in_flight_;
+  });
+}
+
+void Scheduler::BindingAnswered(const QueuedPod& qp, const std::string& node,
+                                const absl::Status& bound) {
+  const api::Pod& pod = *qp.pod;
+  const std::string key = PodKey(pod);
   if (!bound.ok()) {
-    Log().warn("{}: binding to {} failed: {}", key, node, bound.status().ToString());
+    Log().warn("{}: binding to {} failed: {}", key, node, bound.ToString());
     cache_.ForgetPod(key);
     if (events_) {
       events_->Record(pod, "Warning", "FailedScheduling",
-                      fmt::format("Binding rejected: {}", std::string(bound.status().message())));
+                      fmt::format("Binding rejected: {}", std::string(bound.message())));
     }
-    if (bound.status().code() == absl::StatusCode::kNotFound) {
+    if (bound.code() == absl::StatusCode::kNotFound) {
       queue_.Delete(key);
     } else {
-      queue_.AddBackoff(std::move(qp));
+      queue_.AddBackoff(qp);
     }
     return;
   }

@@ -88,7 +88,10 @@ class Scheduler final : public framework::Handle {
   // Runs `task` on a binder thread; waits while too many are in flight.
   void Submit(std::function<void()> task) ABSL_LOCKS_EXCLUDED(bind_mu_);
   void BindLoop() ABSL_LOCKS_EXCLUDED(bind_mu_);
-  void Bind(QueuedPod qp, std::string node);
+  // Asks the apiserver to bind the pod (waits while too many bindings or tasks are in
+  // flight); BindingAnswered takes the answer.
+  void StartBind(QueuedPod qp, std::string node) ABSL_LOCKS_EXCLUDED(bind_mu_);
+  void BindingAnswered(const QueuedPod& qp, const std::string& node, const absl::Status& bound);
   void SetUnschedulableCondition(const api::Pod& pod, const std::string& message);
 
   client::ApiClient* const client_;
