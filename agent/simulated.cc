@@ -111,6 +111,10 @@ void SimulatedNodes::Stop() {
   pods_.Stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  // Steps still waiting for the apiserver call back into this.
+  absl::MutexLock lock(&mu_);
+  auto answered = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pod_calls_ == 0; };
+  mu_.Await(absl::Condition(&answered));
 }
 
 void SimulatedNodes::NodeLoop(int thread) {
@@ -131,24 +135,36 @@ void SimulatedNodes::NodeLoop(int thread) {
 
 void SimulatedNodes::PodWorker() {
   while (auto key = queue_.Get()) {
-    if (SyncPod(*key)) {
-      queue_.Forget(*key);
-    } else {
-      queue_.AddRateLimited(*key);
+    {
+      absl::MutexLock lock(&mu_);
+      auto room = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pod_calls_ < kPodCallsInFlight; };
+      mu_.Await(absl::Condition(&room));
+      ++pod_calls_;
     }
-    queue_.Done(*key);
+    SyncPod(*key, [this, key = *key](bool ok) {
+      if (ok) {
+        queue_.Forget(key);
+      } else {
+        queue_.AddRateLimited(key);
+      }
+      queue_.Done(key);
+      absl::MutexLock lock(&mu_);
+      --pod_calls_;
+    });
   }
 }
 
-bool SimulatedNodes::SyncPod(const std::string& key) {
+void SimulatedNodes::SyncPod(const std::string& key, std::function<void(bool)> done) {
   auto pod = pods_.Get(key);
-  if (!pod || !ours_.contains(pod->spec().node_name())) return true;
+  if (!pod || !ours_.contains(pod->spec().node_name())) return done(true);
   const auto& meta = pod->metadata();
-  if (!meta.deletion_timestamp().empty()) return FinalDelete(client_, meta).ok();
-  if (Ended(*pod)) return true;
-  if (pod->status().phase() != "Running") return PostStatus(*pod, "Running", 0).ok();
+  if (!meta.deletion_timestamp().empty()) return done(FinalDelete(client_, meta).ok());
+  if (Ended(*pod)) return done(true);
+  auto posted = [done](const absl::Status& st) { done(st.ok()); };
+  if (pod->status().phase() != "Running") return PostStatus(*pod, "Running", 0, posted);
   const std::string& policy = pod->spec().restart_policy();
-  if (policy.empty() || policy == "Always") return true;
+  if (policy.empty() || policy == "Always") return done(true);
   absl::Duration run_for = absl::Seconds(1);
   int exit_code = 0;
   if (auto it = meta.annotations().find(kRunForAnnotation); it != meta.annotations().end()) {
@@ -161,13 +177,13 @@ bool SimulatedNodes::SyncPod(const std::string& key) {
   const absl::Time now = absl::Now();
   if (now < started + run_for) {
     queue_.AddAfter(key, started + run_for - now);
-    return true;
+    return done(true);
   }
-  return PostStatus(*pod, exit_code == 0 ? "Succeeded" : "Failed", exit_code).ok();
+  PostStatus(*pod, exit_code == 0 ? "Succeeded" : "Failed", exit_code, posted);
 }
 
-absl::Status SimulatedNodes::PostStatus(const api::Pod& pod, const std::string& phase,
-                                        int exit_code) {
+void SimulatedNodes::PostStatus(const api::Pod& pod, const std::string& phase, int exit_code,
+                                std::function<void(absl::Status)> done) {
   const std::string now = Rfc3339(absl::Now());
   api::Pod update;
   *update.mutable_metadata() = pod.metadata();
@@ -209,10 +225,16 @@ absl::Status SimulatedNodes::PostStatus(const api::Pod& pod, const std::string& 
   AddCondition(st, "Ready", running, running ? "" : "PodCompleted", now);
   AddCondition(st, "ContainersReady", running, running ? "" : "PodCompleted", now);
   AddCondition(st, "PodScheduled", true, "", started);
-  auto r = client_->Update<api::Pod>("pods", pod.metadata().namespace_(), update, "status");
-  if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
-  Log().warn("pod {}: status update failed: {}", client::KeyOf(pod), r.status().ToString());
-  return r.status();
+  apiserver::UpdateRequest req;
+  req.set_resource("pods");
+  req.set_namespace_(pod.metadata().namespace_());
+  req.set_subresource("status");
+  req.set_object(update.SerializeAsString());
+  client_->UpdateRawAsync(req, [key = client::KeyOf(pod), done = std::move(done)](auto r) {
+    if (r.ok() || r.status().code() == absl::StatusCode::kNotFound) return done(absl::OkStatus());
+    Log().warn("pod {}: status update failed: {}", key, r.status().ToString());
+    done(r.status());
+  });
 }
 
 }  // namespace mkube::agent

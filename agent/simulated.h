@@ -58,10 +58,14 @@ class SimulatedNodes {
  private:
   static constexpr int kNodeThreads = 8;
   void NodeLoop(int thread) ABSL_LOCKS_EXCLUDED(mu_);
-  void PodWorker();
-  // One pod's next step; false when it should be tried again after a back-off.
-  bool SyncPod(const std::string& key);
-  absl::Status PostStatus(const api::Pod& pod, const std::string& phase, int exit_code);
+  // Takes pods from the queue and starts their next step; at most kPodCallsInFlight wait
+  // for the apiserver at once, none of them holding a thread.
+  void PodWorker() ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts one pod's next step; done(false) when it should be tried again after a back-off.
+  void SyncPod(const std::string& key, std::function<void(bool)> done);
+  void PostStatus(const api::Pod& pod, const std::string& phase, int exit_code,
+                  std::function<void(absl::Status)> done);
+  static constexpr int kPodCallsInFlight = 256;
 
   client::ApiClient* const client_;
   const SimulatedOptions options_;
@@ -76,6 +80,7 @@ class SimulatedNodes {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_ip_ ABSL_GUARDED_BY(mu_) = 0;
+  int pod_calls_ ABSL_GUARDED_BY(mu_) = 0;  // pods' steps waiting for the apiserver
 };
 
 }  // namespace mkube::agent
