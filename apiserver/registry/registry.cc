@@ -210,10 +210,11 @@ void Registry::Update(const UpdateRequest& req, Admit admit, Done done) {
                status = req.subresource() == "status", dry_run = req.dry_run(),
                admit = std::move(admit)](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
     const std::string& name = api::MetaOf(*obj).name();
-    if (want != 0 && want != cur->revision) return Conflict(*kind, name);
+    // Admission first: a caller refused learns nothing of the object's version.
     if (admit) {
       if (auto st = admit(*cur->object); !st.ok()) return st;
     }
+    if (want != 0 && want != cur->revision) return Conflict(*kind, name);
     api::Object attempt{kind, std::unique_ptr<google::protobuf::Message>(obj->New()), written};
     attempt.message->CopyFrom(*obj);
     api::PrepareForUpdate(*cur->object, status, &attempt);

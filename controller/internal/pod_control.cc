@@ -99,6 +99,7 @@ int SlowStartBatch(int n, const AsyncItem& fn, absl::Status* first_error) {
     struct Tally {
       absl::Mutex mu;
       int left ABSL_GUARDED_BY(mu) = 0;
+      int running ABSL_GUARDED_BY(mu) = 0;  // started, not yet answered
       int ok ABSL_GUARDED_BY(mu) = 0;
       absl::Status error ABSL_GUARDED_BY(mu);
     };
@@ -108,8 +109,16 @@ int SlowStartBatch(int n, const AsyncItem& fn, absl::Status* first_error) {
       tally->left = batch;
     }
     for (int i = 0; i < batch; ++i) {
+      {
+        // At most kParallelCalls of a batch wait for the apiserver at once.
+        absl::MutexLock lock(&tally->mu);
+        tally->mu.Await(absl::Condition(
+            +[](int* running) { return *running < kParallelCalls; }, &tally->running));
+        ++tally->running;
+      }
       fn(done + i, [tally](absl::Status st) {
         absl::MutexLock lock(&tally->mu);
+        --tally->running;
         if (st.ok()) {
           ++tally->ok;
         } else if (tally->error.ok()) {
