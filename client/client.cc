@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "client/channel.h"
+#include "proto/async_call.h"
 
 namespace mkube::client {
 namespace {
@@ -89,48 +90,30 @@ absl::StatusOr<std::string> GrpcClient::CreateRaw(const apiserver::CreateRequest
 
 namespace {
 
-// One call of `method` whose answer goes to `done`; what the call needs lives until then.
-template <typename Req, typename Method>
-void StartAsync(const Req& req, ApiClient::RawDone done, Method method,
-                const std::function<void(grpc::ClientContext*)>& prepare) {
-  struct Call {
-    grpc::ClientContext ctx;
-    Req req;
-    apiserver::ObjectReply reply;
-    ApiClient::RawDone done;
+// The object an ObjectReply carries, for a RawDone.
+std::function<void(absl::StatusOr<apiserver::ObjectReply>)> ObjectOf(ApiClient::RawDone done) {
+  return [done = std::move(done)](absl::StatusOr<apiserver::ObjectReply> r) {
+    if (!r.ok()) return done(r.status());
+    done(std::move(*r->mutable_object()));
   };
-  auto* call = new Call{.req = req, .done = std::move(done)};
-  prepare(&call->ctx);
-  method(&call->ctx, &call->req, &call->reply, [call](grpc::Status st) {
-    // The call is gone before its answer is handed on: whoever waits for it may then drop
-    // the client.
-    ApiClient::RawDone done = std::move(call->done);
-    absl::StatusOr<std::string> r =
-        st.ok() ? absl::StatusOr<std::string>(std::move(*call->reply.mutable_object()))
-                : FromGrpc(st);
-    delete call;
-    done(std::move(r));
-  });
 }
 
 }  // namespace
 
 void GrpcClient::CreateRawAsync(const apiserver::CreateRequest& req, RawDone done) {
-  StartAsync(
-      req, std::move(done),
+  CallAsync<apiserver::CreateRequest, apiserver::ObjectReply>(
+      req, ObjectOf(std::move(done)), [this](grpc::ClientContext* ctx) { Prepare(ctx); },
       [this](auto* ctx, auto* req, auto* reply, auto cb) {
         stub_->async()->Create(ctx, req, reply, std::move(cb));
-      },
-      [this](grpc::ClientContext* ctx) { Prepare(ctx); });
+      });
 }
 
 void GrpcClient::UpdateRawAsync(const apiserver::UpdateRequest& req, RawDone done) {
-  StartAsync(
-      req, std::move(done),
+  CallAsync<apiserver::UpdateRequest, apiserver::ObjectReply>(
+      req, ObjectOf(std::move(done)), [this](grpc::ClientContext* ctx) { Prepare(ctx); },
       [this](auto* ctx, auto* req, auto* reply, auto cb) {
         stub_->async()->Update(ctx, req, reply, std::move(cb));
-      },
-      [this](grpc::ClientContext* ctx) { Prepare(ctx); });
+      });
 }
 
 absl::StatusOr<std::string> GrpcClient::UpdateRaw(const apiserver::UpdateRequest& req) {

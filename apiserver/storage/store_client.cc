@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "proto/async_call.h"
 #include "proto/grpc_status.h"
 
 namespace mkube::apiserver::storage {
@@ -167,46 +168,27 @@ absl::StatusOr<etcdserverpb::TxnResponse> StoreClient::Txn(const etcdserverpb::T
   return Call(kv_.get(), &etcdserverpb::KV::Stub::Txn, req);
 }
 
-namespace {
-
-// One call without waiting: what it needs lives until its answer has been handed on.
-template <typename Req, typename Resp>
-struct AsyncCall {
-  grpc::ClientContext ctx;
-  Req req;
-  Resp resp;
-  StoreClient::Done<Resp> done;
-};
-
-template <typename Req, typename Resp, typename Issue>
-void StartAsync(Req req, StoreClient::Done<Resp> done, Issue issue) {
-  auto* call = new AsyncCall<Req, Resp>{.req = std::move(req), .done = std::move(done)};
-  call->ctx.set_deadline(std::chrono::system_clock::now() + kTimeout);
-  call->ctx.set_wait_for_ready(true);
-  issue(&call->ctx, &call->req, &call->resp, [call](grpc::Status st) {
-    // The call is gone before its answer is handed on: whoever waits for it may then drop
-    // the client, and the channel with it.
-    auto done = std::move(call->done);
-    absl::StatusOr<Resp> r = st.ok() ? absl::StatusOr<Resp>(std::move(call->resp)) : FromGrpc(st);
-    delete call;
-    done(std::move(r));
-  });
+// What every call to the store is given: its deadline, and it waits while the store is
+// being connected to.
+static void PrepareAsync(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + kTimeout);
+  ctx->set_wait_for_ready(true);
 }
-
-}  // namespace
 
 void StoreClient::GetAsync(const std::string& key, Done<etcdserverpb::RangeResponse> done) {
   etcdserverpb::RangeRequest req;
   req.set_key(key);
-  StartAsync<etcdserverpb::RangeRequest, etcdserverpb::RangeResponse>(
-      std::move(req), std::move(done), [this](auto* ctx, auto* req, auto* resp, auto cb) {
+  CallAsync<etcdserverpb::RangeRequest, etcdserverpb::RangeResponse>(
+      std::move(req), std::move(done), PrepareAsync,
+      [this](auto* ctx, auto* req, auto* resp, auto cb) {
         kv_->async()->Range(ctx, req, resp, std::move(cb));
       });
 }
 
 void StoreClient::TxnAsync(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done) {
-  StartAsync<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(
-      std::move(req), std::move(done), [this](auto* ctx, auto* req, auto* resp, auto cb) {
+  CallAsync<etcdserverpb::TxnRequest, etcdserverpb::TxnResponse>(
+      std::move(req), std::move(done), PrepareAsync,
+      [this](auto* ctx, auto* req, auto* resp, auto cb) {
         kv_->async()->Txn(ctx, req, resp, std::move(cb));
       });
 }
