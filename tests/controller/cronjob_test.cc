@@ -72,9 +72,14 @@ class CronJobTest : public ::testing::Test {
     for (const auto& o : informer.List()) have[client::KeyOf(*o)] = o->metadata().resource_version();
     return want == have;
   }
-  void Settle() {
-    mkube::testing::Eventually(
-        [&] { return Caught(cronjobs_, "cronjobs") && Caught(jobs_, "jobs"); });
+  // The harness's caches and this fixture's two; callers assert it.
+  [[nodiscard]] ::testing::AssertionResult Settle() {
+    if (auto settled = h_.Settle(); !settled) return settled;
+    if (mkube::testing::Eventually(
+            [&] { return Caught(cronjobs_, "cronjobs") && Caught(jobs_, "jobs"); })) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "the cronjob and job caches did not catch up in 10 s";
   }
   void Create(const std::string& schedule, void (*edit)(api::CronJobSpec*) = nullptr) {
     api::CronJob cj;
@@ -88,11 +93,11 @@ class CronJobTest : public ::testing::Test {
     if (edit) edit(cj.mutable_spec());
     auto made = h_.fake.Create<api::CronJob>("cronjobs", "default", cj);
     ASSERT_TRUE(made.ok()) << made.status();
-    Settle();
+    ASSERT_TRUE(Settle());
   }
   absl::Status Sync() {
     absl::Status st = controller_->Sync("default/hello");
-    Settle();
+    EXPECT_TRUE(Settle());
     return st;
   }
   api::CronJob Get() { return h_.Get<api::CronJob>("cronjobs", "hello"); }
@@ -118,7 +123,7 @@ class CronJobTest : public ::testing::Test {
     j.mutable_status()->set_start_time(api::Rfc3339(h_.clock.Now()));
     if (type == "Complete") j.mutable_status()->set_completion_time(api::Rfc3339(h_.clock.Now()));
     ASSERT_TRUE(h_.fake.Update<api::Job>("jobs", "default", j, "status").ok());
-    Settle();
+    ASSERT_TRUE(Settle());
   }
   std::string Name(absl::Time t) { return JobName("hello", t); }
 
@@ -273,7 +278,7 @@ TEST_F(CronJobTest, AJobDeletedByHandLeavesTheActiveList) {
   req.set_name(Name(At(22, 14)));
   req.set_propagation_policy("Background");
   ASSERT_TRUE(h_.fake.Delete(req).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_THAT(Active(), IsEmpty());
   EXPECT_THAT(h_.Events(), Contains("MissingJob: Active job went missing: " + Name(At(22, 14))));
@@ -291,7 +296,7 @@ TEST_F(CronJobTest, AJobMadeByHandFromItIsReportedNotTracked) {
   ref->set_controller(true);
   *manual.mutable_spec() = cj.spec().job_template().spec();
   ASSERT_TRUE(h_.fake.Create<api::Job>("jobs", "default", manual).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_THAT(Active(), IsEmpty());
   EXPECT_THAT(h_.Events(),
@@ -312,7 +317,7 @@ TEST_F(CronJobTest, AJobMadeBeforeALostStatusWriteIsTakenBackNotMadeTwice) {
   ref->set_controller(true);
   *job.mutable_spec() = cj.spec().job_template().spec();
   ASSERT_TRUE(h_.fake.Create<api::Job>("jobs", "default", job).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   h_.clock.Set(At(22, 16));
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_THAT(Jobs(), ElementsAre(Name(At(22, 15))));

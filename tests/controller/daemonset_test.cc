@@ -76,9 +76,10 @@ class DaemonSetTest : public ::testing::Test {
     h_.StopInformers();
     controller_.reset();
   }
-  void Settle() {
-    h_.Settle();
-    mkube::testing::Eventually([&] {
+  // The harness's caches and this fixture's; callers assert it.
+  [[nodiscard]] ::testing::AssertionResult Settle() {
+    if (auto settled = h_.Settle(); !settled) return settled;
+    const bool caught = mkube::testing::Eventually([&] {
       auto list = h_.List<api::DaemonSet>("daemonsets");
       for (const auto& d : list) {
         auto cached = daemon_sets_.Get(client::KeyOf(d));
@@ -88,10 +89,12 @@ class DaemonSetTest : public ::testing::Test {
       }
       return true;
     });
+    if (caught) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "the daemonset cache did not catch up in 10 s";
   }
   absl::Status Sync() {
     absl::Status st = controller_->Sync("default/agent");
-    Settle();
+    EXPECT_TRUE(Settle());
     return st;
   }
   // Node each live pod is pinned to by its affinity, with its image.
@@ -118,7 +121,7 @@ TEST_F(DaemonSetTest, OnePodPerEligibleNodeFollowingNodesAndRollingOut) {
   (*ds.mutable_spec()->mutable_selector()->mutable_match_labels())["app"] = "agent";
   *ds.mutable_spec()->mutable_template_() = Template({{"app", "agent"}}, "busybox");
   ASSERT_TRUE(h_.fake.Create<api::DaemonSet>("daemonsets", "default", ds).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_EQ(Placement(), (std::map<std::string, std::string>{{"node01", "busybox"},
                                                              {"node02", "busybox"}}));
@@ -130,11 +133,11 @@ TEST_F(DaemonSetTest, OnePodPerEligibleNodeFollowingNodesAndRollingOut) {
   EXPECT_TRUE(tolerates_unschedulable);
   // A node added later gets its pod.
   ASSERT_TRUE(h_.fake.Create<api::Node>("nodes", "", Node("node03")).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(Sync(), absl::OkStatus());
   EXPECT_EQ(Placement().size(), 3u);
   h_.MakeAllReady();
-  Settle();
+  ASSERT_TRUE(Settle());
   ASSERT_EQ(Sync(), absl::OkStatus());
   auto status = h_.Get<api::DaemonSet>("daemonsets", "agent").status();
   EXPECT_EQ(status.desired_number_scheduled(), 3);
@@ -145,7 +148,7 @@ TEST_F(DaemonSetTest, OnePodPerEligibleNodeFollowingNodesAndRollingOut) {
   api::DaemonSet cur = h_.Get<api::DaemonSet>("daemonsets", "agent");
   cur.mutable_spec()->mutable_template_()->mutable_spec()->mutable_containers(0)->set_image("nginx");
   ASSERT_TRUE(h_.fake.Update<api::DaemonSet>("daemonsets", "default", cur).ok());
-  Settle();
+  ASSERT_TRUE(Settle());
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(Sync(), absl::OkStatus());  // one old pod goes
     EXPECT_EQ(Placement().size(), 2u) << "round " << round;
@@ -159,10 +162,10 @@ TEST_F(DaemonSetTest, OnePodPerEligibleNodeFollowingNodesAndRollingOut) {
       del.set_grace_period_seconds(0);
       ASSERT_TRUE(h_.fake.Delete(del).ok());
     }
-    Settle();
+    ASSERT_TRUE(Settle());
     ASSERT_EQ(Sync(), absl::OkStatus());
     h_.MakeAllReady();
-    Settle();
+    ASSERT_TRUE(Settle());
   }
   EXPECT_EQ(Placement(), (std::map<std::string, std::string>{
                              {"node01", "nginx"}, {"node02", "nginx"}, {"node03", "nginx"}}));

@@ -42,7 +42,7 @@ class DeploymentTest : public ::testing::Test {
     *d.mutable_spec()->mutable_template_() = Template({{"app", name}}, image);
     auto r = h_.fake.Create<api::Deployment>("deployments", "default", d);
     EXPECT_TRUE(r.ok()) << r.status();
-    h_.Settle();
+    EXPECT_TRUE(h_.Settle());
     return *r;
   }
   // Changes the deployment as a user would (set image, scale, pause).
@@ -51,11 +51,11 @@ class DeploymentTest : public ::testing::Test {
     change(&d);
     auto r = h_.fake.Update<api::Deployment>("deployments", "default", d);
     ASSERT_TRUE(r.ok()) << r.status();
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   absl::Status Sync(const std::string& name) {
     absl::Status st = controller_->Sync("default/" + name);
-    h_.Settle();
+    EXPECT_TRUE(h_.Settle());
     return st;
   }
   // Plays the ReplicaSet controller: every set has its pods, available unless named.
@@ -70,7 +70,7 @@ class DeploymentTest : public ::testing::Test {
       rs.mutable_status()->set_observed_generation(rs.metadata().generation());
       ASSERT_TRUE(h_.fake.Update<api::ReplicaSet>("replicasets", "default", rs, "status").ok());
     }
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   // Spec replicas by image.
   std::map<std::string, int> Sizes() {
@@ -220,7 +220,7 @@ TEST_F(DeploymentTest, RecreateRemovesEveryOldPodBeforeTheNewSetStarts) {
   del.set_namespace_("default");
   del.set_name("web-old");
   ASSERT_TRUE(h_.fake.Delete(del).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   EXPECT_EQ(Sizes(), (std::map<std::string, int>{{"soscscs/myapp:v1", 0},
                                                  {"soscscs/myapp:v2", 2}}));

@@ -65,7 +65,7 @@ class GarbageCollectorTest : public ::testing::Test {
       p.mutable_metadata()->set_name(name);
       ASSERT_TRUE(h_.fake.Create<api::Pod>("pods", "default", p).ok());
     }
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   absl::Status Delete(const std::string& resource, const std::string& name,
                       const std::string& policy) {
@@ -167,7 +167,7 @@ TEST_F(GarbageCollectorTest, AnOwnerOnlyTheApiserverKnowsKeepsItsDependents) {
                                ControllerRef(ds, "apps/v1", "DaemonSet"));
   p.mutable_metadata()->set_name("agent-x");
   ASSERT_TRUE(h_.fake.Create<api::Pod>("pods", "default", p).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_TRUE(h_.fake.WaitForActions("get", 1)) << "asked the apiserver about the owner";
   ASSERT_TRUE(gc_->queue().Len() == 0 || Eventually([&] { return gc_->queue().Len() == 0; }));
   EXPECT_EQ(Count("pods"), 1u);
@@ -194,7 +194,7 @@ TEST(PodGCTest, PodsOfADeletedNodeAreDeletedAndSoAreThoseOfANodeThatNeverWas) {
     *p.mutable_spec()->add_containers() = Template({}).spec().containers(0);
     ASSERT_TRUE(h.fake.Create<api::Pod>("pods", "default", p).ok());
   }
-  h.Settle();
+  ASSERT_TRUE(h.Settle());
   gc.Start(1);
   // The periodic pass finds the pod of a node that does not exist.
   h.clock.Advance(absl::Seconds(21));

@@ -9,6 +9,7 @@
 #include "client/informer.h"
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
+#include "gtest/gtest.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "tests/util/eventually.h"
@@ -17,8 +18,8 @@ namespace mkube::controller::testing {
 
 // A fake cluster for controller tests: the fake clientset on a fake clock, one informer per
 // resource the controllers read, and an event recorder. Tests build a controller on it, write
-// objects, call Settle() so the caches have seen them, then call the controller's Sync
-// directly (no workers run) and look at what it wrote.
+// objects, call ASSERT_TRUE(Settle()) so the caches have seen them, then call the
+// controller's Sync directly (no workers run) and look at what it wrote.
 class Harness {
  public:
   client::testing::FakeClock clock;
@@ -42,7 +43,7 @@ class Harness {
     replication_controllers.Start();
     deployments.Start();
     leases.Start();
-    Settle();
+    EXPECT_TRUE(Settle());
   }
   void StopInformers() {
     leases.Stop();
@@ -52,14 +53,14 @@ class Harness {
     nodes.Stop();
     pods.Stop();
   }
-  // Waits (real time) until every informer's cache holds what the fake holds.
-  bool Settle() {
-    return mkube::testing::Eventually([this] {
-      return Caught(pods, "pods") && Caught(nodes, "nodes") &&
-             Caught(replica_sets, "replicasets") &&
-             Caught(replication_controllers, "replicationcontrollers") &&
-             Caught(deployments, "deployments") && Caught(leases, "leases", "kube-node-lease");
-    });
+  // Waits (real time) until every informer's cache holds what the fake holds; a failure names
+  // the caches still behind. Every caller asserts it: a Sync on stale caches proves nothing.
+  [[nodiscard]] ::testing::AssertionResult Settle() {
+    if (mkube::testing::Eventually([this] { return Behind().empty(); })) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "informer caches still behind the fake after 10 s:"
+                                         << Behind();
   }
 
   template <typename T>
@@ -92,7 +93,7 @@ class Harness {
     c->set_last_transition_time(
         api::Rfc3339(ready_since == absl::InfinitePast() ? clock.Now() : ready_since));
     auto st = fake.Update<api::Pod>("pods", p.metadata().namespace_(), p, "status");
-    (void)st;
+    EXPECT_TRUE(st.ok()) << p.metadata().name() << ": " << st.status();
   }
   // Every pod of the namespace Ready.
   void MakeAllReady(const std::string& ns = "default") {
@@ -116,6 +117,19 @@ class Harness {
     o.clock = &clock;
     o.ns = ns;
     return o;
+  }
+  // The resources whose cache differs from the fake, each preceded by a space.
+  std::string Behind() {
+    std::string out;
+    if (!Caught(pods, "pods")) out += " pods";
+    if (!Caught(nodes, "nodes")) out += " nodes";
+    if (!Caught(replica_sets, "replicasets")) out += " replicasets";
+    if (!Caught(replication_controllers, "replicationcontrollers")) {
+      out += " replicationcontrollers";
+    }
+    if (!Caught(deployments, "deployments")) out += " deployments";
+    if (!Caught(leases, "leases", "kube-node-lease")) out += " leases";
+    return out;
   }
   template <typename T>
   bool Caught(client::Informer<T>& informer, const std::string& resource,

@@ -28,9 +28,10 @@ class JobTest : public ::testing::Test {
     h_.StopInformers();
     controller_.reset();
   }
-  void Settle() {
-    h_.Settle();
-    mkube::testing::Eventually([&] {
+  // The harness's caches and this fixture's; callers assert it.
+  [[nodiscard]] ::testing::AssertionResult Settle() {
+    if (auto settled = h_.Settle(); !settled) return settled;
+    const bool caught = mkube::testing::Eventually([&] {
       for (const auto& j : h_.List<api::Job>("jobs")) {
         auto cached = jobs_.Get(client::KeyOf(j));
         if (!cached || cached->metadata().resource_version() != j.metadata().resource_version()) {
@@ -39,17 +40,19 @@ class JobTest : public ::testing::Test {
       }
       return true;
     });
+    if (caught) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "the job cache did not catch up in 10 s";
   }
   void Create(api::Job job) {
     job.mutable_metadata()->set_name("pi");
     *job.mutable_spec()->mutable_template_() = Template({}, "busybox");
     job.mutable_spec()->mutable_template_()->mutable_spec()->set_restart_policy("Never");
     ASSERT_TRUE(h_.fake.Create<api::Job>("jobs", "default", job).ok());
-    Settle();
+    ASSERT_TRUE(Settle());
   }
   absl::Status Sync() {
     absl::Status st = controller_->Sync("default/pi");
-    Settle();
+    EXPECT_TRUE(Settle());
     return st;
   }
   std::vector<api::Pod> Running() {
@@ -66,7 +69,7 @@ class JobTest : public ::testing::Test {
     api::Pod p = pod;
     p.mutable_status()->set_phase(phase);
     ASSERT_TRUE(h_.fake.Update<api::Pod>("pods", "default", p, "status").ok());
-    Settle();
+    ASSERT_TRUE(Settle());
   }
   std::string Condition() {
     const auto job = h_.Get<api::Job>("jobs", "pi");

@@ -60,9 +60,9 @@ class NodeLifecycleTest : public ::testing::Test {
   void Pass(const std::vector<std::string>& alive, absl::Duration after) {
     h_.clock.Advance(after);
     Renew(alive);
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
     ASSERT_EQ(controller_->Sync("monitor"), absl::OkStatus());
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   api::Pod RunningPodOn(const std::string& name, const std::string& node) {
     api::Pod p;
@@ -137,7 +137,7 @@ TEST_F(NodeLifecycleTest, ALostNodeIsUnknownTaintedAndItsPodsNotReady) {
     c.set_last_heartbeat_time(api::Rfc3339(h_.clock.Now()));
   }
   ASSERT_TRUE(h_.fake.Update<api::Node>("nodes", "", n, "status").ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(controller_->Sync("node/node01"), absl::OkStatus());
   EXPECT_TRUE(Taints("node01").empty());
 }
@@ -145,10 +145,10 @@ TEST_F(NodeLifecycleTest, ALostNodeIsUnknownTaintedAndItsPodsNotReady) {
 TEST_F(NodeLifecycleTest, NotReadyAndCordonedNodesGetTheirTaints) {
   AddNode("node01", "False");
   AddNode("node02");
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   // NoSchedule at once, on the node's own change; NoExecute with the monitor's pass.
   ASSERT_EQ(controller_->Sync("node/node01"), absl::OkStatus());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   EXPECT_THAT(Taints("node01"),
               UnorderedElementsAreArray({"node.kubernetes.io/not-ready:NoSchedule"}));
   Pass({"node01", "node02"}, absl::Seconds(5));
@@ -158,14 +158,14 @@ TEST_F(NodeLifecycleTest, NotReadyAndCordonedNodesGetTheirTaints) {
   auto n = h_.Get<api::Node>("nodes", "node02", "");
   n.mutable_spec()->set_unschedulable(true);
   ASSERT_TRUE(h_.fake.Update<api::Node>("nodes", "", n).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(controller_->Sync("node/node02"), absl::OkStatus());
   EXPECT_THAT(Taints("node02"),
               UnorderedElementsAreArray({"node.kubernetes.io/unschedulable:NoSchedule"}));
   n = h_.Get<api::Node>("nodes", "node02", "");
   n.mutable_spec()->set_unschedulable(false);
   ASSERT_TRUE(h_.fake.Update<api::Node>("nodes", "", n).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(controller_->Sync("node/node02"), absl::OkStatus());
   EXPECT_TRUE(Taints("node02").empty());
 }

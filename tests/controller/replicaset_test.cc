@@ -43,13 +43,13 @@ class ReplicaSetTest : public ::testing::Test {
   api::ReplicaSet Create(const api::ReplicaSet& rs) {
     auto r = h_.fake.Create<api::ReplicaSet>("replicasets", "default", rs);
     EXPECT_TRUE(r.ok()) << r.status();
-    h_.Settle();
+    EXPECT_TRUE(h_.Settle());
     return *r;
   }
   // Syncs the set and waits until the caches have seen what it wrote.
   absl::Status Sync(const std::string& name) {
     absl::Status st = controller_->Sync("default/" + name);
-    h_.Settle();
+    EXPECT_TRUE(h_.Settle());
     return st;
   }
   api::Pod MakePod(const std::string& name, const std::map<std::string, std::string>& labels,
@@ -160,7 +160,7 @@ TEST_F(ReplicaSetTest, AdoptsMatchingOrphansAndIgnoresOtherControllersPods) {
   MakePod("orphan", {{"app", "web"}});
   MakePod("theirs", {{"app", "web"}}, &other);
   MakePod("unrelated", {{"app", "db"}});
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   const auto orphan = h_.Get<api::Pod>("pods", "orphan");
   ASSERT_NE(ControllerOf(orphan.metadata()), nullptr);
@@ -176,7 +176,7 @@ TEST_F(ReplicaSetTest, ReleasesAPodWhoseLabelsStopMatchingAndReplacesIt) {
   api::Pod pod = h_.Pods().at(0);
   (*pod.mutable_metadata()->mutable_labels())["app"] = "debug";
   ASSERT_TRUE(h_.fake.Update<api::Pod>("pods", "default", pod).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   EXPECT_EQ(h_.Get<api::Pod>("pods", pod.metadata().name()).metadata().owner_references_size(), 0);
   EXPECT_EQ(h_.Pods().size(), 2u);
@@ -189,7 +189,7 @@ TEST_F(ReplicaSetTest, ReplacesAPodBeingDeletedOrFinished) {
   api::Pod done = pods.at(0);
   done.mutable_status()->set_phase("Failed");
   ASSERT_TRUE(h_.fake.Update<api::Pod>("pods", "default", done, "status").ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   EXPECT_EQ(h_.Pods().size(), 3u);
   ASSERT_EQ(Sync("web"), absl::OkStatus());
@@ -227,7 +227,7 @@ TEST_P(ReplicaSetDeletionTest, DeletesTheLeastUsefulPodsFirst) {
   api::ReplicaSet scaled = h_.Get<api::ReplicaSet>("replicasets", "web");
   scaled.mutable_spec()->set_replicas(c.replicas);
   ASSERT_TRUE(h_.fake.Update<api::ReplicaSet>("replicasets", "default", scaled).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   EXPECT_THAT(PodNames(), ::testing::UnorderedElementsAreArray(c.survivors));
 }
@@ -263,7 +263,7 @@ TEST_F(ReplicaSetTest, AvailableOnlyAfterMinReadySeconds) {
   Create(MakeRS("web", 2, /*min_ready=*/10));
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   h_.MakeAllReady();
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_EQ(Sync("web"), absl::OkStatus());
   auto status = h_.Get<api::ReplicaSet>("replicasets", "web").status();
   EXPECT_EQ(status.ready_replicas(), 2);
@@ -284,7 +284,7 @@ TEST_F(ReplicaSetTest, AGoneSetLeavesNothingBehindInItsExpectations) {
   del.set_namespace_("default");
   del.set_name("web");
   ASSERT_TRUE(h_.fake.Delete(del).ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   EXPECT_TRUE(Sync("web").ok());
   EXPECT_TRUE(controller_->expectations().Satisfied("default/web"));
 }
@@ -305,9 +305,9 @@ TEST_F(ReplicationControllerTest, KeepsItsReplicasWithAMapSelector) {
   *rc.mutable_spec()->mutable_template_() = Template({{"app", "nginx"}}, "nginx");
   auto made = h_.fake.Create<api::ReplicationController>("replicationcontrollers", "default", rc);
   ASSERT_TRUE(made.ok()) << made.status();
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_TRUE(rcm.Sync("default/nginx").ok());
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   const auto pods = h_.Pods();
   ASSERT_EQ(pods.size(), 3u);
   for (const auto& p : pods) {
@@ -316,7 +316,7 @@ TEST_F(ReplicationControllerTest, KeepsItsReplicasWithAMapSelector) {
     EXPECT_EQ(ControllerOf(p.metadata())->api_version(), "v1");
   }
   h_.MakeAllReady();
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   ASSERT_TRUE(rcm.Sync("default/nginx").ok());
   const auto status = h_.Get<api::ReplicationController>("replicationcontrollers", "nginx").status();
   EXPECT_EQ(status.replicas(), 3);

@@ -55,11 +55,11 @@ class TaintEvictionTest : public ::testing::Test {
       t->set_effect("NoExecute");
     }
     ASSERT_TRUE(h_.fake.Update<api::Node>("nodes", "", n).ok());
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   void SyncNode() {
     ASSERT_EQ(controller_->Sync("node/node02"), absl::OkStatus());
-    h_.Settle();
+    ASSERT_TRUE(h_.Settle());
   }
   bool Evicted(const std::string& name) {
     auto p = h_.fake.Get<api::Pod>("pods", "default", name);
@@ -74,7 +74,7 @@ TEST_F(TaintEvictionTest, SeedsNoExecuteEvictsWhatDoesNotTolerateItAtOnce) {
   MakePod("plain", -1);
   MakePod("forever", 0);
   MakePod("hour", 3600);
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   Taint(true);
   SyncNode();
   EXPECT_TRUE(Evicted("plain"));
@@ -96,7 +96,7 @@ TEST_F(TaintEvictionTest, SeedsNoExecuteEvictsWhatDoesNotTolerateItAtOnce) {
 
 TEST_F(TaintEvictionTest, ATaintRemovedInTimeCancelsTheEviction) {
   MakePod("short", 30);
-  h_.Settle();
+  ASSERT_TRUE(h_.Settle());
   Taint(true);
   SyncNode();
   EXPECT_EQ(controller_->queue().Delayed(), 1u) << "looks again in 30 s";
