@@ -41,6 +41,36 @@ nodes_of() {
     sort
 }
 running_count() { [ "$(nodes_of "$1" | grep -c .)" = "$2" ]; }
+# The checks read a command's whole output before matching it: under pipefail, `cmd | grep -q`
+# can fail a passing check, grep exiting at the first match and cmd dying of SIGPIPE.
+# shows PATTERN COMMAND...: COMMAND succeeds and a line of its output matches PATTERN.
+shows() {
+  local pattern=$1 out
+  shift
+  out=$("$@") || return 1
+  grep -q -- "$pattern" <<<"$out"
+}
+# says LINE COMMAND...: COMMAND succeeds and a line of its output is exactly LINE.
+says() {
+  local line=$1 out
+  shift
+  out=$("$@") || return 1
+  grep -qx -- "$line" <<<"$out"
+}
+# pods_are N SELECTOR: N pods (in any phase) have labels matching SELECTOR.
+pods_are() {
+  local out
+  out=$(ctl get pods -l "$2" --no-headers) || return 1
+  [ "$(grep -c . <<<"$out")" = "$1" ]
+}
+# gone POD...: every one of the pods is gone (not found), not merely one of them.
+gone() {
+  local pod out
+  for pod in "$@"; do
+    if out=$(ctl get pod "$pod" 2>&1); then return 1; fi
+    [[ $out == *"(NotFound)"* ]] || return 1
+  done
+}
 all_on() { [ "$(nodes_of "$1" | sort -u | tr '\n' ' ')" = "$2 " ]; }
 # The reasons of an object's events, in the order they were written.
 reasons_of() {
@@ -48,11 +78,13 @@ reasons_of() {
     -o jsonpath='{range .items[*]}{.metadata.resourceVersion} {.reason}{"\n"}{end}' |
     sort -n | awk '{print $2}' | tr '\n' ' '
 }
+# has_event OBJECT REASON: an event of OBJECT has REASON (read anew at each call).
+has_event() { [[ " $(reasons_of "$1")" == *" $2 "* ]]; }
 
 section "1.2 List-Watch: a pod is scheduled, its image pulled, its container created and started"
-ctl run web --image=soscscs/myapp:v1 | grep -qx 'pod/web created'
+says 'pod/web created' ctl run web --image=soscscs/myapp:v1
 ctl wait --for=condition=Ready pod/web --timeout=60s >/dev/null
-until_ok 10 sh -c "echo '$(reasons_of web)' | grep -q Started"
+until_ok 10 has_event web Started
 reasons=$(reasons_of web)
 [[ " $reasons" == *" Scheduled "* ]] || fail "no Scheduled event: $reasons"
 agent=$(echo $(echo "$reasons" | tr ' ' '\n' | grep -v '^Scheduled$'))
@@ -68,26 +100,26 @@ pulling_at=$(echo "$stamps" | awk '$1 == "Pulling" {print $2}')
   fail "Scheduled ($scheduled_at) long after Pulling ($pulling_at)"
 
 section "4.1.1 nodeName: every replica on node02, without the scheduler"
-ctl apply -f "$examples/myapp.yaml" | grep -qx 'deployment.apps/myapp created'
-until_ok 60 sh -c "[ \"\$(MKUBECONFIG=$state/config $mkubectl get pods -l app=myapp --no-headers | grep -c .)\" = 3 ]"
+says 'deployment.apps/myapp created' ctl apply -f "$examples/myapp.yaml"
+until_ok 60 pods_are 3 app=myapp
 [ "$(ctl get pods -l app=myapp -o jsonpath='{.items[*].spec.nodeName}')" = "node02 node02 node02" ] ||
   fail "nodeName pods not all on node02"
 pod=$(ctl get pods -l app=myapp -o jsonpath='{.items[0].metadata.name}')
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=$pod -o name | grep -q ."
+until_ok 30 shows . ctl get events --field-selector "involvedObject.name=$pod" -o name
 [[ " $(reasons_of "$pod")" != *" Scheduled "* ]] || fail "a nodeName pod went through the scheduler"
 ctl delete deployment myapp >/dev/null
 
 section "4.2 nodeSelector: label, --overwrite, label key-, get -l, --show-labels"
-ctl label nodes node01 kgc=a | grep -qx 'node/node01 labeled'
-ctl get nodes --show-labels | grep '^node01 ' | grep -q 'kgc=a'
+says 'node/node01 labeled' ctl label nodes node01 kgc=a
+shows '^node01 .*kgc=a' ctl get nodes --show-labels
 [ "$(ctl get nodes -l kgc=a -o name)" = node/node01 ] || fail "get -l kgc=a"
 ctl apply -f "$examples/myapp1.yaml" >/dev/null
 until_ok 60 running_count app=myapp1 3
 all_on app=myapp1 node01 || fail "nodeSelector kgc=a pods not all on node01"
 if out=$(ctl label nodes node01 kgc=b 2>&1); then fail "relabel without --overwrite succeeded"; fi
 [ "$out" = "error: 'kgc' already has a value (a), and --overwrite is false" ] || fail "message: $out"
-ctl label nodes node01 kgc=b --overwrite | grep -qx 'node/node01 labeled'
-ctl label nodes node01 kgc- | grep -qx 'node/node01 unlabeled'
+says 'node/node01 labeled' ctl label nodes node01 kgc=b --overwrite
+says 'node/node01 unlabeled' ctl label nodes node01 kgc-
 [ -z "$(ctl get nodes -l kgc -o name)" ] || fail "kgc- left the label"
 running_count app=myapp1 3 || fail "pods stopped when the label went (IgnoredDuringExecution)"
 ctl delete deployment myapp1 >/dev/null
@@ -99,16 +131,16 @@ until_ok 60 running_count app=myapp1 3
 [ "$(nodes_of app=myapp1 | sort -u | tr '\n' ' ')" = "node01 node02 " ] || fail "not spread"
 
 section "6.2 A NoExecute taint evicts, and the Deployment recreates the pods elsewhere"
-ctl taint node node01 cht=mycht:NoExecute | grep -qx 'node/node01 tainted'
+says 'node/node01 tainted' ctl taint node node01 cht=mycht:NoExecute
 until_ok 60 all_on app=myapp1 node02
 until_ok 60 running_count app=myapp1 3
-ctl taint node node01 cht=mycht:NoExecute- | grep -qx 'node/node01 untainted'
+says 'node/node01 untainted' ctl taint node node01 cht=mycht:NoExecute-
 
 section "7 cordon / uncordon: Ready,SchedulingDisabled"
-ctl cordon node02 | grep -qx 'node/node02 cordoned'
-ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
-ctl uncordon node02 | grep -qx 'node/node02 uncordoned'
-ctl get nodes | grep -q '^node02 *Ready '
+says 'node/node02 cordoned' ctl cordon node02
+shows '^node02 *Ready,SchedulingDisabled ' ctl get nodes
+says 'node/node02 uncordoned' ctl uncordon node02
+shows '^node02 *Ready ' ctl get nodes
 
 section "7 drain: the pods come back on the other node; uncordon after"
 # A pod no controller recreates stops a drain without --force (the node stays cordoned).
@@ -117,9 +149,9 @@ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: pinned}\nspec:\n  nodeName: 
 if ctl drain node02 >/dev/null 2>"$state/drain.err"; then fail "drain passed a bare pod"; fi
 grep -q '^cannot delete Pods declare no controller (use --force to override): .*default/pinned' \
   "$state/drain.err" || fail "drain without --force: $(cat "$state/drain.err")"
-ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
+shows '^node02 *Ready,SchedulingDisabled ' ctl get nodes
 ctl drain node02 --ignore-daemonsets --delete-emptydir-data --force --timeout=90s >/dev/null 2>&1
-ctl get nodes | grep -q '^node02 *Ready,SchedulingDisabled '
+shows '^node02 *Ready,SchedulingDisabled ' ctl get nodes
 until_ok 60 running_count app=myapp1 3
 all_on app=myapp1 node01 || fail "drained pods not on node01"
 ctl uncordon node02 >/dev/null
@@ -131,7 +163,7 @@ ctl wait --for=condition=Complete job/done --timeout=60s >/dev/null
 [ "$(ctl get pods -l job-name=done -o jsonpath='{.items[0].status.phase}')" = Succeeded ]
 ctl run bad --image=busybox --restart=Never -- sh -c 'exit 1' >/dev/null
 ctl wait --for=jsonpath='{.status.phase}'=Failed pod/bad --timeout=60s >/dev/null
-ctl get pod bad --no-headers | grep -q ' Error '
+shows ' Error ' ctl get pod bad --no-headers
 ctl apply -f - >/dev/null <<'POD'
 apiVersion: v1
 kind: Pod
@@ -140,7 +172,7 @@ spec:
   nodeSelector: {disktype: none-has-it}
   containers: [{name: c, image: busybox}]
 POD
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=nowhere | grep -q FailedScheduling"
+until_ok 30 shows 'FailedScheduling' ctl get events --field-selector involvedObject.name=nowhere
 [ "$(ctl get pod nowhere -o jsonpath='{.status.phase}')" = Pending ]
 ctl run alive --image=soscscs/myapp:v1 >/dev/null
 ctl wait --for=condition=Ready pod/alive --timeout=60s >/dev/null
@@ -176,7 +208,7 @@ ctl apply -f "$examples/pod-anti-affinity-preferred.yaml" >/dev/null
 ctl wait --for=condition=Ready pod/myapp10 --timeout=60s >/dev/null
 [ "$(node_of myapp10)" = node02 ] || fail "preferred anti-affinity: $(node_of myapp10)"
 ctl apply -f "$examples/pod-anti-affinity-required.yaml" >/dev/null
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=myapp20 | grep -q FailedScheduling"
+until_ok 30 shows 'FailedScheduling' ctl get events --field-selector involvedObject.name=myapp20
 [ "$(ctl get pod myapp20 -o jsonpath='{.status.phase}')" = Pending ]
 ctl label nodes node02 cht=b --overwrite >/dev/null   # node02 leaves myapp01's domain
 ctl wait --for=condition=Ready pod/myapp20 --timeout=60s >/dev/null
@@ -184,13 +216,13 @@ ctl wait --for=condition=Ready pod/myapp20 --timeout=60s >/dev/null
 ctl delete pod myapp02 myapp10 myapp20 --grace-period=0 --force >/dev/null 2>&1
 
 section "6.1 The master's NoSchedule taint; NoSchedule on node01; 6.2 tolerations"
-ctl describe node master01 | grep -q '^Taints: *node-role.kubernetes.io/master:NoSchedule'
+shows '^Taints: *node-role.kubernetes.io/master:NoSchedule' ctl describe node master01
 ctl taint node node01 key1=value1:NoSchedule >/dev/null
-ctl describe node node01 | grep -q '^Taints: *key1=value1:NoSchedule'
+shows '^Taints: *key1=value1:NoSchedule' ctl describe node node01
 ctl run tainted --image=soscscs/myapp:v1 >/dev/null
 ctl wait --for=condition=Ready pod/tainted --timeout=60s >/dev/null
 [ "$(node_of tainted)" = node02 ] || fail "a NoSchedule taint let tainted onto $(node_of tainted)"
-ctl taint node node01 key1:NoSchedule- | grep -qx 'node/node01 untainted'
+says 'node/node01 untainted' ctl taint node node01 key1:NoSchedule-
 # demo01's myapp01 tolerates cht=mycht:NoExecute for 3600 s: with both nodes tainted it
 # stays where it runs, while the pods without the toleration are evicted.
 ctl delete pod myapp01 --grace-period=0 --force >/dev/null 2>&1
@@ -199,7 +231,7 @@ ctl wait --for=condition=Ready pod/myapp01 --timeout=60s >/dev/null
 host=$(node_of myapp01)
 ctl run plain --image=soscscs/myapp:v1 >/dev/null
 ctl taint node node01 node02 cht=mycht:NoExecute >/dev/null
-until_ok 60 sh -c "! MKUBECONFIG=$state/config $mkubectl get pod tainted plain >/dev/null 2>&1"
+until_ok 60 gone tainted plain
 [ "$(node_of myapp01)" = "$host" ] || fail "the tolerating pod moved"
 [ "$(ctl get pod myapp01 -o jsonpath='{.status.phase}')" = Running ]
 ctl apply -f "$examples/tolerate-all.yaml" >/dev/null   # tolerates every taint (Exists)
@@ -210,7 +242,7 @@ section "6.2.3 PreferNoSchedule on the master: used only when the nodes cannot t
 ctl taint node node01 node02 full=yes:NoSchedule >/dev/null
 ctl taint node master01 node-role.kubernetes.io/master:NoSchedule- >/dev/null
 ctl taint node master01 node-role.kubernetes.io/master=:PreferNoSchedule >/dev/null
-ctl describe node master01 | grep -q '^Taints: *node-role.kubernetes.io/master:PreferNoSchedule'
+shows '^Taints: *node-role.kubernetes.io/master:PreferNoSchedule' ctl describe node master01
 ctl run overflow --image=soscscs/myapp:v1 >/dev/null
 ctl wait --for=condition=Ready pod/overflow --timeout=60s >/dev/null
 [ "$(node_of overflow)" = master01 ] || fail "PreferNoSchedule: overflow on $(node_of overflow)"
@@ -220,21 +252,21 @@ ctl taint node master01 node-role.kubernetes.io/master=:NoSchedule >/dev/null
 ctl taint node node01 node02 full:NoSchedule- >/dev/null
 
 section "8.3 describe, logs, exec, cluster-info"
-ctl describe pod myapp01 | grep -q '^Status: *Running'
-ctl describe pod myapp01 | grep -q 'cht=mycht:NoExecute for 3600s'
-ctl exec myapp01 -- sh -c 'echo $HOSTNAME' | grep -qx myapp01
+shows '^Status: *Running' ctl describe pod myapp01
+shows 'cht=mycht:NoExecute for 3600s' ctl describe pod myapp01
+says myapp01 ctl exec myapp01 -- sh -c 'echo $HOSTNAME'
 ctl logs myapp01 >/dev/null
-ctl cluster-info | grep -q 'is running at'
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl top nodes | grep -q '^node01 *[0-9]*m *[0-9]*% *[0-9]*Mi *[0-9]*%'"
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl top pod myapp01 --no-headers | grep -q '^myapp01 *[0-9]*m *[0-9]*Mi'"
+shows 'is running at' ctl cluster-info
+until_ok 30 shows '^node01 *[0-9]*m *[0-9]*% *[0-9]*Mi *[0-9]*%' ctl top nodes
+until_ok 30 shows '^myapp01 *[0-9]*m *[0-9]*Mi' ctl top pod myapp01 --no-headers
 section "8.2 Unknown: the agent of a pod's node stops; up.sh starts it again"
 node=$(node_of myapp01)
 kill -9 "$(cat "$state/run/agent-$node.pid")"
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get nodes | grep -q '^$node *NotReady '"
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-headers | grep -q ' Unknown '"
+until_ok 30 shows "^$node *NotReady " ctl get nodes
+until_ok 30 shows ' Unknown ' ctl get pod myapp01 --no-headers
 up
-ctl get nodes | grep -q "^$node *Ready "
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get pod myapp01 --no-headers | grep -q ' Running '"
+shows "^$node *Ready " ctl get nodes
+until_ok 30 shows ' Running ' ctl get pod myapp01 --no-headers
 
 section "6.2.3 A key without an effect tolerates every effect of it; tolerationSeconds runs out"
 ctl taint node node01 key=a:NoSchedule >/dev/null
@@ -242,15 +274,15 @@ ctl taint node node02 key=b:NoExecute >/dev/null
 ctl apply -f "$examples/tolerate-key.yaml" >/dev/null
 ctl wait --for=condition=Ready pod/tolerate-key --timeout=60s >/dev/null
 ctl run untolerated --image=soscscs/myapp:v1 >/dev/null
-until_ok 30 sh -c "MKUBECONFIG=$state/config $mkubectl get events --field-selector involvedObject.name=untolerated | grep -q FailedScheduling"
+until_ok 30 shows 'FailedScheduling' ctl get events --field-selector involvedObject.name=untolerated
 # Tolerated for 3 s only: evicted by the taint once they have passed.
 printf '%s\n' 'apiVersion: v1' 'kind: Pod' 'metadata: {name: brief}' 'spec:' \
   '  nodeSelector: {kubernetes.io/hostname: node02}' \
   '  containers: [{name: c, image: soscscs/myapp:v1}]' \
   '  tolerations: [{key: key, operator: Equal, value: b, effect: NoExecute, tolerationSeconds: 3}]' |
   ctl apply -f - >/dev/null
-until_ok 60 sh -c "! MKUBECONFIG=$state/config $mkubectl get pod brief >/dev/null 2>&1"
-ctl get events --field-selector involvedObject.name=brief | grep -q TaintManagerEviction
+until_ok 60 gone brief
+shows TaintManagerEviction ctl get events --field-selector involvedObject.name=brief
 [ "$(ctl get pod tolerate-key -o jsonpath='{.status.phase}')" = Running ]
 ctl taint node node01 key:NoSchedule- >/dev/null
 ctl taint node node02 key:NoExecute- >/dev/null
