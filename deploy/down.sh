@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stops what up.sh started, and every pod process its agents left.
 #   ./deploy/down.sh [--state-dir DIR] [--purge]
-# The data stays in the state dir unless --purge.
+# The data stays in the state dir unless --purge, and so do the flags up.sh recorded: a later
+# up.sh without them starts the same cluster again (it may be given others: nothing runs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
@@ -11,19 +12,26 @@ while [ $# -gt 0 ]; do
     --state-dir) state=$2; shift 2 ;;
     --state-dir=*) state=${1#*=}; shift ;;
     --purge) purge=1; shift ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
     *) echo "down.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 source "$root/deploy/lib/proc.sh"
+[ ! -d "$state" ] || state=$(cd "$state" && pwd)
 
-# stop_group NAME...: stops the named daemons together (each by its recorded pid).
+# The supervisors first, so that nothing is started again: each exits and leaves its daemon, which
+# is stopped below in its turn.
+release_supervisors "$state"
+
+# stop_group NAME...: stops the named daemons together (each by its recorded pid; every
+# daemon's command line names the state dir, so a pid the system gave to another program since
+# is left alone).
 stop_group() {
   local name pid pids=() names=() killed
   for name in "$@"; do
     [ -f "$state/run/$name.pid" ] || continue
     pid=$(cat "$state/run/$name.pid")
-    if alive "$pid"; then
+    if alive "$pid" "$state"; then
       pids+=("$pid")
       names+=("$name")
     fi

@@ -5,23 +5,24 @@
 #                  [--address-block B]
 # Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 ... nodeN
 # (N=2 by default), each on its own address (127.0.B.1, .2, ...) with pod addresses from
-# 127.B.<i>.0/24 (B=1 unless --address-block says otherwise; kept in the state dir: two
-# clusters on one machine need different blocks and ports); --simulated-nodes adds one agent
-# holding that many simulated nodes (sim-0000 ...: they run no processes, and report their
-# pods Running at once). Idempotent: what runs is left alone, a daemon that died is started
-# again. Returns once every node is Ready.
+# 127.B.<i>.0/24 (B=1 unless --address-block says otherwise: two clusters on one machine need
+# different blocks and ports); --simulated-nodes adds one agent holding that many simulated
+# nodes (sim-0000 ...: they run no processes, and report their pods Running at once).
+# Every daemon runs under deploy/lib/supervise.sh, which starts it again when it exits (after
+# 0.5 s, doubling up to 8 s while it keeps exiting) and says so in its log. The flags above are
+# kept in the state dir (run/<flag>): a later up.sh without them runs the cluster as it was
+# started, on the ports its daemons bound where it asked for port 0, even after down.sh (which
+# keeps them, as it keeps the data); a different value is refused while any of the cluster
+# runs (down.sh first), except more --nodes, or --simulated-nodes where there were none.
+# Idempotent: what runs is left alone, a daemon that died with its supervisor is started again.
+# Returns once every node is Ready.
 # MKUBE_CONTROLLER_MANAGER_FLAGS and MKUBE_AGENT_FLAGS add flags to those daemons (tests use
 # them for short node grace periods).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
-store_listen=127.0.0.1:2379
-apiserver_listen=127.0.0.1:6443
-store_kind=mkube
-agent_port=10250
-workers=2
-simulated=0
-block=
+# The cluster's shape, as given (empty when not given).
+store_listen='' apiserver_listen='' store_kind='' agent_port='' workers='' simulated='' block=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -40,71 +41,168 @@ while [ $# -gt 0 ]; do
     --simulated-nodes=*) simulated=${1#*=}; shift ;;
     --address-block) block=$2; shift 2 ;;
     --address-block=*) block=${1#*=}; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+source "$root/deploy/lib/proc.sh"
+[ ! -d "$state" ] || state=$(cd "$state" && pwd)
 
-case "$store_kind" in
-  mkube|etcd) ;;
-  *) echo "up.sh: --store must be mkube or etcd, not '$store_kind'" >&2; exit 2 ;;
-esac
-[[ "$workers" =~ ^[0-9]+$ ]] && [ "$workers" -le 250 ] ||
-  { echo "up.sh: --nodes must be a number from 0 to 250, not '$workers'" >&2; exit 2; }
-[[ "$simulated" =~ ^[0-9]+$ ]] ||
-  { echo "up.sh: --simulated-nodes must be a number, not '$simulated'" >&2; exit 2; }
-# The address block: as given, else as this cluster was started with, else 1. Agents that
-# run keep theirs, so a different block needs down.sh first.
-recorded=$(cat "$state/run/address-block" 2>/dev/null || true)
-[ -n "$block" ] || block=${recorded:-1}
-[[ "$block" =~ ^[0-9]+$ ]] && [ "$((10#$block))" -ge 1 ] && [ "$((10#$block))" -le 254 ] ||
-  { echo "up.sh: --address-block must be a number from 1 to 254, not '$block'" >&2; exit 2; }
-block=$((10#$block))
-if [ -n "$recorded" ] && [ "$recorded" != "$block" ]; then
-  for f in "$state"/run/agent-*.pid; do
-    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null || continue
-    echo "up.sh: this cluster runs with --address-block $recorded; stop it with down.sh first" >&2
+# valid VAR FLAG: VAR (a flag's value; empty is let through) is one the flag takes; numbers are
+# made plain (010 is 10) so that they compare with the recorded ones.
+valid() {
+  local v=${!1} what
+  [ -n "$v" ] || return 0
+  case "$2" in
+    store) [[ "$v" =~ ^(mkube|etcd)$ ]] || what="mkube or etcd" ;;
+    nodes) [[ "$v" =~ ^[0-9]{1,3}$ ]] && [ "$((10#$v))" -le 250 ] ||
+      what="a number from 0 to 250" ;;
+    simulated-nodes) [[ "$v" =~ ^[0-9]{1,9}$ ]] || what="a number" ;;
+    address-block)
+      [[ "$v" =~ ^[0-9]{1,3}$ ]] && [ "$((10#$v))" -ge 1 ] && [ "$((10#$v))" -le 254 ] ||
+        what="a number from 1 to 254" ;;
+    agent-port) [[ "$v" =~ ^[0-9]{1,5}$ ]] && [ "$((10#$v))" -le 65535 ] || what="a port number" ;;
+    *-listen) [[ "$v" =~ ^.+:[0-9]{1,5}$ ]] || what="HOST:PORT" ;;
+  esac
+  if [ -n "${what:-}" ]; then
+    echo "up.sh: --$2 must be $what, not '$v'" >&2
     exit 2
-  done
+  fi
+  [[ ! "$v" =~ ^[0-9]+$ ]] || printf -v "$1" %d "$((10#$v))"
+}
+
+# Whether any of this cluster's processes (a daemon or a supervisor) runs: each one's command
+# line names the state dir.
+cluster_runs=0
+for f in "$state"/run/*.pid "$state"/run/supervisors/*.pid; do
+  if [ -f "$f" ] && alive "$(cat "$f")" "$state"; then
+    cluster_runs=1
+    break
+  fi
+done
+
+# shape VAR FLAG DEFAULT: VAR becomes what this cluster runs with: the flag as given, else as
+# recorded in the state dir when the cluster was started, else DEFAULT. What runs keeps its
+# flags, so another value than the recorded one needs down.sh first; a cluster may grow, though.
+shape() {
+  local var=$1 flag=$2 default=$3 given=${!1} recorded=''
+  [ ! -f "$state/run/$flag" ] || recorded=$(<"$state/run/$flag")
+  if [ -z "$given" ]; then
+    printf -v "$var" %s "${recorded:-$default}"
+    return 0
+  fi
+  [ -n "$recorded" ] && [ "$given" != "$recorded" ] && [ "$cluster_runs" = 1 ] || return 0
+  case "$flag" in
+    nodes) [ "$given" -lt "$recorded" ] || return 0 ;;
+    simulated-nodes) [ "$recorded" != 0 ] || return 0 ;;
+  esac
+  echo "up.sh: this cluster runs with --$flag $recorded, not $given; stop it with down.sh first" \
+    "(which keeps the data)" >&2
+  exit 2
+}
+flags=(store store_kind mkube  nodes workers 2  simulated-nodes simulated 0
+  address-block block 1  store-listen store_listen 127.0.0.1:2379
+  apiserver-listen apiserver_listen 127.0.0.1:6443  agent-port agent_port 10250)
+for ((f = 0; f < ${#flags[@]}; f += 3)); do
+  valid "${flags[f + 1]}" "${flags[f]}"
+  shape "${flags[f + 1]}" "${flags[f]}" "${flags[f + 2]}"
+  # What was recorded is checked as what is given is.
+  valid "${flags[f + 1]}" "${flags[f]}"
+done
+if [ "$store_kind" = etcd ] && [[ "$store_listen" == *:0 ]]; then
+  echo "up.sh: --store etcd needs a port in --store-listen (its peer port is the next), not 0" >&2
+  exit 2
 fi
 nodes=(master01)
 for i in $(seq 1 "$workers"); do nodes+=("$(printf 'node%02d' "$i")"); done
-source "$root/deploy/lib/proc.sh"
 
 "$root/deploy/deps.sh"
 "$root/deploy/build.sh" >/dev/null
 bin=${MKUBE_BUILD_DIR:-$root/build}/bin
-mkdir -p "$state/run" "$state/logs" "$state/store"
+mkdir -p "$state/run/supervisors" "$state/logs" "$state/store"
 state=$(cd "$state" && pwd)
 # The cluster's keys, tokens and data: its owner's alone (pods run as other users).
 chmod 700 "$state"
-echo "$block" >"$state/run/address-block"
+for ((f = 0; f < ${#flags[@]}; f += 3)); do
+  echo "${!flags[f + 1]}" >"$state/run/${flags[f]}.tmp"
+  mv -f "$state/run/${flags[f]}.tmp" "$state/run/${flags[f]}"
+done
 
-# running PID_FILE WORD: the recorded daemon is alive (not a zombie) and still the program
+# running PID_FILE WORD: the recorded process is alive (not a zombie) and still the program
 # whose command line has WORD.
 running() { [ -f "$1" ] && alive "$(cat "$1")" "$2"; }
 
-# start NAME ADDRESS_FILE COMMAND...: starts a daemon unless it already runs, waits for its address.
-start() {
-  local name=$1 addr_file=$2; shift 2
-  local pid_file=$state/run/$name.pid
-  if running "$pid_file" "$1"; then
-    echo "$name already running (pid $(cat "$pid_file"))"
-    return
+# listen_on LISTEN ADDRESS_FILE: where a daemon is to listen: LISTEN, except that on port 0, when
+# the cluster ran as up.sh began and the daemon's address file names the port it bound, that
+# port: those still running dial it.
+listen_on() {
+  local addr
+  if [[ "$1" == *:0 ]] && [ "$cluster_runs" = 1 ] && [ -s "$2" ]; then
+    addr=$(<"$2")
+    echo "${1%:0}:${addr##*:}"
+  else
+    echo "$1"
   fi
-  rm -f "$addr_file"
-  nohup "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$pid_file"
-  for _ in $(seq 1 100); do
-    [ -s "$addr_file" ] && return
-    if ! alive "$(cat "$pid_file")"; then
-      echo "$name failed to start; last lines of $state/logs/$name.log:" >&2
-      tail -n 20 "$state/logs/$name.log" >&2
-      exit 1
+}
+
+# serves READY: a daemon serves (see start).
+serves() { if [[ "$1" == /* ]]; then [ -s "$1" ]; else "$1"; fi; }
+
+# start NAME READY [--listen-file FILE] COMMAND...: starts a daemon under its supervisor, unless
+# that runs, and waits until it serves: READY is the file it writes then (a path), or a command
+# that succeeds then. A daemon that runs without its supervisor (killed) is adopted by a new one.
+# --listen-file: see deploy/lib/supervise.sh.
+start() {
+  local name=$1 ready=$2
+  shift 2
+  local pid_file=$state/run/$name.pid sup_file=$state/run/supervisors/$name.pid
+  local log=$state/logs/$name.log sup pid first='' options=()
+  if [ "$1" = --listen-file ]; then
+    options=(--listen-file "$2")
+    shift 2
+  fi
+  sup=$(supervisor_of "$state" "$name")
+  if [ -n "$sup" ]; then
+    if running "$pid_file" "$1"; then
+      echo "$name already running (pid $(cat "$pid_file"), supervisor $sup)"
+    else
+      echo "$name is being restarted by its supervisor (pid $sup; see $log)"
+    fi
+    return 0
+  fi
+  if running "$pid_file" "$1"; then
+    pid=$(cat "$pid_file")
+    nohup "$root/deploy/lib/supervise.sh" "$name" "$pid_file" --adopt "$pid" "${options[@]}" \
+      -- "$@" >>"$log" 2>&1 </dev/null &
+    echo $! >"$sup_file"
+    echo "$name already running (pid $pid, supervisor $! started for it)"
+    return 0
+  fi
+  rm -f "$pid_file"
+  [[ "$ready" != /* ]] || rm -f "$ready"
+  nohup "$root/deploy/lib/supervise.sh" "$name" "$pid_file" "${options[@]}" -- "$@" \
+    >>"$log" 2>&1 </dev/null &
+  sup=$!
+  echo "$sup" >"$sup_file"
+  local deadline=$((SECONDS + 11))
+  while [ $SECONDS -lt $deadline ]; do
+    [ -n "$first" ] || [ ! -s "$pid_file" ] || first=$(cat "$pid_file")
+    if [ -n "$first" ]; then
+      ! serves "$ready" || return 0
+      alive "$first" || break
+    else
+      alive "$sup" || break
     fi
     sleep 0.1
   done
-  echo "$name did not report its address within 10 s (see $state/logs/$name.log)" >&2
+  if [ -n "$first" ] && alive "$first"; then
+    echo "$name did not report that it serves within 10 s (see $log)" >&2
+    exit 1
+  fi
+  # It exited before it served: not something to start again and again.
+  stop_supervised "$state" "$name"
+  echo "$name failed to start; last lines of $log:" >&2
+  tail -n 20 "$log" >&2
   exit 1
 }
 
@@ -134,34 +232,26 @@ if [ "$store_kind" = mkube ]; then
     echo "up.sh: $state holds an etcd cluster's data; run with --store etcd, or down.sh --purge first" >&2
     exit 2
   fi
-  start store "$state/run/store.addr" "$bin/mkube-store" --data-dir "$state/store" \
-    --listen "$store_listen" --address-file "$state/run/store.addr" "${store_tls[@]}"
-elif running "$state/run/store.pid" etcd; then
-  echo "store already running (pid $(cat "$state/run/store.pid"))"
+  start store "$state/run/store.addr" --listen-file "$state/run/store.addr" "$bin/mkube-store" \
+    --data-dir "$state/store" --listen "$(listen_on "$store_listen" "$state/run/store.addr")" \
+    --address-file "$state/run/store.addr" "${store_tls[@]}"
 else
-  # A one-member etcd; its peer port is the client port + 1. Ready once it answers.
+  # A one-member etcd; its peer port is the client port + 1. It serves once it answers.
   port=${store_listen##*:}
   host=${store_listen%:*}
-  rm -f "$state/run/store.addr.pending"
-  start store "$state/run/store.addr.pending" sh -c '
-    "$0" --name default --data-dir "$1" --listen-client-urls "https://$2:$3" \
-      --advertise-client-urls "https://$2:$3" --listen-peer-urls "http://$2:$4" \
-      --initial-advertise-peer-urls "http://$2:$4" --initial-cluster "default=http://$2:$4" \
-      --cert-file "$6/store.crt" --key-file "$6/store.key" --trusted-ca-file "$6/ca.crt" \
-      --client-cert-auth --log-level warn --logger zap &
-    pid=$!
-    for _ in $(seq 1 100); do
-      if ETCDCTL_API=3 etcdctl --endpoints="https://$2:$3" --cacert "$6/ca.crt" \
-        --cert "$6/apiserver-etcd-client.crt" --key "$6/apiserver-etcd-client.key" \
-        endpoint health >/dev/null 2>&1; then
-        echo "$2:$3" >"$5"; break
-      fi
-      sleep 0.1
-    done
-    trap "kill -TERM $pid" TERM INT
-    wait $pid' "$(command -v etcd || echo /usr/bin/etcd)" "$state/etcd" "$host" "$port" "$((port + 1))" \
-    "$state/run/store.addr.pending" "$pki"
-  mv "$state/run/store.addr.pending" "$state/run/store.addr"
+  etcd_serves() {
+    ETCDCTL_API=3 etcdctl --endpoints="https://$store_listen" --cacert "$pki/ca.crt" \
+      --cert "$pki/apiserver-etcd-client.crt" --key "$pki/apiserver-etcd-client.key" \
+      --dial-timeout 1s --command-timeout 2s endpoint health >/dev/null 2>&1
+  }
+  start store etcd_serves "$(command -v etcd || echo /usr/bin/etcd)" --name default \
+    --data-dir "$state/etcd" --listen-client-urls "https://$host:$port" \
+    --advertise-client-urls "https://$host:$port" --listen-peer-urls "http://$host:$((port + 1))" \
+    --initial-advertise-peer-urls "http://$host:$((port + 1))" \
+    --initial-cluster "default=http://$host:$((port + 1))" \
+    --cert-file "$pki/store.crt" --key-file "$pki/store.key" --trusted-ca-file "$pki/ca.crt" \
+    --client-cert-auth --log-level warn --logger zap
+  echo "$store_listen" >"$state/run/store.addr"
 fi
 store_addr=$(cat "$state/run/store.addr")
 
@@ -169,10 +259,11 @@ store_addr=$(cat "$state/run/store.addr")
 if [ "$("$root/deploy/lib/tokens.sh" "$state/pki" "${nodes[@]}")" = added ] &&
   running "$state/run/apiserver.pid" mkube-apiserver; then
   echo "restarting the apiserver for the new nodes' tokens"
-  stop_pids 10 "$(cat "$state/run/apiserver.pid")" >/dev/null
+  stop_supervised "$state" apiserver
 fi
-start apiserver "$state/run/apiserver.addr" "$bin/mkube-apiserver" \
-  --listen "$apiserver_listen" --store-endpoints "https://$store_addr" \
+start apiserver "$state/run/apiserver.addr" --listen-file "$state/run/apiserver.addr" \
+  "$bin/mkube-apiserver" --listen "$(listen_on "$apiserver_listen" "$state/run/apiserver.addr")" \
+  --store-endpoints "https://$store_addr" \
   --etcd-cafile "$pki/ca.crt" --etcd-certfile "$pki/apiserver-etcd-client.crt" \
   --etcd-keyfile "$pki/apiserver-etcd-client.key" \
   --token-file "$state/pki/tokens.csv" --tls-cert-file "$state/pki/apiserver.crt" \
@@ -202,11 +293,13 @@ for node in "${nodes[@]}"; do
     extra=(--node-labels node-role.kubernetes.io/master= \
       --register-with-taints node-role.kubernetes.io/master:NoSchedule)
   fi
-  start "agent-$node" "$state/run/agent-$node.addr" "$bin/mkube-agent" \
+  addr_file=$state/run/agent-$node.addr
+  start "agent-$node" "$addr_file" --listen-file "$addr_file" "$bin/mkube-agent" \
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$token_file" \
     --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.$block.$i" \
-    --listen "127.0.$block.$i:$agent_port" --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
-    --image-registry "$state/registry" --address-file "$state/run/agent-$node.addr" "${extra[@]}" \
+    --listen "$(listen_on "127.0.$block.$i:$agent_port" "$addr_file")" \
+    --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
+    --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" \
     ${MKUBE_AGENT_FLAGS:-}
 done
 if [ "$simulated" -gt 0 ]; then
@@ -258,7 +351,9 @@ if [ "$ready" -lt "$want" ]; then
 fi
 
 agent_list=""
-for node in "${nodes[@]}"; do agent_list+="$node $(cat "$state/run/agent-$node.addr"), "; done
+for node in "${nodes[@]}"; do
+  agent_list+="$node $(cat "$state/run/agent-$node.addr" 2>/dev/null || echo starting), "
+done
 agent_list=${agent_list%, }
 [ "$simulated" -eq 0 ] || agent_list+="; $simulated simulated nodes sim-0000 ..."
 mkubeconfig_hint=""
@@ -267,9 +362,10 @@ cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
   store ($store_kind, etcd v3 API, TLS): $store_addr   client certificates: $pki
   apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
-  scheduler: $(cat "$state/run/scheduler.ready")
-  controller-manager: $(cat "$state/run/controller-manager.ready")
+  scheduler: $(cat "$state/run/scheduler.ready" 2>/dev/null || echo starting)
+  controller-manager: $(cat "$state/run/controller-manager.ready" 2>/dev/null || echo starting)
   agents: $agent_list (all Ready)
+  each daemon is started again when it exits (pids: $state/run, supervisors: run/supervisors)
   images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:
   export PATH=$bin:\$PATH
