@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> daemons;
   app.add_option("--daemon", daemons,
                  "NAME=PID: print this process's CPU seconds in each phase (repeatable)");
+  int timeout_s = 600;
+  app.add_option("--timeout", timeout_s, "Seconds each phase may take before it counts as failed")
+      ->capture_default_str();
   double idle_seconds = 0;
   app.add_option("--idle", idle_seconds,
                  "Seconds to watch the daemons' CPU before scaling (the idle cluster's cost)");
@@ -172,7 +175,7 @@ int main(int argc, char** argv) {
   const double cpu0 = cm_pid ? CpuSeconds(cm_pid) : 0;
   // Waits until `done` holds of the counts; the seconds it took from `start` (-1: timed out).
   auto wait = [&](Clock::time_point start, auto done, const std::string& image) {
-    const Clock::time_point deadline = start + std::chrono::seconds(600);
+    const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
     while (Clock::now() < deadline) {
       if (done(census.Count(image))) {
         return std::chrono::duration<double>(Clock::now() - start).count();

@@ -1,5 +1,5 @@
 # Shared by the benchmark scripts: a temp folder, processes killed by pid on exit, ports,
-# waiting for files, and a real etcd on loopback.
+# waiting for files, a process's CPU, a real etcd on loopback, and the count of failed runs.
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -11,6 +11,26 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_file() { for _ in $(seq 1 300); do [ -s "$1" ] && return; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
+# cpu_s PID: the CPU seconds (user and system) the process has used so far.
+clk_tck=$(getconf CLK_TCK)
+cpu_s() { sed 's/^.*) //' "/proc/$1/stat" | awk -v t="$clk_tck" '{printf "%.2f", ($12 + $13) / t}'; }
+
+# A run that failed or counted errors is said on stderr (run_failed WHAT) and counted;
+# bench_exit, last, ends the script with status 1 if any did. A benchmark with errors must
+# never read as a benchmark with figures.
+failed_runs=0
+run_failed() {
+  echo "FAILED: $*" >&2
+  failed_runs=$((failed_runs + 1))
+}
+bench_exit() {
+  if [ "$failed_runs" -gt 0 ]; then
+    echo "$failed_runs run(s) failed or had errors (above): their figures are not results" >&2
+    exit 1
+  fi
+}
+# field LINE NAME: the value of NAME= in a line of key=value figures (empty when absent).
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 # start_etcd DIR [PKI]: a single-member etcd on free loopback ports; sets etcd_pid and
 # etcd_ep. With PKI (a folder made by deploy/lib/certs.sh) it serves TLS with store.crt and

@@ -3,9 +3,10 @@
 # mkube-controller-manager with simulated nodes (mkube-agent --simulated), a fresh cluster per
 # round; prints one line per round.
 #   tests/bench/run_controller_bench.sh [--nodes 5000] [--replicas 10000] [--rounds 1]
-#       [--idle SECONDS] [--build DIR]
+#       [--idle SECONDS] [--timeout SECONDS] [--build DIR]
 # Each daemon's CPU seconds in the scale and the rollout go to stderr; with --idle, also its CPU
-# per second while the cluster sits idle that long before the scale.
+# per second while the cluster sits idle that long before the scale. A round that does not
+# finish is said (FAILED, with the logs' last lines) and makes the exit status 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
@@ -13,6 +14,7 @@ nodes=5000
 replicas=10000
 rounds=1
 idle=0
+timeout=600  # per phase (scale, rollout)
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -20,6 +22,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --idle) idle=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,8 +49,9 @@ run() {  # run ROUND
   local line watched=() p
   for p in "${pids[@]}"; do watched+=(--daemon "$(ps -o comm= -p "$p")=$p"); done
   if ! line=$("$build/bench/controller_bench" --apiserver "$api" --token bench-token \
-      --replicas "$replicas" --cm-pid "$cm_pid" --idle "$idle" "${watched[@]}"); then
-    echo "round $1 did not finish: $line (logs in $d)" >&2
+      --replicas "$replicas" --cm-pid "$cm_pid" --idle "$idle" --timeout "$timeout" \
+      "${watched[@]}"); then
+    run_failed "round $1 did not finish: $line (logs in $d)"
     tail -5 "$d"/*.log >&2
   fi
   printf 'nodes=%s %s load=%s\n' "$nodes" "$line" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -58,3 +62,4 @@ run() {  # run ROUND
 }
 
 for r in $(seq 1 "$rounds"); do run "$r"; done
+bench_exit

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Pod start on a real node, with containers isolated (--isolation auto) and not (none), rounds
-# alternating, a fresh store, apiserver and agent each time; prints one line per round.
+# alternating, a fresh store, apiserver and agent each time; prints one line per round. A
+# round that fails is said (FAILED, with the logs' last lines) and makes the exit status 1.
 #   tests/bench/run_pod_start_bench.sh [--pods 40] [--rounds 2] [--build DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,9 +37,13 @@ run() {  # run ROUND ISOLATION
   pids+=($!)
   wait_file "$d/agent.ready"
   local line
-  line=$("$build/bench/pod_start_bench" --apiserver "$api" --token bench-token \
-    --node bench-node --pods "$count") || { echo "round $1 ($2) failed; logs in $d" >&2; tail -5 "$d"/*.log >&2; }
-  printf 'isolation=%-4s %s load=%s\n' "$2" "$line" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  if line=$("$build/bench/pod_start_bench" --apiserver "$api" --token bench-token \
+      --node bench-node --pods "$count"); then
+    printf 'isolation=%-4s %s load=%s\n' "$2" "$line" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  else
+    run_failed "round $1 (isolation $2); logs in $d"
+    tail -5 "$d"/*.log >&2
+  fi
   stop_all
 }
 
@@ -46,3 +51,4 @@ for r in $(seq 1 "$rounds"); do
   run "$r" none
   run "$r" auto
 done
+bench_exit

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs watch_fanout against mkube-apiserver twice: once on mkube-store, once on a real etcd,
-# side by side, and prints both lines with the apiserver's RSS.
+# side by side, and prints both lines with the apiserver's RSS. A run with errors (a failed
+# create, an event not delivered) is said (FAILED) and makes the exit status 1.
 #   tests/bench/run_watch_fanout.sh [--watchers 1000] [--pods 10000] [--create-rate 300] [--connections 8]
 #                                   [--warmup-pods N] [--timeline] [--build DIR] [-- apiserver flags...]
 set -euo pipefail
@@ -38,8 +39,12 @@ run() {  # run NAME STORE_ENDPOINT
   pids+=($api_pid)
   wait_file "$tmp/$name.api"
   local line
-  line=$("$build/bench/watch_fanout" --apiserver "$(cat "$tmp/$name.api")" --token bench-token \
-    --watchers "$watchers" --pods "$pods" --create-rate "$rate" --connections "$connections" --warmup-pods "$warmup" "${timeline[@]}")
+  if ! line=$("$build/bench/watch_fanout" --apiserver "$(cat "$tmp/$name.api")" --token bench-token \
+      --watchers "$watchers" --pods "$pods" --create-rate "$rate" --connections "$connections" \
+      --warmup-pods "$warmup" "${timeline[@]}"); then
+    run_failed "$name: $line (apiserver log: $tmp/$name.api.log)"
+    tail -5 "$tmp/$name.api.log" >&2
+  fi
   local rss
   rss=$(rss_mb "$api_pid")
   printf '%-12s %s apiserver_rss_mib=%s\n' "$name" "$line" "$rss"
@@ -54,3 +59,4 @@ run mkube-store "$(cat "$tmp/store.addr")"
 
 start_etcd "$tmp/etcd"
 run etcd "$etcd_ep"
+bench_exit

@@ -1,7 +1,8 @@
 // scheduler_bench: creates pods of one workload as fast as a few writers go and watches them
 // being bound by mkube-scheduler; prints the pods bound per second (from the first create to
 // the last binding), create-to-bound latency per pod, and the scheduler's CPU per pod and
-// RSS (from /proc of --scheduler-pid).
+// RSS (from /proc of --scheduler-pid). Only pods created and bound count; a create refused
+// (errors=) or a pod not bound within --timeout (600 s) makes the exit status 1.
 //   scheduler_bench --apiserver HOST:PORT --token T --workload plain|node-affinity|
 //                   anti-affinity|pod-affinity|spread [--pods 10000] [--scheduler-pid PID]
 #include <unistd.h>
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
   app.add_option("--pods", pods)->capture_default_str();
   app.add_option("--writers", writers, "Threads creating pods")->capture_default_str();
   app.add_option("--scheduler-pid", scheduler_pid, "Read the scheduler's CPU and RSS here");
+  int timeout_s = 600;
+  app.add_option("--timeout", timeout_s, "Seconds the pods may take to be bound")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   mkube::client::ClientOptions o;
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const Clock::time_point created = Clock::now();
   const int want = pods - failed.load();
-  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(600);
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(timeout_s);
   while (bound_count.load() < want && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -121,11 +125,17 @@ int main(int argc, char** argv) {
   }
   const int n = static_cast<int>(latencies.size());
   std::printf(
-      "workload=%s pods=%d bound=%d created_per_s=%.0f bound_per_s=%.0f p50_ms=%.1f "
+      "workload=%s pods=%d errors=%d bound=%d created_per_s=%.0f bound_per_s=%.0f p50_ms=%.1f "
       "p99_ms=%.1f sched_cpu_ms_per_pod=%.3f sched_rss_mib=%lld\n",
-      workload.c_str(), pods, n, pods / Seconds(start, created), n / Seconds(start, last),
+      workload.c_str(), pods, failed.load(), n, want / Seconds(start, created),
+      n / Seconds(start, last),
       Percentile(latencies, 0.5), Percentile(latencies, 0.99),
       n ? (cpu_after - cpu_before) * 1000 / n : 0.0,
       static_cast<long long>(scheduler_pid ? RssMib(scheduler_pid) : 0));
-  return n == pods ? 0 : 1;
+  if (n != pods) {
+    std::fprintf(stderr, "scheduler_bench: %d of %d pods bound (%d creates refused)\n", n, pods,
+                 failed.load());
+    return 1;
+  }
+  return 0;
 }

@@ -1,10 +1,15 @@
 // store_bench: load generator for any etcd v3 endpoint (mkube-store or etcd), so both are
-// measured by the same client. Prints one line of key=value figures per run.
+// measured by the same client. Prints one line of key=value figures per run. Only calls that
+// succeeded count in throughput and latency; failed ones are counted as errors=, the first
+// one's status goes to stderr, and any error makes the exit status 1. client_cpu_us_per_op is
+// this process's CPU (user and system) per successful call.
 //
 //   store_bench --endpoint HOST:PORT put   --clients N --seconds S [--value-bytes B]
 //   store_bench --endpoint HOST:PORT range --clients N --seconds S
 //   store_bench --endpoint HOST:PORT watch --watchers N --streams K --puts P
 // With --cacert (and --cert/--key) it speaks TLS.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -47,6 +52,38 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint, int index
   return grpc::CreateCustomChannel(endpoint, credentials, args);
 }
 
+// This process's CPU time so far (user and system), in seconds.
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Counts failed calls and keeps the first one's status, to say why.
+class Errors {
+ public:
+  void Add(const std::string& what, const grpc::Status& status) {
+    if (count_.fetch_add(1) > 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    first_ = what + ": " + std::to_string(status.error_code()) + " " + status.error_message();
+  }
+  int64_t count() const { return count_.load(); }
+  // Says on stderr how many failed and the first's status; the exit status for main.
+  int Report() {
+    if (count() == 0) return 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::fprintf(stderr, "store_bench: %lld calls failed; the first: %s\n",
+                 static_cast<long long>(count()), first_.c_str());
+    return 1;
+  }
+
+ private:
+  std::atomic<int64_t> count_{0};
+  std::mutex mu_;
+  std::string first_;
+};
+
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
@@ -56,8 +93,8 @@ double Percentile(std::vector<double>& v, double p) {
 
 // Keeps `clients` requests in flight over several connections and completion queues until
 // the time is up. `kind` is "put" or "range".
-void RunUnary(const std::string& endpoint, const std::string& kind, int clients, double seconds,
-              int value_bytes) {
+int RunUnary(const std::string& endpoint, const std::string& kind, int clients, double seconds,
+             int value_bytes) {
   const int threads = std::min(2, clients);
   const int channels = std::max(1, std::min(16, clients / 64 + 1));
   std::vector<std::unique_ptr<etcdserverpb::KV::Stub>> stubs;
@@ -70,7 +107,11 @@ void RunUnary(const std::string& endpoint, const std::string& kind, int clients,
     p.set_key("bench/range");
     p.set_value(value);
     etcdserverpb::PutResponse r;
-    stubs[0]->Put(&ctx, p, &r);
+    if (grpc::Status st = stubs[0]->Put(&ctx, p, &r); !st.ok()) {
+      std::fprintf(stderr, "store_bench: the key to read could not be written: %d %s\n",
+                   st.error_code(), st.error_message().c_str());
+      return 1;
+    }
   }
 
   struct Call {
@@ -82,9 +123,10 @@ void RunUnary(const std::string& endpoint, const std::string& kind, int clients,
     std::unique_ptr<grpc::ClientAsyncResponseReader<etcdserverpb::RangeResponse>> range_rpc;
     int64_t start = 0;
   };
-  std::atomic<int64_t> errors{0};
+  Errors errors;
   std::mutex mu;
-  std::vector<double> all_latencies;
+  std::vector<double> all_latencies;  // of the calls that succeeded
+  const double cpu0 = CpuSeconds();
   const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
   const int64_t start_ns = NowNs();
   std::atomic<int64_t> end_ns{0};
@@ -121,8 +163,11 @@ void RunUnary(const std::string& endpoint, const std::string& kind, int clients,
       bool ok;
       while (in_flight > 0 && cq.Next(&tag, &ok)) {
         std::unique_ptr<Call> call(static_cast<Call*>(tag));
-        if (!call->status.ok()) ++errors;
-        latencies.push_back(static_cast<double>(NowNs() - call->start) / 1e6);
+        if (call->status.ok()) {
+          latencies.push_back(static_cast<double>(NowNs() - call->start) / 1e6);
+        } else {
+          errors.Add(kind, call->status);
+        }
         --in_flight;
         if (Clock::now() < deadline) {
           start_call(slot++);
@@ -138,16 +183,22 @@ void RunUnary(const std::string& endpoint, const std::string& kind, int clients,
     });
   }
   for (auto& w : workers) w.join();
+  const double cpu = CpuSeconds() - cpu0;
   const double elapsed = static_cast<double>(end_ns - start_ns) / 1e9;
   const double ops = static_cast<double>(all_latencies.size());
-  std::printf("op=%s clients=%d ops=%.0f errors=%lld seconds=%.2f throughput=%.0f p50_ms=%.3f p99_ms=%.3f\n",
-              kind.c_str(), clients, ops, static_cast<long long>(errors.load()), elapsed,
-              ops / elapsed, Percentile(all_latencies, 0.50), Percentile(all_latencies, 0.99));
+  std::printf("op=%s clients=%d ops=%.0f errors=%lld seconds=%.2f throughput=%.0f p50_ms=%.3f "
+              "p99_ms=%.3f client_cpu_us_per_op=%.1f\n",
+              kind.c_str(), clients, ops, static_cast<long long>(errors.count()), elapsed,
+              ops / elapsed, Percentile(all_latencies, 0.50), Percentile(all_latencies, 0.99),
+              ops > 0 ? cpu * 1e6 / ops : 0.0);
+  return errors.Report();
 }
 
 // Opens `watchers` watchers on a prefix spread over `streams` streams, then writes `puts`
 // keys (16 writers) stamped with their send time; measures delivery from commit to watcher.
-void RunWatch(const std::string& endpoint, int watchers, int streams, int puts, int value_bytes) {
+// Every watcher must see every put that succeeded: a put that failed, a watch that was not
+// created or an event that did not arrive within 120 s is an error.
+int RunWatch(const std::string& endpoint, int watchers, int streams, int puts, int value_bytes) {
   struct Stream {
     grpc::ClientContext ctx;
     std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>> rw;
@@ -194,11 +245,22 @@ void RunWatch(const std::string& endpoint, int watchers, int streams, int puts, 
       }
     });
   }
-  while (created < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto create_limit = Clock::now() + std::chrono::seconds(60);
+  while (created < watchers && Clock::now() < create_limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (created < watchers) {
+    std::fprintf(stderr, "store_bench: %d of %d watches were created in 60 s\n", created.load(),
+                 watchers);
+    for (auto& s : all) s->ctx.TryCancel();
+    for (auto& r : readers) r.join();
+    return 1;
+  }
 
   const int64_t start_ns = NowNs();
   std::vector<std::thread> writers;
   std::atomic<int> next{0};
+  Errors errors;
   auto kv = etcdserverpb::KV::NewStub(NewChannel(endpoint, 999));
   for (int w = 0; w < 16; ++w) {
     writers.emplace_back([&] {
@@ -211,15 +273,17 @@ void RunWatch(const std::string& endpoint, int watchers, int streams, int puts, 
         req.set_value(value);
         etcdserverpb::PutResponse resp;
         grpc::ClientContext ctx;
-        kv->Put(&ctx, req, &resp);
+        if (grpc::Status st = kv->Put(&ctx, req, &resp); !st.ok()) errors.Add("put", st);
       }
     });
   }
   for (auto& w : writers) w.join();
   const int64_t writes_done = NowNs();
+  // The readers stop at watchers x puts events; with failed puts that many never come.
+  const int64_t want = static_cast<int64_t>(watchers) * (puts - errors.count());
   // Wait for delivery (bounded), then stop the readers.
   const auto limit = Clock::now() + std::chrono::seconds(120);
-  while (delivered < total_expected && Clock::now() < limit) {
+  while (delivered < want && Clock::now() < limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (auto& s : all) s->ctx.TryCancel();
@@ -231,12 +295,19 @@ void RunWatch(const std::string& endpoint, int watchers, int streams, int puts, 
     last = std::max(last, s->last_ns);
   }
   const double elapsed = static_cast<double>(last - start_ns) / 1e9;
-  std::printf("op=watch watchers=%d streams=%d puts=%d delivered=%lld expected=%lld seconds=%.2f "
-              "throughput=%.0f p50_ms=%.3f p99_ms=%.3f\n",
-              watchers, streams, puts, static_cast<long long>(delivered.load()),
-              static_cast<long long>(total_expected), elapsed,
+  std::printf("op=watch watchers=%d streams=%d puts=%d errors=%lld delivered=%lld expected=%lld "
+              "seconds=%.2f throughput=%.0f p50_ms=%.3f p99_ms=%.3f\n",
+              watchers, streams, puts, static_cast<long long>(errors.count()),
+              static_cast<long long>(delivered.load()), static_cast<long long>(want), elapsed,
               static_cast<double>(delivered.load()) / elapsed, Percentile(lat, 0.50),
               Percentile(lat, 0.99));
+  int status = errors.Report();
+  if (delivered.load() != want) {
+    std::fprintf(stderr, "store_bench: %lld events delivered of the %lld due\n",
+                 static_cast<long long>(delivered.load()), static_cast<long long>(want));
+    status = 1;
+  }
+  return status;
 }
 
 }  // namespace
@@ -277,8 +348,7 @@ int main(int argc, char** argv) {
   }
   // As in the daemons: gRPC's mutexes are not checked for lock cycles on every acquisition.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (put->parsed()) RunUnary(endpoint, "put", clients, seconds, value_bytes);
-  if (range->parsed()) RunUnary(endpoint, "range", clients, seconds, value_bytes);
-  if (watch->parsed()) RunWatch(endpoint, watchers, streams, puts, value_bytes);
-  return 0;
+  if (put->parsed()) return RunUnary(endpoint, "put", clients, seconds, value_bytes);
+  if (range->parsed()) return RunUnary(endpoint, "range", clients, seconds, value_bytes);
+  return RunWatch(endpoint, watchers, streams, puts, value_bytes);
 }
