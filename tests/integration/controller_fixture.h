@@ -64,7 +64,10 @@ class ControllerTest : public ::testing::Test {
       Ctl({"delete", kind, "--all"});
     }
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
-    Eventually([] { return Pods("").empty(); }, std::chrono::seconds(20));
+    // A pod left over would be counted by the next test.
+    EXPECT_TRUE(Eventually([] { return Pods("").empty(); }, std::chrono::seconds(20)))
+        << "pods still there 20 s after deleting them all:\n"
+        << Ctl({"get", "pods", "-o", "wide"}).out;
   }
 
   static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",

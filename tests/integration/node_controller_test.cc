@@ -51,13 +51,18 @@ TEST_F(ControllerTest, SeedsNoExecuteTaintEvictsAndTheDeploymentRecreatesThePods
 }
 
 TEST_F(ControllerTest, AKilledAgentsNodeGoesUnknownItsPodsMoveAndItsReturnClearsTheTaint) {
+  // node01 cordoned while the deployment rolls out: all three pods on node02, wherever the
+  // scheduler would otherwise have put them, and node01 open again for their replacements.
+  struct Uncordon {
+    ~Uncordon() { Ctl({"uncordon", "node01"}); }
+  } uncordon;
+  ASSERT_EQ(Ctl({"cordon", "node01"}).exit_code, 0);
   ASSERT_EQ(Ctl({"apply", "-f", "-"}, kMyapp).exit_code, 0);
   ASSERT_TRUE(RolledOut("myapp"));
   ASSERT_TRUE(Eventually([] { return RunningWith("app=myapp", "soscscs/myapp:v1") == 3; }));
-  // Make sure node02 holds one of them.
-  if (NodesOf(Pods("app=myapp")).back() != "node02") {
-    GTEST_SKIP() << "the scheduler put no pod on node02";
-  }
+  ASSERT_EQ(NodesOf(Pods("app=myapp")), (std::vector<std::string>{"node02", "node02", "node02"}))
+      << Ctl({"get", "pods", "-o", "wide"}).out;
+  ASSERT_EQ(Ctl({"uncordon", "node01"}).exit_code, 0);
   cluster_->agent("node02").Kill9();
   ASSERT_TRUE(Eventually([] {
     return Ctl({"get", "nodes"}).out.find("node02     NotReady") != std::string::npos;

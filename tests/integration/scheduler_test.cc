@@ -80,7 +80,10 @@ class SchedulerTest : public ::testing::Test {
   }
   void TearDown() override {
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
-    Eventually([] { return Pods().empty(); }, std::chrono::seconds(20));
+    // A pod left over would decide where the next test's pods may go.
+    EXPECT_TRUE(Eventually([] { return Pods().empty(); }, std::chrono::seconds(20)))
+        << "pods still there 20 s after deleting them all:\n"
+        << Ctl({"get", "pods", "-o", "wide"}).out;
   }
 
   static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
