@@ -261,7 +261,9 @@ until_ok 30 shows '^node01 *[0-9]*m *[0-9]*% *[0-9]*Mi *[0-9]*%' ctl top nodes
 until_ok 30 shows '^myapp01 *[0-9]*m *[0-9]*Mi' ctl top pod myapp01 --no-headers
 section "8.2 Unknown: the agent of a pod's node stops; up.sh starts it again"
 node=$(node_of myapp01)
-kill -9 "$(cat "$state/run/agent-$node.pid")"
+# Its supervisor too: otherwise the agent is back within a second and the node never goes
+# NotReady.
+kill -9 "$(cat "$state/run/supervisors/agent-$node.pid")" "$(cat "$state/run/agent-$node.pid")"
 until_ok 30 shows "^$node *NotReady " ctl get nodes
 until_ok 30 shows ' Unknown ' ctl get pod myapp01 --no-headers
 up
