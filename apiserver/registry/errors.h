@@ -25,6 +25,17 @@ inline absl::Status Conflict(const api::KindInfo& kind, const std::string& name)
       QualifiedResourceOf(kind), name));
 }
 
+// A write that names no version and lost to other writers `attempts` times in a row: it is
+// not a conflict of the caller's making, so not a 409 (Kubernetes' storage would retry until
+// the request's timeout: 504).
+inline absl::Status KeptChanging(const api::KindInfo& kind, const std::string& name,
+                                 int attempts) {
+  return absl::DeadlineExceededError(fmt::format(
+      "Timeout: {} \"{}\" was changed by other writers {} times while this request was "
+      "applied; please try again",
+      QualifiedResourceOf(kind), name, attempts));
+}
+
 inline absl::Status AlreadyExists(const api::KindInfo& kind, const std::string& name) {
   return absl::AlreadyExistsError(
       fmt::format("{} \"{}\" already exists", QualifiedResourceOf(kind), name));

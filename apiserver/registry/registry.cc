@@ -16,15 +16,8 @@ namespace mkube::apiserver::registry {
 namespace {
 
 constexpr auto kCacheWait = std::chrono::seconds(5);
-constexpr int kPatchRetries = 5;
 
 std::string Msg(const absl::Status& st) { return std::string(st.message()); }
-
-bool ParseRevision(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 std::string RandomSuffix() {
   static thread_local std::mt19937 rng(std::random_device{}());
@@ -39,6 +32,12 @@ std::string RandomSuffix() {
 std::string Key(const api::KindInfo& kind, const std::string& ns, const std::string& name) {
   if (kind.namespaced) return fmt::format("/registry/{}/{}/{}", kind.resource, ns, name);
   return fmt::format("/registry/{}/{}", kind.resource, name);
+}
+
+bool ParseRevision(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
 }
 
 std::string Registry::QualifiedResource(const api::KindInfo& kind) {
@@ -131,15 +130,25 @@ absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
 }
 
 absl::StatusOr<std::string> Registry::Get(const GetRequest& req) {
+  return Wait([&](Done done) { Get(req, std::move(done)); });
+}
+
+void Registry::Get(const GetRequest& req, Done done) {
   auto kind = Resolve(req.resource());
-  if (!kind.ok()) return kind.status();
-  auto cur = Current(**kind, Key(**kind, req.namespace_(), req.name()), req.name());
-  if (!cur.ok()) return cur.status();
-  if (req.subresource() == "scale") return ScaleOf(**kind, **cur);
-  if (!req.subresource().empty() && req.subresource() != "status") {
-    return NoSubresource(**kind, req.subresource());
+  if (!kind.ok()) return done(kind.status());
+  if (!req.subresource().empty() && req.subresource() != "status" &&
+      req.subresource() != "scale") {
+    return done(NoSubresource(**kind, req.subresource()));
   }
-  return (*cur)->bytes;
+  const std::string key = Key(**kind, req.namespace_(), req.name());
+  store_->GetAsync(key, [kind = *kind, key, req, done = std::move(done)](auto r) {
+    auto cur = Found(*kind, key, req.name(), std::move(r));
+    if (!cur.ok()) return done(cur.status());
+    if (req.subresource() != "scale") return done((*cur)->bytes);
+    auto scale = ScaleOf(*kind, *(*cur)->object);
+    if (!scale.ok()) return done(scale.status());
+    done(scale->SerializeAsString());
+  });
 }
 
 absl::StatusOr<cache::Filter> Registry::MakeFilter(const api::KindInfo& kind,
@@ -187,301 +196,9 @@ absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
   return reply;
 }
 
-void Registry::Update(const UpdateRequest& req, Admit admit, Done done) {
-  auto kind = Resolve(req.resource());
-  if (!kind.ok()) return done(kind.status());
-  if (req.subresource() == "scale") return done(UpdateScale(**kind, req));
-  if (!req.subresource().empty() && req.subresource() != "status") {
-    return done(NoSubresource(**kind, req.subresource()));
-  }
-  std::shared_ptr<google::protobuf::Message> obj = (*kind)->New();
-  if (!obj->ParseFromString(req.object())) {
-    return done(absl::InvalidArgumentError("the request body is not a valid object"));
-  }
-  const api::ObjectMeta& meta = api::MetaOf(*obj);
-  const std::string ns =
-      (*kind)->namespaced ? (req.namespace_().empty() ? meta.namespace_() : req.namespace_()) : "";
-  const std::string key = Key(**kind, ns, meta.name());
-  int64_t want = 0;
-  if (!meta.resource_version().empty() && !ParseRevision(meta.resource_version(), &want)) {
-    return done(Conflict(**kind, meta.name()));
-  }
-  Plan plan = [kind = *kind, obj, written = api::WrittenApiVersion(**kind, *obj), key, want,
-               status = req.subresource() == "status", dry_run = req.dry_run(),
-               admit = std::move(admit)](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
-    const std::string& name = api::MetaOf(*obj).name();
-    // Admission first: a caller refused learns nothing of the object's version.
-    if (admit) {
-      if (auto st = admit(*cur->object); !st.ok()) return st;
-    }
-    if (want != 0 && want != cur->revision) return Conflict(*kind, name);
-    api::Object attempt{kind, std::unique_ptr<google::protobuf::Message>(obj->New()), written};
-    attempt.message->CopyFrom(*obj);
-    api::PrepareForUpdate(*cur->object, status, &attempt);
-    if (auto st = api::Validate(attempt); !st.ok()) return st;
-    if (auto st = api::CheckFinalizers(*cur->object, *attempt.message); !st.ok()) return st;
-    Write w{.kind = kind, .key = key, .name = name, .revision = cur->revision};
-    if (dry_run) w.answer = attempt.message->SerializeAsString();
-    // The last finalizer of an object being deleted is gone: so is the object.
-    w.remove = api::ReadyToRemove(*attempt.message);
-    w.object = std::move(attempt.message);
-    return w;
-  };
-  ReadModifyWrite(**kind, key, meta.name(), req.dry_run(), std::move(plan), std::move(done));
-}
-
-absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
-  auto kind = Resolve(req.resource());
-  if (!kind.ok()) return kind.status();
-  const std::string key = Key(**kind, req.namespace_(), req.name());
-  for (int attempt = 0;; ++attempt) {
-    auto cur = Current(**kind, key, req.name());
-    if (!cur.ok()) return cur.status();
-    auto patched = api::ApplyMergePatch(*(*cur)->object, req.merge_patch());
-    if (!patched.ok()) return patched.status();
-    UpdateRequest update;
-    update.set_resource(req.resource());
-    update.set_namespace_(req.namespace_());
-    update.set_subresource(req.subresource());
-    update.set_dry_run(req.dry_run());
-    api::MutableMetaOf(patched->get())->set_resource_version(std::to_string((*cur)->revision));
-    update.set_object((*patched)->SerializeAsString());
-    auto r = Update(update);
-    // A patch does not name a version: on a concurrent change, apply it again.
-    if (r.ok() || r.status().code() != absl::StatusCode::kAborted || attempt == kPatchRetries) {
-      return r;
-    }
-  }
-}
-
-absl::StatusOr<std::string> Registry::Delete(const DeleteRequest& req) {
-  auto kind = Resolve(req.resource());
-  if (!kind.ok()) return kind.status();
-  const std::string key = Key(**kind, req.namespace_(), req.name());
-  auto cur = Current(**kind, key, req.name());
-  if (!cur.ok()) return cur.status();
-  const api::ObjectMeta& meta = api::MetaOf(*(*cur)->object);
-  const auto& pre = req.preconditions();
-  if (!pre.uid().empty() && pre.uid() != meta.uid()) {
-    return absl::AbortedError(fmt::format(
-        "Precondition failed: UID in precondition: {}, UID in object meta: {}", pre.uid(),
-        meta.uid()));
-  }
-  if (!pre.resource_version().empty() && pre.resource_version() != meta.resource_version()) {
-    return absl::AbortedError(fmt::format(
-        "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object "
-        "meta: {}",
-        pre.resource_version(), meta.resource_version()));
-  }
-  // Pods on a node terminate gracefully, and objects with finalizers wait for them: marked
-  // now, removed once their node has stopped them and their finalizers are gone.
-  const std::optional<int64_t> requested =
-      req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
-                                     : std::nullopt;
-  auto decision =
-      api::DecideDelete(*(*cur)->object, requested, req.propagation_policy(), api::NowRfc3339());
-  if (!decision.ok()) return decision.status();
-  if (decision->unchanged) return (*cur)->bytes;
-  if (decision->marked) {
-    if (req.dry_run()) return decision->marked->SerializeAsString();
-    return Store(**kind, key, req.name(), (*cur)->revision, *decision->marked);
-  }
-  if (req.dry_run()) return (*cur)->bytes;
-  return Remove(**kind, key, req.name(), (*cur)->revision, *(*cur)->object);
-}
-
 absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::string& sub) {
   return absl::NotFoundError(fmt::format("the server could not find the requested resource: {}/{}",
                                          kind.resource, sub));
-}
-
-absl::StatusOr<std::string> Registry::CreateSubresource(const api::KindInfo& kind,
-                                                        const CreateRequest& req) {
-  if (kind.kind != "Pod" || req.subresource() != "eviction") {
-    return NoSubresource(kind, req.subresource());
-  }
-  return Evict(kind, req);
-}
-
-void Registry::Bind(const api::KindInfo& kind, const CreateRequest& req, Done done) {
-  if (kind.kind != "Pod") return done(NoSubresource(kind, req.subresource()));
-  api::Binding binding;
-  if (!binding.ParseFromString(req.object())) {
-    return done(absl::InvalidArgumentError("the request body is not a valid Binding"));
-  }
-  const std::string name = req.name().empty() ? binding.metadata().name() : req.name();
-  if (binding.target().name().empty()) {
-    return done(absl::InvalidArgumentError(
-        fmt::format("Binding \"{}\" is invalid: target.name: Required value", name)));
-  }
-  const std::string key = Key(kind, req.namespace_(), name);
-  Plan plan = [kind = &kind, binding = std::move(binding), key, name,
-               dry_run = req.dry_run()](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
-    auto pod = std::make_shared<api::Pod>(static_cast<const api::Pod&>(*cur->object));
-    if (!pod->spec().node_name().empty()) {
-      return absl::AbortedError(fmt::format(
-          "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to "
-          "node \"{}\"",
-          name, name, pod->spec().node_name()));
-    }
-    if (!pod->metadata().deletion_timestamp().empty()) {
-      return absl::AbortedError(fmt::format(
-          "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is being deleted", name,
-          name));
-    }
-    api::ApplyBinding(binding, pod.get(), api::NowRfc3339());
-    Write w{.kind = kind, .key = key, .name = name, .revision = cur->revision};
-    if (dry_run) w.answer = pod->SerializeAsString();
-    // Changed meanwhile: bound by someone else, or just updated; the caller retries.
-    w.lost_race = absl::AbortedError(fmt::format(
-        "Operation cannot be fulfilled on pods/binding \"{}\": the object has been modified",
-        name));
-    w.object = std::move(pod);
-    return w;
-  };
-  ReadModifyWrite(kind, key, name, req.dry_run(), std::move(plan), std::move(done));
-}
-
-absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const CreateRequest& req) {
-  api::Eviction eviction;
-  if (!eviction.ParseFromString(req.object())) {
-    return absl::InvalidArgumentError("the request body is not a valid Eviction");
-  }
-  const std::string name = req.name().empty() ? eviction.metadata().name() : req.name();
-  DeleteRequest del;
-  del.set_resource("pods");
-  del.set_namespace_(req.namespace_());
-  del.set_name(name);
-  if (eviction.delete_options().has_grace_period_seconds()) {
-    del.set_grace_period_seconds(eviction.delete_options().grace_period_seconds());
-  }
-  del.set_dry_run(req.dry_run());
-  auto cur = Current(kind, Key(kind, req.namespace_(), name), name);
-  if (!cur.ok()) return cur.status();
-  const auto& pod = static_cast<const api::Pod&>(*(*cur)->object);
-  // Pods that are going anyway, done, or not yet running disrupt nothing.
-  const std::string& phase = pod.status().phase();
-  if (!pod.metadata().deletion_timestamp().empty() || phase == "Succeeded" ||
-      phase == "Failed" || phase == "Pending") {
-    return Delete(del);
-  }
-  if (auto st = ChargeDisruptionBudget(pod, req.dry_run()); !st.ok()) return st;
-  return Delete(del);
-}
-
-absl::Status Registry::ChargeDisruptionBudget(const api::Pod& pod, bool dry_run) {
-  const api::KindInfo& pdb_kind = *api::FindResource("poddisruptionbudgets");
-  for (int attempt = 0; attempt <= kPatchRetries; ++attempt) {
-    cache::Filter f;
-    f.kind = &pdb_kind;
-    f.ns = pod.metadata().namespace_();
-    std::vector<std::string> names;
-    for (const auto& e : cache_->List(f, 0, "").items) {
-      const auto& pdb = static_cast<const api::PodDisruptionBudget&>(*e->object);
-      auto sel = api::Selector::FromLabelSelector(pdb.spec().selector());
-      if (sel.ok() && !sel->empty() && sel->Matches(pod.metadata().labels())) {
-        names.push_back(pdb.metadata().name());
-      }
-    }
-    if (names.empty()) return absl::OkStatus();
-    if (names.size() > 1) {
-      return absl::InternalError(
-          "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
-          "not support.");
-    }
-    const std::string key = Key(pdb_kind, f.ns, names[0]);
-    auto cur = Current(pdb_kind, key, names[0]);
-    if (!cur.ok()) return cur.status();
-    api::PodDisruptionBudget pdb = static_cast<const api::PodDisruptionBudget&>(*(*cur)->object);
-    constexpr char kRefused[] = "Cannot evict pod as it would violate the pod's disruption budget.";
-    if (pdb.status().observed_generation() < pdb.metadata().generation() ||
-        pdb.status().disruptions_allowed() <= 0) {
-      return absl::ResourceExhaustedError(kRefused);
-    }
-    // One disruption fewer, and the pod remembered until the controller sees it gone.
-    pdb.mutable_status()->set_disruptions_allowed(pdb.status().disruptions_allowed() - 1);
-    (*pdb.mutable_status()->mutable_disrupted_pods())[pod.metadata().name()] = api::NowRfc3339();
-    if (dry_run) return absl::OkStatus();
-    auto stored = Store(pdb_kind, key, names[0], (*cur)->revision, pdb);
-    if (stored.ok()) return absl::OkStatus();
-    if (stored.status().code() != absl::StatusCode::kAborted) return stored.status();
-  }
-  return absl::ResourceExhaustedError(
-      "Cannot evict pod: its disruption budget is changing too fast; please try again");
-}
-
-absl::StatusOr<std::string> Registry::ScaleOf(const api::KindInfo& kind, const cache::Entry& e) {
-  if (kind.kind != "Deployment" && kind.kind != "ReplicaSet") {
-    return NoSubresource(kind, "scale");
-  }
-  api::Scale scale;
-  scale.set_api_version("autoscaling/v1");
-  scale.set_kind("Scale");
-  const api::LabelSelector* selector = nullptr;
-  if (kind.kind == "Deployment") {
-    const auto& d = static_cast<const api::Deployment&>(*e.object);
-    scale.mutable_spec()->set_replicas(d.spec().replicas());
-    scale.mutable_status()->set_replicas(d.status().replicas());
-    selector = &d.spec().selector();
-  } else {
-    const auto& rs = static_cast<const api::ReplicaSet&>(*e.object);
-    scale.mutable_spec()->set_replicas(rs.spec().replicas());
-    scale.mutable_status()->set_replicas(rs.status().replicas());
-    selector = &rs.spec().selector();
-  }
-  const auto& meta = api::MetaOf(*e.object);
-  scale.mutable_metadata()->set_name(meta.name());
-  scale.mutable_metadata()->set_namespace_(meta.namespace_());
-  scale.mutable_metadata()->set_uid(meta.uid());
-  scale.mutable_metadata()->set_resource_version(meta.resource_version());
-  scale.mutable_metadata()->set_creation_timestamp(meta.creation_timestamp());
-  if (auto sel = api::Selector::FromLabelSelector(*selector); sel.ok()) {
-    scale.mutable_status()->set_selector(sel->String());
-  }
-  return scale.SerializeAsString();
-}
-
-absl::StatusOr<std::string> Registry::UpdateScale(const api::KindInfo& kind,
-                                                  const UpdateRequest& req) {
-  if (kind.kind != "Deployment" && kind.kind != "ReplicaSet") {
-    return NoSubresource(kind, "scale");
-  }
-  api::Scale scale;
-  if (!scale.ParseFromString(req.object())) {
-    return absl::InvalidArgumentError("the request body is not a valid Scale");
-  }
-  if (scale.spec().replicas() < 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "Scale \"{}\" is invalid: spec.replicas: Invalid value: {}: must be greater than or "
-        "equal to 0",
-        scale.metadata().name(), scale.spec().replicas()));
-  }
-  const std::string& name = scale.metadata().name();
-  const std::string key = Key(kind, req.namespace_(), name);
-  auto cur = Current(kind, key, name);
-  if (!cur.ok()) return cur.status();
-  int64_t want = 0;
-  if (!scale.metadata().resource_version().empty() &&
-      (!ParseRevision(scale.metadata().resource_version(), &want) || want != (*cur)->revision)) {
-    return Conflict(kind, name);
-  }
-  std::unique_ptr<google::protobuf::Message> obj((*cur)->object->New());
-  obj->CopyFrom(*(*cur)->object);
-  if (kind.kind == "Deployment") {
-    static_cast<api::Deployment*>(obj.get())->mutable_spec()->set_replicas(scale.spec().replicas());
-  } else {
-    static_cast<api::ReplicaSet*>(obj.get())->mutable_spec()->set_replicas(scale.spec().replicas());
-  }
-  auto* meta = api::MutableMetaOf(obj.get());
-  meta->set_generation(meta->generation() + (api::SameSpec(*obj, *(*cur)->object) ? 0 : 1));
-  if (!req.dry_run()) {
-    auto stored = Store(kind, key, name, (*cur)->revision, *obj);
-    if (!stored.ok()) return stored.status();
-    obj->ParseFromString(*stored);
-  }
-  cache::Entry entry;
-  entry.object = std::shared_ptr<const google::protobuf::Message>(std::move(obj));
-  return ScaleOf(kind, entry);
 }
 
 absl::StatusOr<uint64_t> Registry::Watch(const WatchRequest& req, cache::WatchSinkPtr sink) {

@@ -9,6 +9,7 @@
 #include "api/kinds.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/storage/store_client.h"
+#include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.pb.h"
 
@@ -54,6 +55,8 @@ class Registry {
   absl::StatusOr<std::string> Create(const CreateRequest& req);
   void Create(const CreateRequest& req, Done done);
   absl::StatusOr<std::string> Get(const GetRequest& req);
+  // Reads the store without waiting.
+  void Get(const GetRequest& req, Done done);
   // Get, decoded as the kind's message.
   template <typename T>
   absl::StatusOr<T> GetAs(const std::string& resource, const std::string& ns,
@@ -82,7 +85,7 @@ class Registry {
  private:
   // A write decided on the current object: `object` put at `key` if the stored one is still at
   // `revision` (0: only if there is none), or removed from there; or, with nothing to write (a
-  // dry run), `answer` as the reply.
+  // dry run, a delete of what is being deleted already), `answer` as the reply.
   struct Write {
     const api::KindInfo* kind = nullptr;
     std::string key;
@@ -91,10 +94,22 @@ class Registry {
     bool remove = false;
     std::shared_ptr<google::protobuf::Message> object;
     std::optional<std::string> answer;
-    // The refusal when the object changed meanwhile, if not the usual conflict.
-    std::optional<absl::Status> lost_race;
   };
+  // Decides a write on the object as it is now: a refusal, an answer, or what to store. It
+  // checks every precondition the caller named each time, since it may run again.
   using Plan = std::function<absl::StatusOr<Write>(const cache::EntryPtr& current)>;
+  // A read-modify-write in progress: the object's key, and its plan.
+  struct Job {
+    const api::KindInfo* kind;
+    std::string key;
+    std::string name;
+    Plan plan;
+  };
+  using JobPtr = std::shared_ptr<const Job>;
+  // Where a read-modify-write takes its first copy of the object. The watch cache's saves a
+  // read, and Kubernetes' GuaranteedUpdate starts there too; a plan that must not answer from
+  // a lagging copy without writing (a delete of an object being deleted) reads the store.
+  enum class From { kCache, kStore };
 
   absl::StatusOr<const api::KindInfo*> Resolve(const std::string& resource) const;
   absl::StatusOr<cache::EntryPtr> Current(const api::KindInfo& kind, const std::string& key,
@@ -103,26 +118,29 @@ class Registry {
   static absl::StatusOr<cache::EntryPtr> Found(const api::KindInfo& kind, const std::string& key,
                                                const std::string& name,
                                                absl::StatusOr<etcdserverpb::RangeResponse> r);
-  // A read-modify-write of the object at `key`, as Kubernetes' GuaranteedUpdate starts from
-  // its watch cache: `plan` runs on the cache's copy, and only if that fails (a stale copy
-  // fails the write's revision check, or a check against old state) again on the store's, so
-  // every answer but success comes from the current object. A store that did not answer
-  // (unavailable, deadline) is not written to again. Dry runs read the store.
+  // A read-modify-write of the object at `key`, as Kubernetes' GuaranteedUpdate: `plan` runs
+  // on the current object and its write is made if the object is still as planned on. A
+  // refusal on the cache's copy is judged again on the store's; a write that lost to another
+  // writer is planned again on what that one wrote, so nothing but a version or uid the
+  // caller named (which the plan checks) or a real state conflict answers 409. A store that
+  // did not answer (unavailable, deadline) is not written to again.
   void ReadModifyWrite(const api::KindInfo& kind, const std::string& key, const std::string& name,
-                       bool dry_run, Plan plan, Done done);
-  void Attempt(const Plan& plan, const cache::EntryPtr& current, Done done);
-  // Makes the write (or answers at once) and tells `done` what came of it.
+                       From from, Plan plan, Done done);
+  void ReadAndAttempt(JobPtr job, int attempt, Done done);
+  void Attempt(JobPtr job, const cache::EntryPtr& current, bool cached, int attempt, Done done);
+  // Makes a create (or answers at once) and tells `done` what came of it.
   void Execute(Write w, Done done);
+  static etcdserverpb::TxnRequest TxnOf(const Write& w);
   static absl::StatusOr<std::string> Outcome(Write& w, absl::StatusOr<etcdserverpb::TxnResponse> r);
-  // Writes obj at key if its revision is still `revision` (0: only if absent); returns the
-  // stored object as clients see it. Waits for the store.
-  absl::StatusOr<std::string> Store(const api::KindInfo& kind, const std::string& key,
-                                    const std::string& name, int64_t revision,
-                                    google::protobuf::Message& obj);
-  // Deletes the object at `key` if its revision is still `revision`; returns `obj` as deleted.
-  absl::StatusOr<std::string> Remove(const api::KindInfo& kind, const std::string& key,
-                                     const std::string& name, int64_t revision,
-                                     const google::protobuf::Message& obj);
+  // Runs `start` and waits for the answer it hands to its Done.
+  static absl::StatusOr<std::string> Wait(const std::function<void(Done)>& start);
+  // The plan of an update of `current` to `obj` (`want`: the resourceVersion the caller
+  // named, 0 for none; `status`: the status subresource).
+  static absl::StatusOr<Write> PlanUpdate(const api::KindInfo* kind, const std::string& key,
+                                          const google::protobuf::Message& obj,
+                                          const std::string& written, int64_t want, bool status,
+                                          bool dry_run, const Admit& admit,
+                                          const cache::Entry& current);
   // The object a create makes, defaulted and validated (an answer for a dry run).
   absl::StatusOr<Write> PlanCreate(const api::KindInfo& kind, const CreateRequest& req) const;
   void Bind(const api::KindInfo& kind, const CreateRequest& req, Done done);
@@ -134,8 +152,17 @@ class Registry {
   // Takes one disruption from the budget that covers `pod`, if one does; the refusal when
   // none is left.
   absl::Status ChargeDisruptionBudget(const api::Pod& pod, bool dry_run);
-  static absl::StatusOr<std::string> ScaleOf(const api::KindInfo& kind, const cache::Entry& e);
+  static absl::StatusOr<api::Scale> ScaleOf(const api::KindInfo& kind,
+                                            const google::protobuf::Message& obj);
+  // The plan of setting the replicas of `current` as `scale` asks.
+  static absl::StatusOr<Write> PlanScale(const api::KindInfo* kind, const std::string& key,
+                                         const api::Scale& scale, bool dry_run,
+                                         const cache::Entry& current);
+  // Makes a scale plan and answers with the Scale of what it wrote.
+  absl::StatusOr<std::string> ScaleWrite(const api::KindInfo& kind, const std::string& ns,
+                                         const std::string& name, Plan plan);
   absl::StatusOr<std::string> UpdateScale(const api::KindInfo& kind, const UpdateRequest& req);
+  absl::StatusOr<std::string> PatchScale(const api::KindInfo& kind, const PatchRequest& req);
   absl::StatusOr<cache::Filter> MakeFilter(const api::KindInfo& kind, const std::string& ns,
                                            const std::string& labels,
                                            const std::string& fields) const;
@@ -146,5 +173,7 @@ class Registry {
 };
 
 std::string Key(const api::KindInfo& kind, const std::string& ns, const std::string& name);
+// A resourceVersion as the store's revision; false unless it is all digits.
+bool ParseRevision(const std::string& s, int64_t* out);
 
 }  // namespace mkube::apiserver::registry

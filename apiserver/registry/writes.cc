@@ -8,8 +8,15 @@
 namespace mkube::apiserver::registry {
 namespace {
 
-// Runs `start` and waits for the answer it hands to its Done.
-absl::StatusOr<std::string> Wait(const std::function<void(Registry::Done)>& start) {
+// How many times a write is planned again after losing to another writer before it gives
+// up. Each try starts from the object that beat it, read by the losing transaction itself,
+// so a loss costs one round trip; a hundred in a row means the object is rewritten faster
+// than the store answers.
+constexpr int kMaxAttempts = 100;
+
+}  // namespace
+
+absl::StatusOr<std::string> Registry::Wait(const std::function<void(Done)>& start) {
   absl::StatusOr<std::string> answer;
   absl::Notification answered;  // may be dropped once waited for, as Notify returns
   start([&](absl::StatusOr<std::string> r) {
@@ -19,8 +26,6 @@ absl::StatusOr<std::string> Wait(const std::function<void(Registry::Done)>& star
   answered.WaitForNotification();
   return answer;
 }
-
-}  // namespace
 
 absl::StatusOr<cache::EntryPtr> Registry::Found(const api::KindInfo& kind, const std::string& key,
                                                 const std::string& name,
@@ -36,48 +41,51 @@ absl::StatusOr<cache::EntryPtr> Registry::Current(const api::KindInfo& kind, con
 }
 
 void Registry::ReadModifyWrite(const api::KindInfo& kind, const std::string& key,
-                               const std::string& name, bool dry_run, Plan plan, Done done) {
-  auto from_store = [this, kind = &kind, key, name, plan, done] {
-    store_->GetAsync(key, [this, kind, key, name, plan, done](auto r) {
-      auto cur = Found(*kind, key, name, std::move(r));
-      if (!cur.ok()) return done(cur.status());
-      Attempt(plan, *cur, done);
-    });
-  };
-  if (!dry_run) {
+                               const std::string& name, From from, Plan plan, Done done) {
+  auto job = std::make_shared<const Job>(Job{&kind, key, name, std::move(plan)});
+  if (from == From::kCache) {
     if (cache::EntryPtr cached = cache_->Get(key)) {
-      Attempt(plan, cached, [done, from_store](absl::StatusOr<std::string> r) {
-        // A store that failed to answer may still have made the write: no second one.
-        const absl::StatusCode code = r.status().code();
-        if (r.ok() || code == absl::StatusCode::kUnavailable ||
-            code == absl::StatusCode::kDeadlineExceeded) {
-          return done(std::move(r));
-        }
-        from_store();
-      });
-      return;
+      return Attempt(job, cached, /*cached=*/true, 1, std::move(done));
     }
   }
-  from_store();
+  ReadAndAttempt(job, 1, std::move(done));
 }
 
-void Registry::Attempt(const Plan& plan, const cache::EntryPtr& current, Done done) {
-  auto w = plan(current);
-  if (!w.ok()) return done(w.status());
-  Execute(std::move(*w), std::move(done));
+void Registry::ReadAndAttempt(JobPtr job, int attempt, Done done) {
+  store_->GetAsync(job->key, [this, job, attempt, done = std::move(done)](auto r) mutable {
+    auto cur = Found(*job->kind, job->key, job->name, std::move(r));
+    if (!cur.ok()) return done(cur.status());
+    Attempt(job, *cur, /*cached=*/false, attempt, std::move(done));
+  });
+}
+
+void Registry::Attempt(JobPtr job, const cache::EntryPtr& current, bool cached, int attempt,
+                       Done done) {
+  auto w = job->plan(current);
+  if (!w.ok()) {
+    // A refusal judged on the cache's copy may come of its lagging: the store's copy decides.
+    if (cached) return ReadAndAttempt(std::move(job), attempt, std::move(done));
+    return done(w.status());
+  }
+  if (w->answer) return done(std::move(*w->answer));
+  etcdserverpb::TxnRequest txn = TxnOf(*w);
+  store_->TxnAsync(std::move(txn), [this, job = std::move(job), attempt, w = std::move(*w),
+                                    done = std::move(done)](auto r) mutable {
+    // A store that did not answer may still have made the write: it is not made again.
+    if (!r.ok() || r->succeeded() || w.revision == 0) return done(Outcome(w, std::move(r)));
+    // Another writer came first: plan again on what it wrote, which the failure branch read.
+    const auto& kvs = r->responses(0).response_range().kvs();
+    if (kvs.empty()) return done(NotFound(*job->kind, job->name));
+    if (attempt >= kMaxAttempts) return done(KeptChanging(*job->kind, job->name, attempt));
+    auto cur = cache::WatchCache::Decode(job->key, kvs[0].value(), kvs[0].mod_revision());
+    if (!cur.ok()) return done(cur.status());
+    Attempt(std::move(job), *cur, /*cached=*/false, attempt + 1, std::move(done));
+  });
 }
 
 void Registry::Execute(Write w, Done done) {
   if (w.answer) return done(std::move(*w.answer));
-  etcdserverpb::TxnRequest txn;
-  if (w.remove) {
-    txn = storage::StoreClient::DeleteTxn(w.key, w.revision);
-  } else {
-    api::MutableMetaOf(w.object.get())->clear_resource_version();
-    const std::string value = w.object->SerializeAsString();
-    txn = w.revision == 0 ? storage::StoreClient::CreateTxn(w.key, value)
-                          : storage::StoreClient::UpdateTxn(w.key, w.revision, value);
-  }
+  etcdserverpb::TxnRequest txn = TxnOf(w);
   store_->TxnAsync(std::move(txn), [w = std::move(w), done = std::move(done)](auto r) mutable {
     done(Outcome(w, std::move(r)));
   });
@@ -87,32 +95,13 @@ absl::StatusOr<std::string> Registry::Outcome(Write& w,
                                               absl::StatusOr<etcdserverpb::TxnResponse> r) {
   if (!r.ok()) return r.status();
   if (!r->succeeded()) {
-    if (w.remove) return Conflict(*w.kind, w.name);
     if (w.revision == 0) return AlreadyExists(*w.kind, w.name);
     // The failure branch read the key: gone, or changed.
     if (r->responses(0).response_range().kvs().empty()) return NotFound(*w.kind, w.name);
-    return w.lost_race ? *w.lost_race : Conflict(*w.kind, w.name);
+    return Conflict(*w.kind, w.name);
   }
   api::MutableMetaOf(w.object.get())->set_resource_version(std::to_string(r->header().revision()));
   return w.object->SerializeAsString();
-}
-
-absl::StatusOr<std::string> Registry::Store(const api::KindInfo& kind, const std::string& key,
-                                            const std::string& name, int64_t revision,
-                                            google::protobuf::Message& obj) {
-  // The caller's object, written in place: this waits for the write's end.
-  Write w{.kind = &kind, .key = key, .name = name, .revision = revision};
-  w.object = std::shared_ptr<google::protobuf::Message>(std::shared_ptr<void>(), &obj);
-  return Wait([&](Done done) { Execute(std::move(w), std::move(done)); });
-}
-
-absl::StatusOr<std::string> Registry::Remove(const api::KindInfo& kind, const std::string& key,
-                                             const std::string& name, int64_t revision,
-                                             const google::protobuf::Message& obj) {
-  Write w{.kind = &kind, .key = key, .name = name, .revision = revision, .remove = true};
-  w.object.reset(obj.New());
-  w.object->CopyFrom(obj);
-  return Wait([&](Done done) { Execute(std::move(w), std::move(done)); });
 }
 
 absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
@@ -121,6 +110,14 @@ absl::StatusOr<std::string> Registry::Create(const CreateRequest& req) {
 
 absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req, Admit admit) {
   return Wait([&](Done done) { Update(req, std::move(admit), std::move(done)); });
+}
+
+etcdserverpb::TxnRequest Registry::TxnOf(const Write& w) {
+  if (w.remove) return storage::StoreClient::DeleteTxn(w.key, w.revision);
+  api::MutableMetaOf(w.object.get())->clear_resource_version();
+  const std::string value = w.object->SerializeAsString();
+  return w.revision == 0 ? storage::StoreClient::CreateTxn(w.key, value)
+                         : storage::StoreClient::UpdateTxn(w.key, w.revision, value);
 }
 
 }  // namespace mkube::apiserver::registry
