@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "api/kinds.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 
 namespace mkube::cli {
@@ -612,7 +613,7 @@ int Run(int argc, char** argv) {
   AddInformation(w);
 
   try {
-    app.parse(argc, argv);  // CLI11 reports bad flags and --help by throwing
+    ParseCommandLine(app, argc, argv);  // CLI11 reports bad flags and --help by throwing
   } catch (const CLI::CallForHelp&) {
     return app.exit(CLI::CallForHelp());
   } catch (const CLI::CallForAllHelp&) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "CLI/CLI.hpp"
+
 namespace mkube::cli {
 namespace {
 
@@ -57,6 +59,90 @@ TEST(ParseDurationTest, KubectlForms) {
     EXPECT_EQ(d.status().message(), std::string("invalid argument \"") + bad +
                                         "\" for \"--timeout\" flag: time: invalid duration \"" +
                                         bad + "\"");
+  }
+}
+
+
+// A line as mkubectl's run, create job and exec take it: positional words, options that take
+// one or several values, a flag, and the command after "--".
+struct Line {
+  std::string name;
+  std::vector<std::string> words, labels, env;
+  std::string image;
+  bool command = false;
+};
+
+void ParseRun(const std::vector<std::string>& words, Line* line) {
+  CLI::App app{"test"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  std::string ns;
+  app.add_option("-n,--namespace", ns, "namespace");
+  auto* run = app.add_subcommand("run", "run");
+  run->add_option("name", line->name, "NAME");
+  run->add_option("args", line->words, "after --");
+  run->add_option("--image", line->image, "image");
+  run->add_option("-l,--labels", line->labels, "labels");
+  run->add_option("--env", line->env, "env");
+  run->add_flag("--command", line->command, "command");
+  app.add_subcommand("get", "get")->add_option("--output", ns, "output");
+  std::vector<const char*> argv{"mkubectl"};
+  for (const auto& w : words) argv.push_back(w.c_str());
+  ParseCommandLine(app, static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ParseCommandLineTest, WordsAfterTheDashAreTheCommandWhateverComesBefore) {
+  const std::vector<std::string> command = {"sh", "-c", "echo hi"};
+  struct Case {
+    std::string name;
+    std::vector<std::string> before;  // then "--", then `command`
+    std::vector<std::string> labels, env;
+  };
+  const std::vector<Case> cases = {
+      {"an option with its value attached, last", {"run", "bb", "--image=busybox", "--labels=app=x"},
+       {"app=x"}, {}},
+      {"a short option with its value apart, last",
+       {"run", "bb", "--image", "busybox", "-l", "app=x"}, {"app=x"}, {}},
+      {"an environment variable last", {"run", "bb", "--env", "X=1", "--image=busybox"}, {}, {"X=1"}},
+      {"both, then a single-valued option", {"run", "bb", "--env=X=1", "-l", "a=b", "--image=busybox"},
+       {"a=b"}, {"X=1"}},
+      {"a global flag last", {"run", "bb", "--image=busybox", "-l", "a=b", "-n", "ns"}, {"a=b"}, {}},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> words = c.before;
+    words.push_back("--");
+    words.insert(words.end(), command.begin(), command.end());
+    Line line;
+    ASSERT_NO_THROW(ParseRun(words, &line)) << c.name;
+    EXPECT_EQ(line.name, "bb") << c.name;
+    EXPECT_EQ(line.image, "busybox") << c.name;
+    EXPECT_EQ(line.words, command) << c.name;
+    EXPECT_EQ(line.labels, c.labels) << c.name;
+    EXPECT_EQ(line.env, c.env) << c.name;
+  }
+}
+
+TEST(ParseCommandLineTest, WordsBeforeTheDashComeFirstAndDashesAfterItAreWords) {
+  Line line;
+  ParseRun({"run", "s", "sleep", "--image=busybox", "--command", "--", "9", "--", "-l"}, &line);
+  EXPECT_EQ(line.name, "s");
+  EXPECT_TRUE(line.command);
+  EXPECT_EQ(line.words, (std::vector<std::string>{"sleep", "9", "--", "-l"}));
+  EXPECT_TRUE(line.labels.empty());
+
+  Line nothing;
+  ParseRun({"run", "s", "--image=busybox", "-l", "a=b", "--"}, &nothing);
+  EXPECT_TRUE(nothing.words.empty());
+  EXPECT_EQ(nothing.labels, std::vector<std::string>{"a=b"});
+}
+
+TEST(ParseCommandLineTest, ACommandThatTakesNoWordsRefusesThem) {
+  Line line;
+  try {
+    ParseRun({"get", "--output=json", "--", "pods", "-x"}, &line);
+    FAIL() << "words after -- were taken by a command without positional words";
+  } catch (const CLI::ExtrasError& e) {
+    EXPECT_STREQ(e.what(), "The following arguments were not expected: pods -x");
   }
 }
 

@@ -79,6 +79,14 @@ TEST_F(MkubectlHabitsTest, RunAndCreateDeployment) {
   r = Ctl({"get", "pod", "bb", "-o",
            "jsonpath={.metadata.labels.run} {.spec.restartPolicy} {.spec.containers[0].args}"});
   EXPECT_EQ(r.out, R"(bb Never ["sh","-c","echo hi"])") << r.err;
+  // Whatever option comes last before "--", the words after it are the container's.
+  r = Ctl({"run", "lb", "--image=busybox", "--restart=Never", "--labels=app=x", "--", "sh", "-c",
+           "echo hi"});
+  EXPECT_EQ(r.out, "pod/lb created\n") << r.err;
+  r = Ctl({"get", "pod", "lb", "-o", "jsonpath={.metadata.labels} {.spec.containers[0].args}"});
+  EXPECT_EQ(r.out, R"({"app":"x"} ["sh","-c","echo hi"])") << r.err;
+  r = Ctl({"run", "le", "--image=busybox", "--env", "X=1", "--", "sh", "-c", "echo $X"});
+  EXPECT_EQ(r.out, "pod/le created\n") << r.err;
   r = Ctl({"run", "s", "--image", "busybox", "-l", "a=b", "--env", "X=1", "--command", "--",
            "sleep", "9"});
   EXPECT_EQ(r.out, "pod/s created\n") << r.err;
@@ -95,7 +103,8 @@ TEST_F(MkubectlHabitsTest, RunAndCreateDeployment) {
   EXPECT_EQ(r.out, "2 web myapp 80") << r.err;
   EXPECT_EQ(Ctl({"create", "deployment", "web2"}).err,
             "error: required flag(s) \"image\" not set\n");
-  ASSERT_EQ(Ctl({"delete", "pods", "bb", "s", "--grace-period=0", "--force"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"delete", "pods", "bb", "s", "lb", "le", "--grace-period=0", "--force"}).exit_code,
+            0);
   ASSERT_EQ(Ctl({"delete", "deploy", "web"}).exit_code, 0);
 }
 
