@@ -26,10 +26,6 @@ using validation::Quote;
 using validation::ValidateLabels;
 using validation::ValidatePodSpec;
 
-bool LowerAlnum(char c) {
-  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
-}
-
 }  // namespace
 
 namespace validation {
@@ -38,8 +34,8 @@ void ValidateLabels(const google::protobuf::Map<std::string, std::string>& label
                     const std::string& path, FieldErrors* errs) {
   std::map<std::string, std::string> sorted(labels.begin(), labels.end());
   for (const auto& [k, v] : sorted) {
-    if (auto st = ValidateLabelKey(k); !st.ok()) errs->Invalid(path, k, Msg(st));
-    if (auto st = ValidateLabelValue(v); !st.ok()) errs->Invalid(fmt::format("{}[{}]", path, k), v, Msg(st));
+    for (const auto& why : QualifiedNameErrors(k)) errs->Invalid(path, k, why);
+    for (const auto& why : LabelValueErrors(v)) errs->Invalid(path, v, why);
   }
 }
 
@@ -48,27 +44,41 @@ void ValidateLabels(const google::protobuf::Map<std::string, std::string>& label
 namespace {
 
 void ValidateMeta(const ObjectMeta& meta, const KindInfo& kind, FieldErrors* errs) {
+  // Namespaces' names are DNS labels; those of every other kind served here are subdomains.
+  const auto name_errors = [&kind](std::string_view name) {
+    return kind.kind == "Namespace" ? Dns1123LabelErrors(name) : Dns1123SubdomainErrors(name);
+  };
+  if (!meta.generate_name().empty()) {
+    for (const auto& why : name_errors(MaskTrailingDash(meta.generate_name()))) {
+      errs->Invalid("metadata.generateName", meta.generate_name(), why);
+    }
+  }
   if (meta.name().empty()) {
-    if (meta.generate_name().empty()) errs->Required("metadata.name");
+    errs->Required("metadata.name: name or generateName is required");
   } else {
-    // Namespaces and nodes' names are labels in DNS; most other names are subdomains.
-    const std::string why = kind.kind == "Namespace" ? CheckDns1123Label(meta.name())
-                                                     : CheckDns1123Subdomain(meta.name());
-    if (!why.empty()) errs->Invalid("metadata.name", meta.name(), why);
+    for (const auto& why : name_errors(meta.name())) errs->Invalid("metadata.name", meta.name(), why);
   }
   if (!meta.namespace_().empty()) {
     if (!kind.namespaced) {
       errs->Forbidden("metadata.namespace", "not allowed on this type");
-    } else if (auto why = CheckDns1123Label(meta.namespace_()); !why.empty()) {
-      errs->Invalid("metadata.namespace", meta.namespace_(), why);
+    } else {
+      for (const auto& why : Dns1123LabelErrors(meta.namespace_())) {
+        errs->Invalid("metadata.namespace", meta.namespace_(), why);
+      }
     }
   }
   ValidateLabels(meta.labels(), "metadata.labels", errs);
   std::map<std::string, std::string> annotations(meta.annotations().begin(),
                                                  meta.annotations().end());
+  size_t total = 0;
   for (const auto& [k, v] : annotations) {
-    if (auto st = ValidateLabelKey(k); !st.ok()) errs->Invalid("metadata.annotations", k, Msg(st));
+    // Keys are qualified names in any case.
+    std::string lower = k;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& why : QualifiedNameErrors(lower)) errs->Invalid("metadata.annotations", k, why);
+    total += k.size() + v.size();
   }
+  if (total > kTotalAnnotationSizeLimit) errs->TooLong("metadata.annotations", kTotalAnnotationSizeLimit);
 }
 
 // A workload's selector must be set and select its own template.
@@ -185,40 +195,15 @@ void FieldErrors::Forbidden(const std::string& path, std::string_view why) {
   errors_.push_back(fmt::format("{}: Forbidden: {}", path, why));
 }
 
+void FieldErrors::TooLong(const std::string& path, size_t max_bytes) {
+  errors_.push_back(fmt::format("{}: Too long: may not be more than {} bytes", path, max_bytes));
+}
+
 absl::Status FieldErrors::ToStatus(std::string_view kind, std::string_view name) const {
   if (errors_.empty()) return absl::OkStatus();
   const std::string list =
       errors_.size() == 1 ? errors_[0] : absl::StrCat("[", absl::StrJoin(errors_, ", "), "]");
   return absl::InvalidArgumentError(fmt::format("{} {} is invalid: {}", kind, Quote(name), list));
-}
-
-std::string CheckDns1123Label(std::string_view name) {
-  const bool ok = !name.empty() && name.size() <= 63 && LowerAlnum(name.front()) &&
-                  LowerAlnum(name.back()) &&
-                  std::all_of(name.begin(), name.end(),
-                              [](char c) { return LowerAlnum(c) || c == '-'; });
-  if (ok) return "";
-  return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-         "and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-         "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-}
-
-std::string CheckDns1123Subdomain(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= 253;
-  size_t start = 0;
-  while (ok) {
-    const size_t dot = name.find('.', start);
-    std::string_view label = name.substr(start, dot == std::string_view::npos ? name.npos : dot - start);
-    ok = !label.empty() && LowerAlnum(label.front()) && LowerAlnum(label.back()) &&
-         std::all_of(label.begin(), label.end(), [](char c) { return LowerAlnum(c) || c == '-'; });
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  if (ok) return "";
-  return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-         "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-         "'example.com', regex used for validation is "
-         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 }
 
 absl::Status Validate(const Object& obj) {
@@ -238,11 +223,11 @@ absl::Status Validate(const Object& obj) {
       const std::string tp = At("spec.taints", i);
       if (t.key().empty()) {
         errs.Required(tp + ".key");
-      } else if (auto st = ValidateLabelKey(t.key()); !st.ok()) {
-        errs.Invalid(tp + ".key", t.key(), Msg(st));
+      } else {
+        for (const auto& why : QualifiedNameErrors(t.key())) errs.Invalid(tp + ".key", t.key(), why);
       }
-      if (auto st = ValidateLabelValue(t.value()); !st.ok()) {
-        errs.Invalid(tp + ".value", t.value(), Msg(st));
+      if (auto why = LabelValueErrors(t.value()); !why.empty()) {
+        errs.Invalid(tp + ".value", t.value(), absl::StrJoin(why, ";"));
       }
       if (t.effect().empty()) {
         errs.Required(tp + ".effect");

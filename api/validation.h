@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "api/kinds.h"
+#include "api/names.h"
 
 namespace mkube::api {
 
@@ -20,6 +21,8 @@ class FieldErrors {
                    const std::vector<std::string>& supported);
   void Duplicate(const std::string& path, std::string_view value);
   void Forbidden(const std::string& path, std::string_view why);
+  // "path: Too long: may not be more than N bytes" (the value is not shown).
+  void TooLong(const std::string& path, size_t max_bytes);
   bool empty() const { return errors_.empty(); }
   const std::vector<std::string>& errors() const { return errors_; }
   // INVALID_ARGUMENT naming the object, or OK when there was nothing wrong.
@@ -28,10 +31,6 @@ class FieldErrors {
  private:
   std::vector<std::string> errors_;
 };
-
-// DNS-1123 names; the returned text is Kubernetes' explanation, empty when valid.
-std::string CheckDns1123Label(std::string_view name);
-std::string CheckDns1123Subdomain(std::string_view name);
 
 // Validates a decoded (and defaulted) object of any kind.
 absl::Status Validate(const Object& obj);

@@ -55,8 +55,8 @@ void ValidateContainer(const Container& c, const std::string& path,
                        const std::set<std::string>& volumes, FieldErrors* errs) {
   if (c.name().empty()) {
     errs->Required(path + ".name");
-  } else if (auto why = CheckDns1123Label(c.name()); !why.empty()) {
-    errs->Invalid(path + ".name", c.name(), why);
+  } else {
+    for (const auto& why : Dns1123LabelErrors(c.name())) errs->Invalid(path + ".name", c.name(), why);
   }
   if (c.image().empty()) errs->Required(path + ".image");
   for (size_t i = 0; i < static_cast<size_t>(c.ports_size()); ++i) {
@@ -310,7 +310,7 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
                   "must be greater than or equal to 0");
   }
   if (!spec.node_name().empty()) {
-    if (auto why = CheckDns1123Subdomain(spec.node_name()); !why.empty()) {
+    for (const auto& why : Dns1123SubdomainErrors(spec.node_name())) {
       errs->Invalid(path + ".nodeName", spec.node_name(), why);
     }
   }

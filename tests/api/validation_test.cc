@@ -219,6 +219,125 @@ TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
       {"label syntax",
        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"bad key\": x\n",
        "metadata.labels: Invalid value: \"bad key\""},
+      // Kubernetes' limits, in apimachinery's words.
+      {"names are at most 253 characters",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + std::string(300, 'a') +
+           "\nspec:\n  containers:\n  - name: c\n    image: x\n",
+       "Pod \"" + std::string(300, 'a') + "\" is invalid: metadata.name: Invalid value: \"" +
+           std::string(300, 'a') + "\": must be no more than 253 characters"},
+      {"a long name with a bad character is told both",
+       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + std::string(254, 'D') +
+           "\nspec:\n  selector:\n    matchLabels: {app: x}\n  template:\n    metadata:\n"
+           "      labels: {app: x}\n    spec:\n      containers:\n      - name: c\n"
+           "        image: nginx\n",
+       "[metadata.name: Invalid value: \"" + std::string(254, 'D') +
+           "\": must be no more than 253 characters, metadata.name: Invalid value: \"" +
+           std::string(254, 'D') +
+           "\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+           "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+           "'example.com', regex used for validation is "
+           "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')]"},
+      {"node names are subdomains too",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + std::string(254, 'n') + "\n",
+       "Node \"" + std::string(254, 'n') + "\" is invalid: metadata.name: Invalid value: \"" +
+           std::string(254, 'n') + "\": must be no more than 253 characters"},
+      {"namespace names are labels: 63 characters",
+       "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + std::string(64, 'n') + "\n",
+       "Namespace \"" + std::string(64, 'n') + "\" is invalid: metadata.name: Invalid value: \"" +
+           std::string(64, 'n') + "\": must be no more than 63 characters"},
+      {"namespace names are labels: no dots",
+       "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: my.team\n",
+       "Namespace \"my.team\" is invalid: metadata.name: Invalid value: \"my.team\": must not "
+       "contain dots"},
+      {"an object's namespace is a label",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: My_NS\nspec:\n"
+       "  containers:\n  - name: c\n    image: x\n",
+       "Pod \"p\" is invalid: metadata.namespace: Invalid value: \"My_NS\": a lowercase RFC 1123 "
+       "label must consist of lower case alphanumeric characters or '-', and must start and end "
+       "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+       "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+      {"a name or a generateName",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: b}\nspec:\n  containers:\n"
+       "  - name: c\n    image: x\n",
+       "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required"},
+      {"generateName is the start of a name",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: Web-\n  name: web-x1z2q\nspec:\n"
+       "  containers:\n  - name: c\n    image: x\n",
+       "Pod \"web-x1z2q\" is invalid: metadata.generateName: Invalid value: \"Web-\": a lowercase "
+       "RFC 1123 subdomain must consist of"},
+      {"generateName is at most 253 characters",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: " + std::string(260, 'g') +
+           "\n  name: web-x1z2q\nspec:\n  containers:\n  - name: c\n    image: x\n",
+       "Pod \"web-x1z2q\" is invalid: metadata.generateName: Invalid value: \"" +
+           std::string(260, 'g') + "\": must be no more than 253 characters"},
+      {"container names are labels",
+       pod_head + "  containers:\n  - name: " + std::string(64, 'c') + "\n    image: x\n",
+       "Pod \"p\" is invalid: spec.containers[0].name: Invalid value: \"" + std::string(64, 'c') +
+           "\": must be no more than 63 characters"},
+      {"label key names are at most 63 characters",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    example.com/" +
+           std::string(64, 'k') + ": x\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"example.com/" +
+           std::string(64, 'k') + "\": name part must be no more than 63 characters"},
+      {"label key prefixes are subdomains of at most 253 characters",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    " +
+           std::string(254, 'p') + "/k: x\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"" + std::string(254, 'p') +
+           "/k\": prefix part must be no more than 253 characters"},
+      {"label key prefixes are not empty",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    /k: x\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"/k\": prefix part must be "
+       "non-empty"},
+      {"label keys have one slash at most",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    a/b/c: x\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a qualified name must "
+       "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+       "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+       "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS "
+       "subdomain prefix and '/' (e.g. 'example.com/MyName')"},
+      {"label key names are not empty",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    example.com/: x\n",
+       "Node \"n\" is invalid: [metadata.labels: Invalid value: \"example.com/\": name part must "
+       "be non-empty, metadata.labels: Invalid value: \"example.com/\": name part must consist "
+       "of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+       "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+       "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')]"},
+      {"label values are at most 63 characters",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    k: " +
+           std::string(64, 'v') + "\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"" + std::string(64, 'v') +
+           "\": must be no more than 63 characters"},
+      {"label values start and end with alphanumerics",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    k: -v\n",
+       "Node \"n\" is invalid: metadata.labels: Invalid value: \"-v\": a valid label must be an "
+       "empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+       "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+       "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"},
+      {"template labels alike",
+       "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: d\nspec:\n  selector:\n"
+       "    matchLabels: {app: x}\n  template:\n    metadata:\n      labels: {app: x, k: " +
+           std::string(64, 'v') + "}\n    spec:\n      containers:\n      - name: c\n"
+           "        image: nginx\n",
+       "DaemonSet \"d\" is invalid: spec.template.metadata.labels: Invalid value: \"" +
+           std::string(64, 'v') + "\": must be no more than 63 characters"},
+      {"annotation keys are qualified names",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  annotations:\n    bad key: x\n",
+       "Node \"n\" is invalid: metadata.annotations: Invalid value: \"bad key\": name part must "
+       "consist of alphanumeric characters"},
+      {"annotations are 256 KiB at most, keys and values together",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    a: " +
+           std::string(200 << 10, 'x') + "\n    b: " + std::string(100 << 10, 'y') +
+           "\nspec:\n  containers:\n  - name: c\n    image: x\n",
+       "Pod \"p\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"},
+      {"a 1 MiB annotation",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    big: " +
+           std::string(1 << 20, 'x') + "\nspec:\n  containers:\n  - name: c\n    image: x\n",
+       "Pod \"p\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"},
+      {"taint keys and values are label keys and values",
+       "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\nspec:\n  taints:\n  - key: " +
+           std::string(64, 't') + "\n    value: v\n    effect: NoSchedule\n",
+       "Node \"n\" is invalid: spec.taints[0].key: Invalid value: \"" + std::string(64, 't') +
+           "\": name part must be no more than 63 characters"},
   };
   for (const auto& c : cases) {
     Object obj = Decode(c.text);
@@ -228,6 +347,25 @@ TEST(Validation, ErrorsNameTheFieldsAsKubernetesDoes) {
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.name;
     EXPECT_NE(std::string(st.message()).find(c.error), std::string::npos)
         << c.name << ":\n  got:  " << st.message() << "\n  want: " << c.error;
+  }
+}
+
+TEST(Validation, LimitsHoldUpToTheirLastByte) {
+  const auto pod = [](const std::string& meta) {
+    return Decode("apiVersion: v1\nkind: Pod\nmetadata:\n" + meta +
+                  "spec:\n  containers:\n  - name: c\n    image: x\n");
+  };
+  // 262144 bytes of keys and values, the subdomain's 253 and the label's 63 characters.
+  for (const std::string& meta :
+       {"  name: p\n  annotations:\n    k: " + std::string((256 << 10) - 1, 'x') + "\n",
+        "  name: " + std::string(253, 'a') + "\n",
+        "  name: p\n  labels:\n    " + std::string(253, 'p') + "/" + std::string(63, 'k') + ": " +
+            std::string(63, 'v') + "\n",
+        std::string("  name: web-x1z2q\n  generateName: web-\n"),
+        std::string("  name: p\n  annotations:\n    Example.COM/Key: x\n")}) {
+    Object obj = pod(meta);
+    Default(obj);
+    EXPECT_TRUE(Validate(obj).ok()) << Validate(obj);
   }
 }
 
