@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -41,6 +42,22 @@ std::string PercentEncode(std::string_view s);
 // A grpc-timeout header's value (1 to 8 digits and a unit: H M S m u n), or nullopt if it is
 // not one.
 std::optional<std::chrono::nanoseconds> ParseGrpcTimeout(std::string_view value);
+
+// The stream ids a client has opened streams with, as far as RFC 9113 5.1.1 needs them: a new
+// stream's id must be greater than every one before it, so a HEADERS on a lower id the client
+// skipped is a connection error (nghttp2 ignores it: it cannot tell it from a late trailer on
+// a stream it has forgotten). Gaps are rare (gRPC clients count up by two); the latest
+// kMaxGaps are kept, and a HEADERS in an older one is left to nghttp2.
+class StreamIds {
+ public:
+  static constexpr size_t kMaxGaps = 64;
+  // A client's HEADERS on `id` (odd); false if it would open a stream the client skipped.
+  bool Use(uint32_t id);
+
+ private:
+  uint32_t highest_ = 0;
+  std::deque<std::pair<uint32_t, uint32_t>> skipped_;  // first and last id, oldest first
+};
 
 // What a connection refused at accept is sent: SETTINGS, then GOAWAY ENHANCE_YOUR_CALM with
 // `why` as its debug data.
@@ -180,6 +197,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   absl::flat_hash_map<uint32_t, Stream> streams_;
   absl::flat_hash_map<uint32_t, RequestHeaders> requests_;  // header blocks arriving
+  StreamIds stream_ids_;
   std::vector<uint32_t> blocked_;
 };
 

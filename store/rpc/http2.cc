@@ -4,7 +4,9 @@
 #include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "api/log.h"
 #include "fmt/format.h"
@@ -40,6 +42,17 @@ void StatusFields(const absl::Status& st, std::string* code, std::string* messag
 
 struct Http2Callbacks {
   static Connection* Of(void* user) { return static_cast<Connection*>(user); }
+
+  static int BeginFrame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
+    // Even ids, and ids the client used before, are nghttp2's to judge.
+    if (hd->type != NGHTTP2_HEADERS || hd->stream_id % 2 == 0) return 0;
+    if (!Of(user)->stream_ids_.Use(static_cast<uint32_t>(hd->stream_id))) {
+      Log().debug("HEADERS on stream {}, below a stream id already used", hd->stream_id);
+      // GOAWAY PROTOCOL_ERROR; nghttp2 reads nothing more and closes once it is sent.
+      nghttp2_session_terminate_session(session, NGHTTP2_PROTOCOL_ERROR);
+    }
+    return 0;
+  }
 
   static int BeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -105,6 +118,21 @@ struct Http2Callbacks {
   }
 };
 
+bool StreamIds::Use(uint32_t id) {
+  if (id > highest_) {
+    if (id > highest_ + 2) {
+      skipped_.emplace_back(highest_ + (highest_ == 0 ? 1 : 2), id - 2);
+      if (skipped_.size() > kMaxGaps) skipped_.pop_front();
+    }
+    highest_ = id;
+    return true;
+  }
+  // The gaps are in order: the last one that begins at or below id.
+  auto it = std::upper_bound(skipped_.begin(), skipped_.end(), id,
+                             [](uint32_t v, const auto& gap) { return v < gap.first; });
+  return it == skipped_.begin() || std::prev(it)->second < id;
+}
+
 std::string RefusalFrames(std::string_view why) {
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
@@ -131,6 +159,7 @@ Connection::~Connection() {
 void Connection::Open() {
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, Http2Callbacks::BeginFrame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Http2Callbacks::BeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, Http2Callbacks::Header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Http2Callbacks::FrameReceived);

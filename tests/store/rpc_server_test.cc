@@ -440,6 +440,24 @@ TEST(GrpcTimeoutTest, ParsesEveryUnitAndRefusesTheRest) {
 
 // grpc-timeout: a call still open when it passes ends with DEADLINE_EXCEEDED (its answer, if
 // it comes later, is dropped); a malformed one is refused.
+TEST(StreamIdsTest, OnlyIdsSkippedBelowTheHighestAreRefused) {
+  StreamIds ids;
+  EXPECT_TRUE(ids.Use(1));
+  EXPECT_TRUE(ids.Use(3));
+  EXPECT_TRUE(ids.Use(9));
+  EXPECT_FALSE(ids.Use(5)) << "skipped";
+  EXPECT_FALSE(ids.Use(7)) << "skipped";
+  EXPECT_TRUE(ids.Use(3)) << "used before: nghttp2's to judge";
+  EXPECT_TRUE(ids.Use(9));
+  // Only the latest gaps are kept.
+  uint32_t id = 9;
+  for (size_t i = 0; i < StreamIds::kMaxGaps; ++i) EXPECT_TRUE(ids.Use(id += 4));
+  EXPECT_TRUE(ids.Use(5)) << "the oldest gap is forgotten";
+  EXPECT_FALSE(ids.Use(11));
+  EXPECT_FALSE(ids.Use(id - 2));
+  EXPECT_TRUE(ids.Use(id));
+}
+
 TEST_F(RpcServerTest, ACallEndsWhenItsGrpcTimeoutPasses) {
   RawClient raw(server_->address());
   ASSERT_TRUE(raw.connected());
@@ -576,6 +594,22 @@ TEST_F(RpcServerTest, ProtocolViolationsGetTheAnswersTheRfcRequires) {
                   h2::Frame(h2::kData, 0, 1, "x")),
             5)
       << "DATA on a half-closed stream: STREAM_CLOSED";
+  // A stream id below one the client has used can no longer open a stream (RFC 9113 5.1.1):
+  // one it skipped is closed without having been opened.
+  RangeRequest range;
+  const std::string range1 = RawClient::Call(1, "/etcdserverpb.KV/Range", range, true);
+  const std::string range3 = RawClient::Call(3, "/etcdserverpb.KV/Range", range, true);
+  const std::string range7 = RawClient::Call(7, "/etcdserverpb.KV/Range", range, true);
+  EXPECT_EQ(goaway(range3 + range1), 1) << "HEADERS on a skipped, lower stream id: PROTOCOL_ERROR";
+  EXPECT_EQ(goaway(range1 + range7 + RawClient::Call(5, "/etcdserverpb.KV/Range", range, true)),
+            1)
+      << "the same, the skipped id between two used ones";
+  const std::string block = h2::CallHeaders(1, "/etcdserverpb.KV/Range").substr(9);
+  const std::string weighted1 = h2::Frame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream | 0x20,
+                                          1, std::string("\x00\x00\x00\x00\x0f", 5) + block);
+  EXPECT_EQ(goaway(range3 + weighted1), 1) << "the same, the HEADERS with a priority";
+  EXPECT_EQ(goaway(range1 + range3 + range1), 5)
+      << "HEADERS again on a stream the client ended: STREAM_CLOSED";
   const std::pair<std::string, std::string> method{":method", "POST"}, scheme{":scheme", "http"},
       path{":path", "/etcdserverpb.KV/Range"}, grpc{"content-type", "application/grpc"};
   EXPECT_EQ(reset(headers({scheme, path, grpc}, true)), 1) << "no :method";
