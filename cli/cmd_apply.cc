@@ -142,7 +142,9 @@ absl::Status ApplyOne(Session& s, Manifest& m, bool create_only) {
     absl::Status st = created.status();
     if (st.code() == absl::StatusCode::kAlreadyExists ||
         st.code() == absl::StatusCode::kInvalidArgument ||
-        st.code() == absl::StatusCode::kNotFound) {
+        st.code() == absl::StatusCode::kNotFound ||
+        st.code() == absl::StatusCode::kResourceExhausted ||
+        st.code() == absl::StatusCode::kUnknown) {
       st = absl::Status(st.code(), fmt::format("error when creating \"{}\": {}", m.source,
                                                std::string(st.message())));
     }

@@ -11,8 +11,30 @@ std::string KindName(const api::KindInfo& kind) {
   return kind.group.empty() ? lower : lower + "." + kind.group;
 }
 
+namespace {
+
+// gRPC refuses a request larger than the apiserver's --max-request-bytes before the apiserver
+// sees it: "Received message larger than max (52428850 vs. 3145728)". Kubernetes' apiserver
+// words the same refusal "Request entity too large: limit is 3145728".
+std::string EntityTooLarge(std::string msg) {
+  for (const char* refusal : {"Received message larger than max (", "Sent message larger than max ("}) {
+    const size_t at = msg.find(refusal);
+    if (at == std::string::npos) continue;
+    const size_t vs = msg.find(" vs. ", at);
+    const size_t close = msg.find(')', at);
+    if (vs == std::string::npos || close == std::string::npos || vs > close) continue;
+    const std::string limit = msg.substr(vs + 5, close - vs - 5);
+    return msg.replace(at, close + 1 - at, "Request entity too large: limit is " + limit);
+  }
+  return msg;
+}
+
+}  // namespace
+
 std::string ErrorLine(const absl::Status& st, const std::string& server) {
-  const std::string msg(st.message());
+  const std::string msg(st.code() == absl::StatusCode::kResourceExhausted
+                            ? EntityTooLarge(std::string(st.message()))
+                            : std::string(st.message()));
   switch (st.code()) {
     case absl::StatusCode::kNotFound:
       return "Error from server (NotFound): " + msg;
@@ -29,7 +51,12 @@ std::string ErrorLine(const absl::Status& st, const std::string& server) {
     case absl::StatusCode::kPermissionDenied:
       return "Error from server (Forbidden): " + msg;
     case absl::StatusCode::kResourceExhausted:
+      if (msg.find("Request entity too large: ") != std::string::npos) {
+        return "Error from server (RequestEntityTooLarge): " + msg;
+      }
       return "Error from server (TooManyRequests): " + msg;
+    case absl::StatusCode::kUnknown:  // a 500 without a reason, e.g. etcd's refusal passed on
+      return "Error from server: " + msg;
     case absl::StatusCode::kUnimplemented:
       return "Error from server (MethodNotAllowed): " + msg;
     case absl::StatusCode::kUnauthenticated:
