@@ -75,8 +75,17 @@ int main(int argc, char** argv) {
   app.add_option("--agent-token-file", agent_token_file,
                  "File with the token presented to node agents for pods' logs and exec");
   app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
-  app.add_option("--max-request-bytes", max_request_bytes, "Largest request accepted")
+  app.add_option("--max-request-bytes", max_request_bytes,
+                 "Largest request accepted (Kubernetes' limit on a request's body); larger ones "
+                 "are refused by gRPC, which clients word as Kubernetes does: \"Request entity "
+                 "too large: limit is N\"")
       ->capture_default_str();
+  app.add_option("--store-max-request-bytes", service_options.store_max_request_bytes,
+                 "The store's --max-request-bytes: a write it would refuse for its size is "
+                 "refused before it is sent, as etcd words it (\"etcdserver: request is too "
+                 "large\")")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-waiting-requests", service_options.max_waiting_requests,
                  "Requests that may wait for a worker (and, besides, writes that may wait for "
                  "the store); more are refused at once with RESOURCE_EXHAUSTED (HTTP 429), as "

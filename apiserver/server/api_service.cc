@@ -46,6 +46,7 @@ const api::KindInfo* ApiService::Measured(const std::string& resource) const {
 ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
                        ServiceOptions options, MetricsApi* metrics)
     : registry_(registry),
+      writes_(registry, options.store_max_request_bytes),
       metrics_(metrics),
       authn_(authn),
       options_(options),
@@ -140,12 +141,12 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
   if (registry::Registry::Blocks(*req)) {
     return Offload(ctx, [=, this]() -> absl::Status {
       if (auto st = Check(ctx, a); !st.ok()) return st;
-      return Fill(registry_->Create(*req), resp);
+      return Fill(writes_.Create(*req), resp);
     });
   }
   return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
     if (auto st = Check(ctx, a); !st.ok()) return done(st);
-    registry_->Create(*req, std::move(done));
+    writes_.Create(*req, std::move(done));
   });
 }
 
@@ -190,13 +191,13 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
   if (registry::Registry::Blocks(*req)) {
     return Offload(ctx, [=, this]() -> absl::Status {
       if (auto st = Check(ctx, a); !st.ok()) return st;
-      return Fill(registry_->Update(*req), resp);
+      return Fill(writes_.Update(*req), resp);
     });
   }
   return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
     auto admit = CheckUpdate(ctx, a);
     if (!admit.ok()) return done(admit.status());
-    registry_->Update(*req, std::move(*admit), std::move(done));
+    writes_.Update(*req, std::move(*admit), std::move(done));
   });
 }
 
@@ -208,7 +209,7 @@ grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
         !st.ok()) {
       return st;
     }
-    return Fill(registry_->Patch(*req), resp);
+    return Fill(writes_.Patch(*req), resp);
   });
 }
 

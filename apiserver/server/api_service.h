@@ -6,6 +6,7 @@
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/metrics.h"
+#include "apiserver/server/sized_writes.h"
 #include "apiserver/server/watch_stream.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
@@ -22,6 +23,9 @@ struct ServiceOptions {
   // RESOURCE_EXHAUSTED (Kubernetes' 429), "Too many requests, please try again later."
   size_t max_waiting_requests = Executor::kDefaultMaxWaiting;
   size_t watch_threads = 1;  // threads that serve watches, each with its own calls
+  // The store's --max-request-bytes: a write the store would refuse for its size is refused
+  // before it is sent, in etcd's words (see SizedWrites).
+  size_t store_max_request_bytes = kDefaultStoreMaxRequestBytes;
 };
 
 // Every method but Watch is a callback method. Watch is a raw method served from a
@@ -84,6 +88,7 @@ class ApiService final : public ApiServiceBase {
                                    const std::function<void(registry::Registry::Done)>& start);
 
   registry::Registry* registry_;
+  SizedWrites writes_;  // the registry's creates, updates and patches
   MetricsApi* metrics_;
   const auth::TokenAuthenticator* authn_;
   ServiceOptions options_;

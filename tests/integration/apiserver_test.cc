@@ -655,6 +655,83 @@ TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
       << bad.err;
 }
 
+// The store takes requests of 1.5 MiB and messages of 2 MiB; kube-apiserver takes bodies of
+// 3 MiB and passes etcd's refusal of a larger object on. No gRPC internals reach the client,
+// and nothing too large reaches the store.
+TEST_P(ApiServerTest, ObjectsTooLargeForTheStoreAreRefusedInEtcdsWords) {
+  // Over the store's request limit, and over its message limit.
+  for (size_t bytes : {size_t{1600} << 10, size_t{2500} << 10}) {
+    auto pod = NewPod("big-" + std::to_string(bytes));
+    pod.mutable_spec()->mutable_containers(0)->add_args(std::string(bytes, 'x'));
+    auto r = admin_->CreatePod(pod);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown) << r.status();
+    EXPECT_EQ(r.status().message(), "etcdserver: request is too large");
+    EXPECT_EQ(admin_->GetPod(pod.metadata().name()).status().code(), absl::StatusCode::kNotFound);
+  }
+  // Validation answers first, as in Kubernetes.
+  auto misnamed = NewPod("Big");
+  misnamed.mutable_spec()->mutable_containers(0)->add_args(std::string(2500 << 10, 'x'));
+  auto r = admin_->CreatePod(misnamed);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(r.status().message()).rfind("Pod \"Big\" is invalid: metadata.name: ", 0),
+            0u)
+      << r.status();
+  auto annotated = NewPod("annotated");
+  (*annotated.mutable_metadata()->mutable_annotations())["big"] = std::string(1 << 20, 'x');
+  EXPECT_EQ(admin_->CreatePod(annotated).status().message(),
+            "Pod \"annotated\" is invalid: metadata.annotations: Too long: may not be more than "
+            "262144 bytes");
+
+  // An update and a patch that would make an object too large.
+  auto small = admin_->CreatePod(NewPod("grows"));
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto grown = *small;
+  grown.mutable_spec()->mutable_containers(0)->add_args(std::string(2500 << 10, 'x'));
+  EXPECT_EQ(admin_->Update(grown).status(), absl::UnknownError("etcdserver: request is too large"));
+  api::Deployment d;
+  d.mutable_metadata()->set_name("grows");
+  (*d.mutable_spec()->mutable_selector()->mutable_match_labels())["app"] = "web";
+  (*d.mutable_spec()->mutable_template_()->mutable_metadata()->mutable_labels())["app"] = "web";
+  auto* c = d.mutable_spec()->mutable_template_()->mutable_spec()->add_containers();
+  c->set_name("c");
+  c->set_image("nginx");
+  ASSERT_TRUE(admin_->Create("deployments", d).ok());
+  const std::string patch = R"({"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx","args":[")" +
+                            std::string(1600 << 10, 'x') + R"("]}]}}}})";
+  EXPECT_EQ(admin_->Patch<api::Deployment>("deployments", "default", "grows", patch).status(),
+            absl::UnknownError("etcdserver: request is too large"));
+
+  // Over the apiserver's own limit, gRPC refuses the request (mkubectl words that as
+  // Kubernetes does: "Request entity too large: limit is 3145728").
+  auto huge = NewPod("huge");
+  huge.mutable_spec()->mutable_containers(0)->add_args(std::string(4 << 20, 'x'));
+  r = admin_->CreatePod(huge);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(r.status().message()).find(" vs. 3145728)"), std::string::npos)
+      << r.status();
+
+  // The store still answers.
+  EXPECT_TRUE(admin_->CreatePod(NewPod("after")).ok());
+  EXPECT_EQ(admin_->GetPod("grows")->spec().containers(0).args_size(), 0);
+}
+
+// An apiserver told the store takes more than it does meets the store's own refusals: they
+// are passed on in etcd's words too, never as gRPC's.
+TEST_P(ApiServerTest, TheStoresOwnRefusalsOfLargeObjectsAreWordedAsEtcds) {
+  std::filesystem::create_directories(dir_.Sub("trusting"));
+  ApiServerProcess trusting(dir_.Sub("trusting"), store_address_);
+  trusting.extra_args = {"--store-max-request-bytes=1073741824"};
+  auto started = trusting.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  Client client(trusting.address(), "admin-token");
+  for (size_t bytes : {size_t{1600} << 10, size_t{2500} << 10}) {
+    auto pod = NewPod("big-" + std::to_string(bytes));
+    pod.mutable_spec()->mutable_containers(0)->add_args(std::string(bytes, 'x'));
+    EXPECT_EQ(client.CreatePod(pod).status(), absl::UnknownError("etcdserver: request is too large"));
+  }
+  EXPECT_TRUE(client.CreatePod(NewPod("after")).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, ApiServerTest, ::testing::Values("mkube", "etcd"),
                          [](const auto& info) { return info.param; });
 
