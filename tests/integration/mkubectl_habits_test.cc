@@ -108,6 +108,41 @@ TEST_F(MkubectlHabitsTest, RunAndCreateDeployment) {
   ASSERT_EQ(Ctl({"delete", "deploy", "web"}).exit_code, 0);
 }
 
+TEST_F(MkubectlHabitsTest, ManifestsTooLargeOrOverKubernetesLimitsGetItsAnswers) {
+  const auto pod = [](const std::string& name, const std::string& meta, size_t arg) {
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n" + meta +
+           "spec:\n  containers:\n  - name: c\n    image: busybox\n    args: [\"" +
+           std::string(arg, 'x') + "\"]\n";
+  };
+  // Over the apiserver's 3 MiB.
+  std::string file = Write("huge.yaml", pod("huge", "", 8 << 20));
+  auto r = Ctl({"create", "-f", file});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "Error from server (RequestEntityTooLarge): error when creating \"" + file +
+                       "\": Request entity too large: limit is 3145728\n");
+  // Under it, over the store's 1.5 MiB.
+  file = Write("big.yaml", pod("big", "", 2 << 20));
+  r = Ctl({"create", "-f", file});
+  EXPECT_EQ(r.err, "Error from server: error when creating \"" + file +
+                       "\": etcdserver: request is too large\n");
+  // Over Kubernetes' own limits: 262144 bytes of annotations, 253 characters of name.
+  file = Write("annotated.yaml", pod("annotated", "  annotations:\n    big: " +
+                                                      std::string(1 << 20, 'a') + "\n",
+                                     1));
+  r = Ctl({"apply", "-f", file});
+  EXPECT_EQ(r.err, "Error from server (Invalid): error when creating \"" + file +
+                       "\": Pod \"annotated\" is invalid: metadata.annotations: Too long: may not "
+                       "be more than 262144 bytes\n");
+  const std::string name(300, 'n');
+  file = Write("long.yaml", pod(name, "", 1));
+  r = Ctl({"create", "-f", file});
+  EXPECT_EQ(r.err, "Error from server (Invalid): error when creating \"" + file + "\": Pod \"" +
+                       name + "\" is invalid: metadata.name: Invalid value: \"" + name +
+                       "\": must be no more than 253 characters\n");
+  r = Ctl({"get", "pods", "-o", "name"});
+  EXPECT_EQ(r.out, "") << "nothing was stored";
+}
+
 TEST_F(MkubectlHabitsTest, WaitForAFieldAConditionOrDeletion) {
   ASSERT_EQ(Ctl({"run", "w", "--image=busybox"}).exit_code, 0);
   auto r = Ctl({"wait", "pod/w", "--for=jsonpath={.spec.restartPolicy}=Always", "--timeout=10s"});
