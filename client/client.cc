@@ -11,7 +11,8 @@ namespace {
 template <typename Fn>
 auto WithRetries(int attempts, Fn fn) -> decltype(fn()) {
   auto r = fn();
-  for (int i = 1; i < attempts && !r.ok() && r.status().code() == absl::StatusCode::kUnavailable; ++i) {
+  for (int i = 1; i < attempts && !r.ok() && r.status().code() == absl::StatusCode::kUnavailable;
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(i, 4)));
     r = fn();
   }
@@ -58,6 +59,7 @@ GrpcClient::GrpcClient(ClientOptions options) : options_(std::move(options)) {
 void GrpcClient::Prepare(grpc::ClientContext* ctx) const {
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  if (options_.wait_for_ready) ctx->set_wait_for_ready(true);
 }
 
 absl::StatusOr<std::string> GrpcClient::GetRaw(const apiserver::GetRequest& req) {
@@ -147,8 +149,8 @@ WatchStreamPtr GrpcClient::Watch(const apiserver::WatchRequest& req) {
   return w;
 }
 
-std::unique_ptr<grpc::ClientReader<agent::LogChunk>> GrpcClient::Logs(grpc::ClientContext* ctx,
-                                                                   const agent::LogRequest& req) {
+std::unique_ptr<grpc::ClientReader<agent::LogChunk>> GrpcClient::Logs(
+    grpc::ClientContext* ctx, const agent::LogRequest& req) {
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   return streams_->Logs(ctx, req);
 }

@@ -30,6 +30,9 @@ struct ClientOptions {
   int read_attempts = 5;
   // A connection of its own instead of the one shared by every client of the same address.
   bool own_connection = false;
+  // Calls made while the apiserver is being reconnected to wait for it (within `timeout`)
+  // rather than failing at once.
+  bool wait_for_ready = false;
 };
 
 // A server stream of watch events; Read blocks, false at the end (then Finish()).
@@ -66,8 +69,8 @@ class ApiClient {
   virtual ~ApiClient() = default;
 
   template <typename T>
-  absl::StatusOr<T> Get(const std::string& resource, const std::string& ns,
-                        const std::string& name, const std::string& subresource = "") {
+  absl::StatusOr<T> Get(const std::string& resource, const std::string& ns, const std::string& name,
+                        const std::string& subresource = "") {
     apiserver::GetRequest req;
     req.set_resource(resource);
     req.set_namespace_(ns);
@@ -156,7 +159,7 @@ class GrpcClient final : public ApiClient {
   // pods/log and pods/exec. `ctx` gets the token and no deadline: these last as long as the
   // caller wants (cancel through ctx).
   std::unique_ptr<grpc::ClientReader<agent::LogChunk>> Logs(grpc::ClientContext* ctx,
-                                                           const agent::LogRequest& req);
+                                                            const agent::LogRequest& req);
   std::unique_ptr<grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>> Exec(
       grpc::ClientContext* ctx);
 

@@ -72,6 +72,10 @@ absl::Status Leadership::Check(const Flags& f) {
 }
 
 Leadership::Leadership(ApiClient* client, const Flags& f, std::function<void()> lead) {
+  Start(client, f, std::move(lead));
+}
+
+void Leadership::Start(ApiClient* client, const Flags& f, std::function<void()> lead) {
   if (!f.enabled) {
     lead();
     return;
@@ -93,6 +97,21 @@ Leadership::Leadership(ApiClient* client, const Flags& f, std::function<void()> 
   };
   elector_ = std::make_unique<LeaderElector>(client, c);
   elector_->Start();
+}
+
+Leadership::Leadership(const ClientOptions& options, const Flags& f, std::function<void()> lead)
+    : own_client_(f.enabled ? std::make_unique<GrpcClient>(ElectionClientOptions(options, f))
+                            : nullptr) {
+  Start(own_client_.get(), f, std::move(lead));
+}
+
+ClientOptions ElectionClientOptions(ClientOptions options, const Leadership::Flags& flags) {
+  const absl::Duration renew = *PositiveDuration("", flags.renew_deadline);
+  options.timeout = std::max(std::chrono::milliseconds(100), absl::ToChronoMilliseconds(renew / 5));
+  options.own_connection = true;
+  options.wait_for_ready = true;
+  options.read_attempts = 1;
+  return options;
 }
 
 void Leadership::Release() {

@@ -23,7 +23,6 @@ void WriteReadyFile(const std::string& path, const std::string& content);
 // A duration flag ("15s", "1m30s") that must be positive; the error names the flag.
 absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text);
 
-
 // The --leader-elect* flags kube-scheduler and kube-controller-manager share, and the run
 // they govern: `lead` is called once this process holds the Lease (at once without leader
 // election); a leader that loses its Lease exits (status 1) to start again as a candidate, as
@@ -41,15 +40,28 @@ class Leadership {
   // Checks the flags' durations; the error names the flag.
   static absl::Status Check(const Flags& flags);
 
-  // Starts the election (flags already checked).
+  // Starts the election (flags already checked) through `client`.
   Leadership(ApiClient* client, const Flags& flags, std::function<void()> lead);
+  // The same through a client of its own to the apiserver `options` name (ElectionClient):
+  // the daemon's busy connection does not hold up its renewals.
+  Leadership(const ClientOptions& options, const Flags& flags, std::function<void()> lead);
   ~Leadership() { Release(); }
   void Release();
 
  private:
+  void Start(ApiClient* client, const Flags& flags, std::function<void()> lead);
+
   std::atomic<bool> releasing_{false};
+  std::unique_ptr<ApiClient> own_client_;
   std::unique_ptr<LeaderElector> elector_;
 };
+
+// The options of a leader's client, as kube-scheduler gives leader election a client of its
+// own: its own connection; calls that wait through a reconnect (a restarted apiserver or
+// store) but each end within a fifth of the renew deadline, so that several tries fit in it
+// and the last one (a read and a write) ends before the lease can expire for the others; no
+// repeated reads, since the election's loop tries again itself.
+ClientOptions ElectionClientOptions(ClientOptions options, const Leadership::Flags& flags);
 
 // Blocks SIGTERM and SIGINT for this thread and those it starts later, and ignores SIGPIPE:
 // call first thing in main. WaitForTermination then returns the signal that came.

@@ -40,11 +40,11 @@ void LeaderElector::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
+absl::Status LeaderElector::TryAcquireOrRenew() {
   const std::string now = MicroTime(clock_->Now());
   auto current = client_->Get<api::Lease>("leases", config_.lease_namespace, config_.lease_name);
   if (!current.ok()) {
-    if (current.status().code() != absl::StatusCode::kNotFound) return false;
+    if (current.status().code() != absl::StatusCode::kNotFound) return current.status();
     api::Lease lease;
     lease.mutable_metadata()->set_name(config_.lease_name);
     lease.mutable_metadata()->set_namespace_(config_.lease_namespace);
@@ -54,7 +54,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     spec->set_acquire_time(now);
     spec->set_renew_time(now);
     spec->set_lease_transitions(0);
-    return client_->Create("leases", config_.lease_namespace, lease).ok();
+    return client_->Create("leases", config_.lease_namespace, lease).status();
   }
   const auto& spec = current->spec();
   const absl::Time seen = clock_->Now();
@@ -64,9 +64,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     observed_at_ = seen;
   }
   const bool mine = spec.holder_identity() == config_.identity;
-  const bool expired = spec.holder_identity().empty() ||
-                       seen - observed_at_ > config_.lease_duration;
-  if (!mine && !expired) return false;
+  const bool expired =
+      spec.holder_identity().empty() || seen - observed_at_ > config_.lease_duration;
+  if (!mine && !expired) {
+    return absl::FailedPreconditionError("held by " + spec.holder_identity());
+  }
   api::Lease next = *current;
   auto* s = next.mutable_spec();
   if (!mine) {
@@ -78,11 +80,11 @@ bool LeaderElector::TryAcquireOrRenew() {
   s->set_renew_time(now);
   // The update carries the version read: if another candidate wrote meanwhile, it conflicts.
   auto updated = client_->Update("leases", config_.lease_namespace, next);
-  if (!updated.ok()) return false;
+  if (!updated.ok()) return updated.status();
   observed_holder_ = updated->spec().holder_identity();
   observed_renew_ = updated->spec().renew_time();
   observed_at_ = clock_->Now();
-  return true;
+  return absl::OkStatus();
 }
 
 void LeaderElector::Release() {
@@ -96,9 +98,18 @@ void LeaderElector::Release() {
 
 void LeaderElector::Run() {
   for (;;) {
-    const bool holds = TryAcquireOrRenew();
+    const absl::Time started = clock_->Now();
+    const absl::Status tried = TryAcquireOrRenew();
+    const bool holds = tried.ok();
     const absl::Time now = clock_->Now();
     if (holds) last_renewed_ = now;
+    if (!holds && leading_) {
+      // Each failed renewal is told: a lost lease is then explained by what came before it.
+      Log().warn("{} could not renew the lease {}/{} (last renewed {} ago; this try took {}): {}",
+                 config_.identity, config_.lease_namespace, config_.lease_name,
+                 absl::FormatDuration(now - last_renewed_), absl::FormatDuration(now - started),
+                 tried.ToString());
+    }
     if (holds && !leading_) {
       leading_ = true;
       Log().info("{} became the leader of {}/{}", config_.identity, config_.lease_namespace,

@@ -16,7 +16,10 @@ namespace mkube::client {
 
 // Lease-based leader election, as client-go's: candidates race to hold a Lease object; the
 // holder renews it every retry period; the others take it over once it has gone unrenewed
-// for a lease duration (timed by their own clocks, from when they last saw it change).
+// for a lease duration (timed by their own clocks, from when they last saw it change). A
+// leader that has not renewed for the renew deadline stops leading; so that a store or
+// apiserver restart costs one failed try rather than the lease, give it a client whose calls
+// wait through a reconnect and end well within the deadline (ElectionClientOptions).
 class LeaderElector {
  public:
   struct Config {
@@ -40,8 +43,9 @@ class LeaderElector {
 
  private:
   void Run();
-  // One attempt to acquire or renew; true when this candidate holds the lease afterwards.
-  bool TryAcquireOrRenew();
+  // One attempt to acquire or renew: OK when this candidate holds the lease afterwards,
+  // FailedPrecondition while another holds it, or why the attempt failed.
+  absl::Status TryAcquireOrRenew();
   void Release();
 
   ApiClient* client_;

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     log.info("leading: starting controllers {}", fmt::join(manager.Running(), ", "));
     manager.StartControllers();
   };
-  mkube::client::Leadership leadership(&client, election, start);
+  mkube::client::Leadership leadership(*copts, election, start);
   mkube::client::WriteReadyFile(ready_file, election.identity);
   log.info("mkube-controller-manager {} watching apiserver {}", election.identity, apiserver);
 

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     log.info("scheduling pods for profiles {}", fmt::join(names, ", "));
     loop = std::thread([&scheduler] { scheduler.Run(); });
   };
-  mkube::client::Leadership leadership(&client, election, start_scheduling);
+  mkube::client::Leadership leadership(*copts, election, start_scheduling);
   mkube::client::WriteReadyFile(ready_file, election.identity);
   log.info("mkube-scheduler {} watching apiserver {}", election.identity, apiserver);
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "client/daemon.h"
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
 #include "proto/api/apps.pb.h"
@@ -22,6 +23,7 @@ class Link final : public ApiClient {
  public:
   explicit Link(ApiClient* to) : to_(to) {}
   void Cut() { cut_ = true; }
+  void Mend() { cut_ = false; }
   int calls() const { return calls_; }
 
   absl::StatusOr<std::string> GetRaw(const apiserver::GetRequest& r) override {
@@ -71,9 +73,8 @@ class LeaderElectionTest : public ::testing::Test {
   void Step() {
     const int a = link_a_.calls(), b = link_b_.calls();
     clock_.Advance(absl::Seconds(2));
-    ASSERT_TRUE(Eventually([&] {
-      return link_a_.calls() > a && link_b_.calls() > b && clock_.waiters() == 2;
-    }));
+    ASSERT_TRUE(Eventually(
+        [&] { return link_a_.calls() > a && link_b_.calls() > b && clock_.waiters() == 2; }));
   }
   // a first, until it leads; then b, until both wait for their next retry.
   void StartLeaderThenFollower(LeaderElector& a, LeaderElector& b) {
@@ -132,6 +133,45 @@ TEST_F(LeaderElectionTest, ACutOffLeaderStepsDownBeforeTheOtherTakesOver) {
   EXPECT_LT(a_stopped, b_started);
   EXPECT_EQ(Lease().spec().holder_identity(), "b");
   EXPECT_EQ(Lease().spec().lease_transitions(), 1);
+}
+
+// A store or apiserver restart: the leader's tries fail for a while, less than the renew
+// deadline. It keeps leading, the other never takes over, and the lease changes no hands.
+TEST_F(LeaderElectionTest, ALeaderCutOffForLessThanTheRenewDeadlineKeepsLeading) {
+  LeaderElector a(&link_a_, Config("a"), &clock_);
+  LeaderElector b(&link_b_, Config("b"), &clock_);
+  ASSERT_NO_FATAL_FAILURE(StartLeaderThenFollower(a, b));
+  Step();
+  link_a_.Cut();
+  for (int i = 0; i < 4; ++i) {  // 8 s of failed tries
+    Step();
+    ASSERT_TRUE(a.IsLeader());
+  }
+  link_a_.Mend();
+  for (int i = 0; i < 10; ++i) {
+    Step();
+    ASSERT_TRUE(a.IsLeader());
+    ASSERT_FALSE(b.IsLeader());
+  }
+  EXPECT_EQ(Lease().spec().holder_identity(), "a");
+  EXPECT_EQ(Lease().spec().lease_transitions(), 0);
+  EXPECT_EQ(started_, 1);
+}
+
+// A leader's own client: each call waits through a reconnect but ends within a fifth of the
+// renew deadline, so that a try (a read and a write) leaves room for more before it.
+TEST(ElectionClientOptionsTest, CallsWaitForTheConnectionWithinAFifthOfTheRenewDeadline) {
+  ClientOptions daemon;
+  daemon.address = "127.0.0.1:6443";
+  Leadership::Flags flags;  // renew deadline 10 s
+  ClientOptions o = ElectionClientOptions(daemon, flags);
+  EXPECT_EQ(o.address, daemon.address);
+  EXPECT_EQ(o.timeout, std::chrono::seconds(2));
+  EXPECT_TRUE(o.wait_for_ready);
+  EXPECT_TRUE(o.own_connection);
+  EXPECT_EQ(o.read_attempts, 1);
+  flags.renew_deadline = "100ms";
+  EXPECT_EQ(ElectionClientOptions(daemon, flags).timeout, std::chrono::milliseconds(100));
 }
 
 }  // namespace
