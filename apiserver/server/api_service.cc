@@ -152,16 +152,19 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, const GetRequest* req,
                                           ObjectReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
-    if (auto st = Check(
-            ctx, {"get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""});
-        !st.ok()) {
-      return st;
-    }
-    if (const api::KindInfo* k = Measured(req->resource())) {
+  const auth::Attributes a{
+      "get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""};
+  if (const api::KindInfo* k = Measured(req->resource())) {  // asks the agents: a worker waits
+    return Offload(ctx, [=, this]() -> absl::Status {
+      if (auto st = Check(ctx, a); !st.ok()) return st;
       return Fill(metrics_->Get(*k, req->namespace_(), req->name()), resp);
-    }
-    return Fill(registry_->Get(*req), resp);
+    });
+  }
+  // A read of the store answered where it arrives: a lease's renewal does not queue behind
+  // the lists and deletes that wait for workers.
+  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+    if (auto st = Check(ctx, a); !st.ok()) return done(st);
+    registry_->Get(*req, std::move(done));
   });
 }
 

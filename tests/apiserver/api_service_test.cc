@@ -85,6 +85,18 @@ class ApiServiceTest : public ::testing::Test {
                           std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
     return OnPod(&Api::Stub::Get, name, deadline).error_code();
   }
+  // A list waits for a worker (a get does not: it is answered where the store's answer
+  // arrives).
+  grpc::StatusCode ListPods(std::chrono::milliseconds deadline) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer t");
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    ListRequest req;
+    req.set_resource("pods");
+    req.set_namespace_("default");
+    ListReply reply;
+    return stub_->List(&ctx, req, &reply).error_code();
+  }
 
   mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
@@ -111,20 +123,21 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
     ListReply reply;
     EXPECT_EQ(stub_->List(&ctx, req, &reply).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   });
-  // Once a quick read times out, the worker is taken (rather than sleeping and hoping so).
+  // Once a quick list times out, the worker is taken (rather than sleeping and hoping so).
   bool taken = false;
   for (int i = 0; i < 100 && !taken; ++i) {
-    taken =
-        GetPod("on-time", std::chrono::milliseconds(100)) == grpc::StatusCode::DEADLINE_EXCEEDED;
+    taken = ListPods(std::chrono::milliseconds(100)) == grpc::StatusCode::DEADLINE_EXCEEDED;
   }
   ASSERT_TRUE(taken);
+  // A get does not wait for the worker.
+  EXPECT_EQ(GetPod("on-time", std::chrono::seconds(2)), grpc::StatusCode::OK);
   // Queued behind it, this delete's caller gives up after half a second.
   EXPECT_EQ(DeletePod("on-time", std::chrono::milliseconds(500)).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   // Creates do not wait for a worker: they go to the store without one.
   ASSERT_TRUE(CreatePod("meanwhile", std::chrono::seconds(10)).ok());
   busy.join();
-  // The worker is free again; the late delete must not have happened.
+  // The late delete must not have happened.
   EXPECT_EQ(GetPod("meanwhile"), grpc::StatusCode::OK);
   EXPECT_EQ(GetPod("on-time"), grpc::StatusCode::OK);
 }
@@ -150,19 +163,18 @@ TEST_F(ApiServiceTest, ARequestIsRefusedAtOnceWhenTooManyWaitForAWorker) {
     } while (code == grpc::StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED);
   });
-  // Once the worker is taken, a quick read waits in the only place there is (its caller
+  // Once the worker is taken, a quick list waits in the only place there is (its caller
   // gives up; it stays queued until the worker is free) and the next one is refused.
   grpc::Status refused;
   for (int i = 0; i < 100 && refused.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED; ++i) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer t");
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
-    GetRequest req;
+    ListRequest req;
     req.set_resource("pods");
     req.set_namespace_("default");
-    req.set_name("p");
-    ObjectReply reply;
-    refused = stub_->Get(&ctx, req, &reply);
+    ListReply reply;
+    refused = stub_->List(&ctx, req, &reply);
   }
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(refused.error_message(), "Too many requests, please try again later.");
