@@ -217,7 +217,7 @@ void Connection::HalfClose(uint32_t id) {
     Answer(id, absl::InternalError("the request ends inside a message"));
   } else if (t.handler) {
     t.handler->OnHalfClose();
-  } else if (!t.dispatched) {
+  } else if (!t.dispatched && !t.waiting) {
     Answer(id, absl::InternalError("the request has no message"));
   }
 }
@@ -256,13 +256,22 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
     if (s.handler) {
       s.handler->OnMessage(message);
       if (!streams_.contains(id)) return;
-    } else if (s.dispatched) {
+    } else if (s.dispatched || s.waiting) {
       Answer(id, absl::InternalError("a unary call with more than one request message"));
       return;
+    } else if (waiting_.empty() && !CallsWait()) {
+      Begin(id, s, message);
     } else {
-      s.dispatched = true;
-      loop_->in_flight().fetch_add(1, std::memory_order_relaxed);
-      loop_->DispatchUnary(s.method, message, Responder(shared_from_this(), id));
+      s.waiting = true;
+      s.request.assign(message);
+      waiting_.push_back(id);
+      if (Buffered(static_cast<int64_t>(message.size())) ||
+          partial_bytes_ > loop_->max_connection_partial()) {
+        Answer(id, absl::ResourceExhaustedError(fmt::format(
+                       "grpc: too many bytes of requests waiting ({} on this connection)",
+                       partial_bytes_)));
+        return;
+      }
     }
   }
   bool over = false;
@@ -285,6 +294,36 @@ void Connection::OnMessages(uint32_t id, Stream& s, std::string_view data) {
   }
 }
 
+void Connection::Begin(uint32_t id, Stream& s, std::string_view request) {
+  s.dispatched = true;
+  ++calls_begun_;
+  loop_->in_flight().fetch_add(1, std::memory_order_relaxed);
+  loop_->DispatchUnary(s.method, request, Responder(shared_from_this(), id));
+}
+
+bool Connection::CallsWait() {
+  const size_t posted = answers_posted_.load(std::memory_order_relaxed);
+  const size_t owed = calls_begun_ > posted ? calls_begun_ - posted : 0;
+  const size_t expected =
+      replies_posted_.load(std::memory_order_relaxed) + replies_pending_ + owed * reply_average_;
+  if (calls_wait_ ? expected <= kAnswersHighWater / 2 : expected > kAnswersHighWater) {
+    calls_wait_ = !calls_wait_;
+  }
+  return calls_wait_;
+}
+
+void Connection::BeginWaiting() {
+  while (!waiting_.empty() && !closed_ && !CallsWait()) {
+    const uint32_t id = waiting_.front();
+    waiting_.pop_front();
+    Stream& s = streams_.at(id);  // Forget takes a call out of waiting_
+    s.waiting = false;
+    const std::string request = std::move(s.request);
+    Buffered(-static_cast<int64_t>(request.size()));
+    Begin(id, s, request);
+  }
+}
+
 bool Connection::Buffered(int64_t delta) {
   partial_bytes_ = static_cast<size_t>(static_cast<int64_t>(partial_bytes_) + delta);
   return loop_->AddPartial(delta);
@@ -301,8 +340,18 @@ void Connection::Forget(uint32_t id) {
   Stream s = std::move(it->second);
   streams_.erase(it);
   if (!s.in.empty()) Buffered(-static_cast<int64_t>(s.in.size()));
-  for (const std::string& m : s.pending) pending_bytes_ -= m.size() + kQueuedMessageCost;
+  if (s.waiting) {
+    Buffered(-static_cast<int64_t>(s.request.size()));
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+  }
+  size_t unframed = 0;
+  for (const std::string& m : s.pending) {
+    pending_bytes_ -= m.size() + kQueuedMessageCost;
+    unframed += m.size();
+  }
   pending_bytes_ += s.pending_offset;  // already framed
+  ReplyGone(s, unframed - s.pending_offset);
+  if (!waiting_.empty() && !closed_) Dirty();  // answers dropped: calls waiting may begin
   if (s.dispatched) loop_->in_flight().fetch_sub(1, std::memory_order_relaxed);
   if (s.handler) s.handler->OnClose();
 }
@@ -344,6 +393,11 @@ void Connection::Overflow(uint32_t id, Stream& s) {
 }
 
 void Connection::Deliver(Outgoing& o) {
+  if (o.kind == Outgoing::kReply) {
+    replies_posted_.fetch_sub(o.data.size(), std::memory_order_relaxed);
+    reply_average_ =
+        reply_average_ == 0 ? o.data.size() : (7 * reply_average_ + o.data.size()) / 8;
+  }
   auto it = streams_.find(o.stream);
   if (it == streams_.end()) return;  // the client is gone or reset the call
   Stream& s = it->second;
@@ -357,6 +411,8 @@ void Connection::Deliver(Outgoing& o) {
       return;
     }
     pending_bytes_ += o.data.size() + kQueuedMessageCost;
+    if (!s.server) replies_pending_ += o.data.size();
+    backlog_peak_ = std::max(backlog_peak_, Backlog());
   }
   switch (o.kind) {
     case Outgoing::kReply:
@@ -407,7 +463,12 @@ void Connection::Flush() {
   if (closed_) return;
   const bool rest = pos < wire.size();
   if (!rest) {
-    wire.clear();
+    // A burst's buffer is not kept by a connection that may stay idle for hours.
+    if (wire.capacity() > (256 << 10)) {
+      std::string().swap(wire);
+    } else {
+      wire.clear();
+    }
     pos = 0;
   } else if (pos > (256 << 10)) {
     wire.erase(0, pos);
@@ -426,6 +487,8 @@ void Connection::Flush() {
   // Room again below the high water: streams held back by it go on (what they frame marks
   // the connection dirty again).
   if (!blocked_.empty() && Unsent() <= kOutputHighWater / 2) PumpBlocked();
+  // Answers framed or dropped: calls waiting for them may begin.
+  if (!waiting_.empty()) BeginWaiting();
 }
 
 void Connection::Close() {
@@ -437,7 +500,8 @@ void Connection::Close() {
   std::vector<uint32_t> ids;
   for (auto& [id, s] : streams_) ids.push_back(id);
   for (uint32_t id : ids) Forget(id);
-  out_.clear();
+  std::string().swap(out_);
+  if (backlog_peak_ >= kReleaseAfter) loop_->ReleaseMemorySoon();
   loop_->Retire(shared_from_this());
 }
 

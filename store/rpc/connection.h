@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -32,6 +33,15 @@ inline constexpr int64_t kConnWindow = 16 << 20;   // and the whole connection
 inline constexpr size_t kMaxHeaderList = 64 << 10;
 // Stream data stops moving into a connection's output above this many unsent bytes.
 inline constexpr size_t kOutputHighWater = 1 << 20;
+// A connection's unary calls wait to begin while the answers it has made and not yet framed,
+// with those of its calls in progress (counted at the average size of its recent answers),
+// come to more than this; they begin again once that is down to half. A client that asks and
+// does not take its answers (a window of 0) holds this much of them, whatever number of calls
+// it may open.
+inline constexpr size_t kAnswersHighWater = 32 << 20;
+// A connection that held this much output at once gives the memory back to the system when it
+// closes (the allocator keeps what is freed).
+inline constexpr size_t kReleaseAfter = 8 << 20;
 // What a message waiting in a stream's queue costs beyond its bytes (its string, its slot),
 // so that the backlog limit bounds memory with small messages too.
 inline constexpr size_t kQueuedMessageCost = 64;
@@ -96,6 +106,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The call's grpc-timeout passed: if it is still open, it ends with DEADLINE_EXCEEDED.
   void Expire(uint32_t id);
   bool HasStream(uint32_t id) const { return streams_.contains(id); }
+  // Any thread: a unary call's answer is posted to the loop (`bytes`, framed; 0 for a status).
+  void AnswerPosted(size_t bytes) {
+    answers_posted_.fetch_add(1, std::memory_order_relaxed);
+    replies_posted_.fetch_add(bytes, std::memory_order_relaxed);
+  }
   void GoAway();
   void Close();
   // Sends what is queued; false once the connection is closed.
@@ -110,6 +125,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string in;  // the start of a request message not yet whole
     std::string encoding;     // grpc-encoding, when not identity: none is supported
     bool dispatched = false;  // unary: the request went to its handler
+    bool waiting = false;     // unary: the request (in `request`) waits in waiting_ to go
+    std::string request;
     bool headers_sent = false;  // the answer's HEADERS (and its data source) are submitted
     bool finish_pending = false;
     bool blocked = false;   // held by the connection's output high water (in blocked_)
@@ -143,6 +160,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The client sends no more on the call.
   void HalfClose(uint32_t id);
   void OnMessages(uint32_t id, Stream& s, std::string_view data);
+  // A unary call's request goes to its handler.
+  void Begin(uint32_t id, Stream& s, std::string_view request);
+  // Whether unary calls must wait to begin (kAnswersHighWater).
+  bool CallsWait();
+  // Begins the calls waiting, in order, while CallsWait() allows.
+  void BeginWaiting();
+  // A unary stream's answer bytes leave the connection (framed, or dropped).
+  void ReplyGone(const Stream& s, size_t bytes) {
+    if (!s.server) replies_pending_ -= bytes;
+  }
   bool Fail(ErrorCode code, std::string_view why);
   void SendGoAway(ErrorCode code, std::string_view why);
 
@@ -188,8 +215,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t out_pos_ = 0;
   // The streams' pending messages, less what is framed, plus an allowance for each message.
   size_t pending_bytes_ = 0;
-  // The streams' partly received request messages (their `in`), in bytes.
+  // The streams' partly received request messages (their `in`), and the requests of calls
+  // waiting to begin, in bytes.
   size_t partial_bytes_ = 0;
+  // Unary answers: posted to the loop and not yet delivered (any thread adds), delivered and
+  // not yet framed; the calls begun, the answers posted (any thread adds), and the average
+  // size of the recent answers.
+  std::atomic<size_t> replies_posted_{0};
+  size_t replies_pending_ = 0;
+  size_t calls_begun_ = 0;
+  std::atomic<size_t> answers_posted_{0};
+  size_t reply_average_ = 0;
+  bool calls_wait_ = false;
+  std::deque<uint32_t> waiting_;  // unary calls waiting to begin, in order
+  size_t backlog_peak_ = 0;       // the most Backlog() has been
   uint32_t events_ = 1;       // what epoll watches for: EPOLLIN (1), EPOLLOUT when output waits
   bool read_paused_ = false;  // too much output unsent: input is not read (kReadPause)
   bool closed_ = false;

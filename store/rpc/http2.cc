@@ -239,6 +239,7 @@ ssize_t Connection::ReadData(uint32_t id, uint8_t* buf, size_t length, uint32_t*
     n += take;
     s.pending_offset += take;
     pending_bytes_ -= take;
+    ReplyGone(s, take);
     if (s.server) s.server->queued_.fetch_sub(take, std::memory_order_acq_rel);
     if (s.pending_offset == m.size()) {
       s.pending.pop_front();
@@ -288,6 +289,7 @@ void Connection::Answer(uint32_t id, const absl::Status& status) {
     while (s.pending.size() > (s.pending_offset > 0 ? 1 : 0)) {
       dropped += s.pending.back().size();
       pending_bytes_ -= s.pending.back().size() + kQueuedMessageCost;
+      ReplyGone(s, s.pending.back().size());
       s.pending.pop_back();
     }
     if (s.server) s.server->queued_.fetch_sub(dropped, std::memory_order_acq_rel);

@@ -76,6 +76,9 @@ class Loop {
   }
 
   void MarkDirty(Connection* c);
+  // Free memory goes back to the system before the loop next waits (a connection that held
+  // much of it is closed; malloc keeps what is freed).
+  void ReleaseMemorySoon() { release_memory_ = true; }
   void Retire(std::shared_ptr<Connection> c);
   // Calls a unary handler. The first call of a round of events waits for the round's end:
   // if it is still the only one and nothing waits to be sent, it runs quiet().
@@ -172,6 +175,8 @@ class Loop {
   };
   std::optional<Deferred> deferred_;
   int round_calls_ = 0;
+  bool own_posts_ = false;  // the loop posted to its own inbox since the last Drain
+  bool release_memory_ = false;
   bool going_away_ = false;
   bool stop_ = false;
   // Accepting, paused after running out of descriptors (loop 0's listener only).

@@ -1,6 +1,7 @@
 #include "store/rpc/server.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,9 +17,20 @@
 #include "fmt/format.h"
 #include "store/rpc/loop.h"
 
+// gperftools' tcmalloc, when the binary links it.
+extern "C" void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
+
 namespace mkube::store::rpc {
 
 namespace {
+
+void ReleaseFreeMemory() {
+  if (MallocExtension_ReleaseFreeMemory) {
+    MallocExtension_ReleaseFreeMemory();
+  } else {
+    malloc_trim(0);
+  }
+}
 
 spdlog::logger& Log() {
   static spdlog::logger& logger = log::Logger("rpc");
@@ -36,6 +48,7 @@ Responder::~Responder() {
 void Responder::Reply(const google::protobuf::MessageLite& response) {
   if (!conn_) return;
   Outgoing o{Outgoing::kReply, std::move(conn_), stream_, FrameMessage(response), {}};
+  o.conn->AnswerPosted(o.data.size());
   Loop* loop = o.conn->loop();
   loop->Post(std::move(o));
 }
@@ -43,6 +56,7 @@ void Responder::Reply(const google::protobuf::MessageLite& response) {
 void Responder::Fail(const absl::Status& status) {
   if (!conn_) return;
   Outgoing o{Outgoing::kFinish, std::move(conn_), stream_, {}, status};
+  o.conn->AnswerPosted(0);
   Loop* loop = o.conn->loop();
   loop->Post(std::move(o));
 }
@@ -91,8 +105,12 @@ void Loop::Post(Outgoing o) {
     absl::MutexLock lock(&mu_);
     inbox_.push_back(std::move(o));
   }
-  // The loop drains its inbox after every round of events: its own posts need no wake-up.
-  if (std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed)) return;
+  // The loop drains its inbox after every round of events: its own posts need no wake-up
+  // (those made after the round's Drain, by calls begun in Flush, make the next wait short).
+  if (std::this_thread::get_id() == thread_id_.load(std::memory_order_relaxed)) {
+    own_posts_ = true;
+    return;
+  }
   if (!notified_.exchange(true, std::memory_order_acq_rel)) {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(efd_, &one, sizeof(one));
@@ -185,6 +203,7 @@ void Loop::ResumeAcceptIfDue() {
 }
 
 int Loop::WaitTimeout() const {
+  if (own_posts_ || deferred_) return 0;  // work for this round already
   if (!accept_paused_ && deadlines_.empty()) return -1;
   auto next = std::chrono::steady_clock::time_point::max();
   if (accept_paused_) next = accept_resume_;
@@ -265,6 +284,7 @@ void Loop::Adopt(int fd) {
 }
 
 void Loop::Drain() {
+  own_posts_ = false;
   std::vector<Outgoing> batch;
   for (;;) {
     {
@@ -307,6 +327,10 @@ void Loop::Run() {
   std::vector<epoll_event> events(256);
   while (!stop_) {
     graveyard_.clear();
+    if (release_memory_) {
+      release_memory_ = false;
+      ReleaseFreeMemory();
+    }
     const int n = epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), WaitTimeout());
     if (n < 0 && errno != EINTR) {
       Log().error("epoll_wait: {}", strerror(errno));

@@ -131,8 +131,10 @@ struct ServerOptions {
   // Calls open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); one more is
   // refused with RST_STREAM REFUSED_STREAM, which gRPC clients retry.
   uint32_t max_concurrent_streams = 1000;
-  // Bytes of request messages received in part, waiting for their rest: on one connection,
-  // and on all of them. A call whose message takes them over either ends RESOURCE_EXHAUSTED.
+  // Bytes of request messages received in part, waiting for their rest, or whole and waiting
+  // for their connection's answers to go out before their calls begin (kAnswersHighWater,
+  // connection.h): on one connection, and on all of them. A call whose message takes them over
+  // either ends RESOURCE_EXHAUSTED.
   size_t max_connection_partial_bytes = 64 << 20;
   size_t max_total_partial_bytes = 1 << 30;
   // Serve TLS with this (nullptr: plaintext).

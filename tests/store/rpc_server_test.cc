@@ -270,6 +270,9 @@ class RpcServerTest : public ::testing::Test {
       auto* kv = resp.add_kvs();
       kv->set_key(req.key());
       kv->set_value(std::string(req.limit(), 'v'));
+      if (req.key() == "later") {  // from another thread
+        return answerer_.Later([r = std::move(r), resp]() mutable { r.Reply(resp); });
+      }
       r.Reply(resp);
     });
     // Put answers from another thread with the size of what it received.
@@ -671,6 +674,60 @@ TEST_F(RpcServerTest, AClientThatDoesNotReadIsNotRead) {
   raw.ReadUntil([&](const RawClient::Frame&) { return ranges_.load() > answered + 10; },
                 std::chrono::seconds(20));
   EXPECT_GT(ranges_.load(), answered + 10);
+}
+
+// A client that grants no window and asks for 100 answers of 1 MiB: once kAnswersHighWater of
+// them are made or coming (the calls in progress counted at the size of the connection's
+// recent answers), its other calls wait to begin, whatever number of streams it may open,
+// while the connection is still read; once it opens its windows, every call is answered.
+// Answered on the loop, and from another thread.
+TEST_F(RpcServerTest, CallsWaitWhileTheirConnectionsAnswersCannotBeSent) {
+  for (const std::string key : {"now", "later"}) {
+    SCOPED_TRACE(key);
+    ranges_ = 0;
+    RawClient raw(server_->address());
+    ASSERT_TRUE(raw.connected());
+    RangeRequest req;
+    req.set_key(key);
+    req.set_limit(1 << 20);
+    // A first call, whose answer tells the connection what its answers are like.
+    ASSERT_TRUE(raw.Send(RawClient::StartWithoutWindow() +
+                         RawClient::Call(1, "/etcdserverpb.KV/Range", req, true)));
+    ASSERT_TRUE(raw.ReadUntil([](const RawClient::Frame& f) { return f.type == h2::kHeaders; }));
+    constexpr int kCalls = 100;
+    std::string out;
+    for (uint32_t i = 1; i < kCalls; ++i) {
+      out += RawClient::Call(2 * i + 1, "/etcdserverpb.KV/Range", req, true);
+    }
+    ASSERT_TRUE(raw.Send(out));
+    const int bound = static_cast<int>(kAnswersHighWater >> 20) + 2;
+    EXPECT_TRUE(Eventually([&] { return ranges_.load() >= bound - 2; })) << ranges_.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_LE(ranges_.load(), bound);
+    // Still read: a PING is answered.
+    ASSERT_TRUE(raw.Send(h2::Frame(h2::kPing, 0, 0, "12345678")));
+    ASSERT_TRUE(raw.ReadUntil([](const RawClient::Frame& f) { return f.type == h2::kPing; }));
+    EXPECT_FALSE(raw.closed());
+    for (const auto& f : raw.frames()) EXPECT_NE(f.type, h2::kData);
+
+    // The windows open (INITIAL_WINDOW_SIZE 2^31-1, and the connection's): all is answered.
+    ASSERT_TRUE(raw.Send(
+        h2::Frame(h2::kSettings, 0, 0, std::string("\x00\x04\x7f\xff\xff\xff", 6)) +
+        h2::Frame(8, 0, 0, std::string("\x7f\xff\x00\x00", 4))));
+    size_t data = 0;
+    int ended = 0;
+    raw.ReadUntil(
+        [&](const RawClient::Frame& f) {
+          if (f.type == h2::kData) data += f.payload.size();
+          if (f.type == h2::kHeaders && (f.flags & h2::kEndStream)) ++ended;
+          return ended == kCalls;
+        },
+        std::chrono::seconds(30));
+    EXPECT_EQ(ended, kCalls);
+    EXPECT_GT(data, size_t{kCalls} << 20);
+    EXPECT_EQ(ranges_.load(), kCalls);
+    EXPECT_FALSE(raw.closed());
+  }
 }
 
 TEST_F(RpcServerTest, AStreamCarriesManyMessagesInOrderUnderBackpressure) {
