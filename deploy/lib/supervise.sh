@@ -5,7 +5,7 @@
 #   supervise.sh NAME PID_FILE [--adopt PID] [--listen-file FILE] -- COMMAND...
 # The daemon's output goes where the supervisor's does (up.sh: the daemon's log), and so does a
 # line at each exit: "mkube: NAME exited with status N; restarting in Xs". The wait is 0.5 s
-# after a run of 2 s or more (a daemon that served, then was killed or lost its lease: the
+# after a run of 1 s or more (a daemon that served, then was killed or lost its lease: the
 # cluster wants it back at once); it doubles, up to 8 s, while the daemon keeps exiting sooner
 # (it cannot start: a bad flag, a port taken). The daemon's pid is written to PID_FILE at each start (up.sh and down.sh find it there).
 #   --adopt PID         the daemon already runs as PID (started by someone else): it is watched
@@ -100,7 +100,7 @@ while :; do
   done
   [ -z "$stop" ] || exit 0
   pin_listen
-  [ $(($(now_ms) - started)) -lt 2000 ] || delay_ms=500
+  [ $(($(now_ms) - started)) -lt 1000 ] || delay_ms=500
   if [ "$adopted" = 1 ]; then
     say "(pid $child, not started here) exited; restarting in $(seconds $delay_ms)s"
   else
