@@ -31,7 +31,11 @@ struct ClientOptions {
   // A connection of its own instead of the one shared by every client of the same address.
   bool own_connection = false;
   // Calls made while the apiserver is being reconnected to wait for it (within `timeout`)
-  // rather than failing at once.
+  // rather than failing at once. A long-lived client wants this: gRPC reads a new
+  // connection's handshake only while some call of the process waits, so a client whose
+  // calls all fail at once (after a restart of the apiserver) reconnects seconds late, up to
+  // gRPC's 20 s connect timeout, however often it is called. mkubectl, which lives for one
+  // command, fails at once.
   bool wait_for_ready = false;
 };
 

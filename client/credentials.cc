@@ -22,6 +22,9 @@ absl::StatusOr<ClientOptions> DaemonClientOptions(const std::string& address,
                                                   const std::string& ca_file, bool insecure) {
   ClientOptions o;
   o.address = address;
+  // A daemon's calls wait through an apiserver restart (within their timeout), and so keep
+  // its connection being made: see ClientOptions::wait_for_ready.
+  o.wait_for_ready = true;
   auto token = ReadSecretFile(token_file);
   if (!token.ok() || token->empty()) {
     return absl::InvalidArgumentError(

@@ -10,7 +10,7 @@ absl::Status ApiServerProcess::Start() {
   std::filesystem::remove(addr_file);
   std::ofstream(dir_ + "/tokens.csv") << kTokens;
   std::ofstream(agent_token_file()) << kAgentToken << "\n";
-  std::vector<std::string> args = {BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
+  std::vector<std::string> args = {BinDir() + "/mkube-apiserver", "--listen", listen,
                                    "--store-endpoints", store_,
                                    "--token-file", dir_ + "/tokens.csv",
                                    "--insecure-plaintext", "--watch-queue-events", "50",

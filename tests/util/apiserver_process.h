@@ -29,6 +29,8 @@ class ApiServerProcess {
   absl::Status Start();
   // More flags for the next Start.
   std::vector<std::string> extra_args;
+  // Where the next Start listens (port 0: a free one).
+  std::string listen = "127.0.0.1:0";
   void Kill9() { proc_->Kill(); }
   pid_t pid() const { return proc_->pid(); }
   const std::string& address() const { return address_; }
