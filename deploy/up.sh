@@ -271,16 +271,21 @@ start apiserver "$state/run/apiserver.addr" --listen-file "$state/run/apiserver.
   --agent-token-file "$state/pki/agent.token"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
 
+# The leaders run under a name of their own in their Lease, the same at each start: a daemon
+# its supervisor starts again (after the last one exited, so two never lead at once) takes the
+# Lease back at once instead of waiting out the 15 s a killed stranger's lease would hold it.
+leader_host=$(hostname)
+
 # The scheduler: binds pods that name no node.
 start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$state/pki/scheduler.token" \
-  --ready-file "$state/run/scheduler.ready"
+  --ready-file "$state/run/scheduler.ready" --identity "${leader_host}_scheduler"
 
 # The controller-manager: Deployments, ReplicaSets and ReplicationControllers become pods.
 start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-controller-manager" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
   --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready" \
-  ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
+  --identity "${leader_host}_controller-manager" ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
 
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
