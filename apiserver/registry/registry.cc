@@ -113,7 +113,9 @@ absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
     meta->clear_namespace_();
   }
   if (meta->name().empty() && !meta->generate_name().empty()) {
-    meta->set_name(meta->generate_name() + RandomSuffix());
+    // As Kubernetes does: the prefix cut to 58 characters, so the name fits a DNS label.
+    constexpr size_t kMaxGeneratedPrefix = 63 - 5;
+    meta->set_name(meta->generate_name().substr(0, kMaxGeneratedPrefix) + RandomSuffix());
   }
   api::SetTypeMeta(obj.message.get(), kind.api_version(), kind.kind);
   api::Default(obj);

@@ -1,6 +1,7 @@
 // metadata.generation counts changes of the spec, and nothing else: objects whose specs are
 // full of maps (labels, nodeSelector, resources) keep their generation through metadata and
-// status writes, and gain exactly one per real spec change.
+// status writes, and gain exactly one per real spec change. And a name made from
+// metadata.generateName.
 #include <gtest/gtest.h>
 
 #include "proto/api/apps.pb.h"
@@ -112,6 +113,24 @@ TEST_F(GenerationTest, EachRealSpecChangeBumpsItOnce) {
       "x";
   (*changed.mutable_spec()->mutable_selector()->mutable_match_labels()).erase("team");
   EXPECT_EQ(Update(changed).metadata().generation(), 4);
+}
+
+// As Kubernetes' name generator: at most 58 characters of the prefix, then 5 random ones, so
+// that the name fits a DNS label (63) whatever the prefix.
+TEST_F(GenerationTest, AGeneratedNameIsThePrefixCutTo58AndFiveRandomCharacters) {
+  for (const std::string& prefix : {std::string("web-"), std::string(57, 'w') + "-",
+                                   std::string(100, 'w') + "-"}) {
+    SCOPED_TRACE(prefix.size());
+    api::Deployment d = MapHeavy();
+    d.mutable_metadata()->clear_name();
+    d.mutable_metadata()->set_generate_name(prefix);
+    const auto made = Create(d);
+    const std::string& name = made.metadata().name();
+    const std::string base = prefix.substr(0, 58);
+    ASSERT_EQ(name.size(), base.size() + 5) << name;
+    EXPECT_EQ(name.substr(0, base.size()), base);
+    EXPECT_EQ(made.metadata().generate_name(), prefix);
+  }
 }
 
 }  // namespace
