@@ -15,9 +15,12 @@ trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || tru
 # Unknown phase shows within the test.
 export MKUBE_CONTROLLER_MANAGER_FLAGS="--node-monitor-grace-period 10s --node-monitor-period 1s"
 export MKUBE_AGENT_FLAGS="--node-lease-duration-seconds 8"
+# Quiet unless it fails (a failed build prints on stdout).
 up() {
-  "$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
-    --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" >/dev/null
+  local out
+  out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
+    --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" 2>&1) ||
+    { echo "$out" >&2; echo "walkthrough_test.sh: up.sh failed" >&2; return 1; }
 }
 up
 mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
