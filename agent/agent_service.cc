@@ -74,27 +74,16 @@ int64_t TailOffset(int fd, int64_t lines) {
   return 0;
 }
 
-grpc::Status AuthenticateApiserver(grpc::ServerContext* ctx, const std::string& token) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  const std::string want = "Bearer " + token;
-  if (token.empty() || it == md.end() ||
-      std::string_view(it->second.data(), it->second.size()) != want) {
-    return {grpc::StatusCode::UNAUTHENTICATED, "Unauthorized"};
-  }
-  return grpc::Status::OK;
-}
-
 grpc::Status StatsService::Summary(grpc::ServerContext* ctx, const SummaryRequest*,
                                    SummaryReply* reply) {
-  if (auto st = AuthenticateApiserver(ctx, token_); !st.ok()) return st;
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
   *reply = usage_->Summary();
   return grpc::Status::OK;
 }
 
 grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
                                 grpc::ServerWriter<LogChunk>* writer) {
-  if (auto st = AuthenticateApiserver(ctx, token_); !st.ok()) return st;
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
   auto target = pods_->Logs(req->namespace_(), req->pod(), req->pod_uid(), req->container(),
                             req->previous());
   if (!target.ok()) return ToGrpc(target.status());
@@ -126,7 +115,7 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
 
 grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
                                 grpc::ServerReaderWriter<ExecOutput, ExecInput>* stream) {
-  if (auto st = AuthenticateApiserver(ctx, token_); !st.ok()) return st;
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
   ExecInput first;
   if (!stream->Read(&first) || !first.has_start()) {
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must say what to run"};

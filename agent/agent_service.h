@@ -3,6 +3,7 @@
 #include <string>
 
 #include "agent/pod_manager.h"
+#include "agent/serving.h"
 #include "agent/usage.h"
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/agent/stats.grpc.pb.h"
@@ -10,10 +11,10 @@
 namespace mkube::agent {
 
 // Serves a container's logs and runs commands in containers, for the apiserver (which checks
-// who may). Callers must present the agent token.
+// who may). Only the apiserver may call (see ApiserverAuth).
 class AgentService final : public Agent::Service {
  public:
-  AgentService(PodManager* pods, std::string token) : pods_(pods), token_(std::move(token)) {}
+  AgentService(PodManager* pods, const ApiserverAuth* auth) : pods_(pods), auth_(auth) {}
 
   grpc::Status Logs(grpc::ServerContext* ctx, const LogRequest* req,
                     grpc::ServerWriter<LogChunk>* writer) override;
@@ -22,25 +23,22 @@ class AgentService final : public Agent::Service {
 
  private:
   PodManager* pods_;
-  const std::string token_;
+  const ApiserverAuth* auth_;
 };
 
 // What the node's processes use, for the apiserver's metrics.k8s.io.
 class StatsService final : public Stats::Service {
  public:
-  StatsService(const UsageSampler* usage, std::string token)
-      : usage_(usage), token_(std::move(token)) {}
+  StatsService(const UsageSampler* usage, const ApiserverAuth* auth)
+      : usage_(usage), auth_(auth) {}
 
   grpc::Status Summary(grpc::ServerContext* ctx, const SummaryRequest* req,
                        SummaryReply* reply) override;
 
  private:
   const UsageSampler* usage_;
-  const std::string token_;
+  const ApiserverAuth* auth_;
 };
-
-// Only the apiserver, presenting the agent token, may call the agent.
-grpc::Status AuthenticateApiserver(grpc::ServerContext* ctx, const std::string& token);
 
 // Byte offset in the file where its last `lines` lines start.
 int64_t TailOffset(int fd, int64_t lines);

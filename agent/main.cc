@@ -17,6 +17,7 @@
 #include "agent/port_forward.h"
 #include "agent/process_runner.h"
 #include "agent/sandbox.h"
+#include "agent/serving.h"
 #include "agent/simulated.h"
 #include "api/labels.h"
 #include "api/log.h"
@@ -100,9 +101,19 @@ int main(int argc, char** argv) {
   app.add_option("--root-dir", root_dir, "The node's folder: pods, images, logs")->required();
   app.add_option("--image-registry", registry_dir, "Folder of images (<name>/<tag>/) to pull from");
   app.add_option("--pod-cidr", pod_cidr, "Pod addresses come from here")->capture_default_str();
+  mkube::agent::ServingFlags serving_flags;
+  app.add_option("--tls-cert-file", serving_flags.cert_file,
+                 "This node's serving certificate (for its name and address, from the cluster "
+                 "CA): the agent's port is served with TLS");
+  app.add_option("--tls-private-key-file", serving_flags.key_file, "Its private key");
+  app.add_option("--client-ca-file", serving_flags.client_ca_file,
+                 "The CA that signed the apiserver's client certificate, required of callers");
+  app.add_option("--apiserver-client-name", serving_flags.client_name,
+                 "The common name of the apiserver's client certificate: the only caller")
+      ->capture_default_str();
   app.add_option("--agent-token-file", agent_token_file,
-                 "File with the token the apiserver presents for logs and exec")
-      ->required();
+                 "Without TLS (on a loopback address only): file with the token the apiserver "
+                 "presents");
   app.add_option("--node-labels", node_labels, "Labels to register the node with: k=v,k2=v2");
   app.add_option("--register-with-taints", taints,
                  "Taints to register the node with: key=value:Effect,...");
@@ -180,12 +191,15 @@ int main(int argc, char** argv) {
     taint.set_effect(spec->effect);
     node.taints.push_back(taint);
   }
-  auto agent_token = mkube::client::ReadSecretFile(agent_token_file);
-  if (!agent_token.ok() || agent_token->empty()) {
-    return Fail("cannot read a token from --agent-token-file " + agent_token_file);
-  }
   auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
   if (!copts.ok()) return Fail(std::string(copts.status().message()));
+  if (listen.empty()) listen = node_ip + ":10250";
+  serving_flags.listen = listen;
+  serving_flags.token_file = agent_token_file;
+  absl::StatusOr<mkube::agent::Serving> serving = mkube::agent::Serving{};
+  // Simulated nodes serve no port.
+  if (simulated == 0) serving = mkube::agent::ServingFromFlags(serving_flags);
+  if (!serving.ok()) return Fail(std::string(serving.status().message()));
   std::error_code ec;
   std::filesystem::create_directories(root_dir, ec);
   if (ec) return Fail(fmt::format("cannot create --root-dir {}: {}", root_dir, ec.message()));
@@ -231,16 +245,15 @@ int main(int argc, char** argv) {
   mkube::client::EventRecorder events(&client, "kubelet", node_name);
   mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
   mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
-  mkube::agent::AgentService service(&manager, *agent_token);
+  mkube::agent::AgentService service(&manager, &serving->auth);
   mkube::agent::UsageSampler usage([&manager] { return manager.RunningContainers(); },
                                    mkube::agent::ProcReader(), mkube::client::RealClock(),
                                    getpid());
-  mkube::agent::StatsService stats(&usage, *agent_token);
-  mkube::agent::PortForwardService forward(&manager, *agent_token);
-  if (listen.empty()) listen = node_ip + ":10250";
+  mkube::agent::StatsService stats(&usage, &serving->auth);
+  mkube::agent::PortForwardService forward(&manager, &serving->auth);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, serving->credentials, &port);
   builder.RegisterService(&service);
   builder.RegisterService(&stats);
   builder.RegisterService(&forward);
@@ -270,7 +283,8 @@ int main(int argc, char** argv) {
     std::filesystem::rename(address_file + ".tmp", address_file);
   }
   WriteReady(ready_file);
-  log.info("mkube-agent {} serving on {}, apiserver {}", node_name, address, apiserver);
+  log.info("mkube-agent {} serving on {} ({}), apiserver {}", node_name, address,
+           serving->auth.tls() ? "TLS" : "plaintext", apiserver);
 
   int sig = 0;
   sigwait(&signals, &sig);

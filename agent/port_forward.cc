@@ -25,7 +25,7 @@ constexpr size_t kChunk = 32 * 1024;
 
 grpc::Status PortForwardService::Forward(
     grpc::ServerContext* ctx, grpc::ServerReaderWriter<PortForwardData, PortForwardData>* stream) {
-  if (auto st = AuthenticateApiserver(ctx, token_); !st.ok()) return st;
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
   PortForwardData first;
   if (!stream->Read(&first) || !first.has_start()) {
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must name the pod and port"};

@@ -3,23 +3,24 @@
 #include <string>
 
 #include "agent/pod_manager.h"
+#include "agent/serving.h"
 #include "proto/agent/port_forward.grpc.pb.h"
 
 namespace mkube::agent {
 
 // pods/portforward on the node: each stream is one TCP connection to the pod's address and
-// the port asked for (callers must present the agent token). Bytes are copied as they come,
+// the port asked for (only the apiserver may call). Bytes are copied as they come,
 // one read's worth per message, each side's end passed on as a half-close.
 class PortForwardService final : public PortForward::Service {
  public:
-  PortForwardService(PodManager* pods, std::string token) : pods_(pods), token_(std::move(token)) {}
+  PortForwardService(PodManager* pods, const ApiserverAuth* auth) : pods_(pods), auth_(auth) {}
 
   grpc::Status Forward(grpc::ServerContext* ctx,
                        grpc::ServerReaderWriter<PortForwardData, PortForwardData>* stream) override;
 
  private:
   PodManager* pods_;
-  const std::string token_;
+  const ApiserverAuth* auth_;
 };
 
 }  // namespace mkube::agent

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -19,6 +21,7 @@
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/store_client.h"
+#include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 
 namespace {
@@ -35,6 +38,13 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
+// The file a flag names, whole; empty when it cannot be read.
+absl::StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path) {
+  std::string text = Slurp(path);
+  if (text.empty()) return absl::InvalidArgumentError(fmt::format("cannot read {} {}", flag, path));
+  return text;
+}
+
 int Fail(const std::string& what) {
   std::fprintf(stderr, "mkube-apiserver: %s\n", what.c_str());
   return 1;
@@ -47,6 +57,7 @@ int main(int argc, char** argv) {
   std::string store_endpoints = "127.0.0.1:2379";
   std::string token_file, address_file, log_level = "info";
   std::string tls_cert, tls_key, client_ca, agent_token_file;
+  std::string agent_ca, agent_cert, agent_key;
   std::string etcd_ca, etcd_cert, etcd_key;
   bool insecure = false;
   size_t max_request_bytes = 3 << 20;
@@ -72,8 +83,16 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert-file", tls_cert, "Serving certificate (PEM)");
   app.add_option("--tls-private-key-file", tls_key, "Serving key (PEM)");
   app.add_option("--client-ca-file", client_ca, "CA for client certificates (optional)");
+  app.add_option("--agent-client-certificate", agent_cert,
+                 "Client certificate presented to node agents, for pods' logs, exec, "
+                 "port-forward and the nodes' stats (PEM; CN mkube-apiserver-agent-client)");
+  app.add_option("--agent-client-key", agent_key, "Its key (PEM)");
+  app.add_option("--agent-certificate-authority", agent_ca,
+                 "CA that signed the agents' serving certificates; an agent must present one "
+                 "for its node's name");
   app.add_option("--agent-token-file", agent_token_file,
-                 "File with the token presented to node agents for pods' logs and exec");
+                 "Without the above: file with the token presented to node agents on loopback "
+                 "addresses (and to no others)");
   app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
   app.add_option("--max-request-bytes", max_request_bytes,
                  "Largest request accepted (Kubernetes' limit on a request's body); larger ones "
@@ -161,16 +180,28 @@ int main(int argc, char** argv) {
 
   auto authn = mkube::apiserver::auth::TokenAuthenticator::FromFile(token_file);
   if (!authn.ok()) return Fail(authn.status().ToString());
-  std::string agent_token;
-  if (!agent_token_file.empty()) {
-    if (!std::filesystem::exists(agent_token_file)) {
-      return Fail("cannot read --agent-token-file " + agent_token_file);
+  mkube::apiserver::server::AgentCredentials agent_credentials;
+  if (!agent_cert.empty() || !agent_key.empty() || !agent_ca.empty()) {
+    if (agent_cert.empty() || agent_key.empty() || agent_ca.empty()) {
+      return Fail(
+          "--agent-client-certificate, --agent-client-key and --agent-certificate-authority "
+          "go together");
     }
-    agent_token = Slurp(agent_token_file);
-    while (!agent_token.empty() && (agent_token.back() == '\n' || agent_token.back() == '\r')) {
-      agent_token.pop_back();
+    for (auto [flag, path, pem] :
+         {std::tuple{"--agent-client-certificate", &agent_cert, &agent_credentials.cert_pem},
+          std::tuple{"--agent-client-key", &agent_key, &agent_credentials.key_pem},
+          std::tuple{"--agent-certificate-authority", &agent_ca, &agent_credentials.ca_pem}}) {
+      auto text = ReadFlagFile(flag, *path);
+      if (!text.ok()) return Fail(std::string(text.status().message()));
+      *pem = *std::move(text);
     }
-    if (agent_token.empty()) return Fail("--agent-token-file " + agent_token_file + " is empty");
+  } else if (!agent_token_file.empty()) {
+    auto text = ReadFlagFile("--agent-token-file", agent_token_file);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    agent_credentials.token = std::string(absl::StripTrailingAsciiWhitespace(*text));
+    if (agent_credentials.token.empty()) {
+      return Fail("--agent-token-file " + agent_token_file + " is empty");
+    }
   }
 
   sigset_t signals;
@@ -205,7 +236,7 @@ int main(int argc, char** argv) {
   mkube::apiserver::registry::Registry registry(&store, &cache, registry_options);
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
   service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
-  mkube::apiserver::server::Agents agents(agent_token);
+  mkube::apiserver::server::Agents agents(std::move(agent_credentials));
   mkube::apiserver::server::MetricsApi metrics(&registry, &agents);
   mkube::apiserver::server::ApiService service(&registry, &*authn, service_options, &metrics);
   mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, &agents);

@@ -20,6 +20,15 @@ spdlog::logger& Log() {
   return logger;
 }
 
+// The agent's answer for the caller: an agent that cannot be reached (down, or refused in
+// the TLS handshake: not the node's agent) is the server's error, as kube-apiserver reports a
+// kubelet it cannot reach, not UNAVAILABLE, which clients take for the apiserver's own.
+grpc::Status FromAgent(const grpc::Status& st, const std::string& node) {
+  if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return st;
+  return {grpc::StatusCode::INTERNAL,
+          fmt::format("cannot reach the agent of node \"{}\": {}", node, st.error_message())};
+}
+
 // Relays a two-way stream between the caller and an agent, `first` (what to do) having been
 // read from the caller. The agent answers with one message once it has started, or fails
 // the call; only then is the caller's input relayed (so a failure is returned as it is, at
@@ -110,6 +119,7 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   auto channel = agents_->ChannelTo(*node);
   if (!channel.ok()) return channel.status();
   t.channel = *channel;
+  t.node = node_name;
   return t;
 }
 
@@ -137,7 +147,7 @@ grpc::Status PodStreamsService::Logs(grpc::ServerContext* ctx, const agent::LogR
       break;
     }
   }
-  return reader->Finish();
+  return FromAgent(reader->Finish(), target->node);
 }
 
 grpc::Status PodStreamsService::Exec(
@@ -155,7 +165,7 @@ grpc::Status PodStreamsService::Exec(
   auto actx = AgentContext(ctx);
   auto stub = agent::Agent::NewStub(target->channel);
   auto agent = stub->Exec(actx.get());
-  return Relay(ctx, stream, agent.get(), actx.get(), first);
+  return FromAgent(Relay(ctx, stream, agent.get(), actx.get(), first), target->node);
 }
 
 grpc::Status PodPortForwardService::Forward(
@@ -173,7 +183,7 @@ grpc::Status PodPortForwardService::Forward(
   auto actx = streams_->AgentContext(ctx);
   auto stub = agent::PortForward::NewStub(target->channel);
   auto agent = stub->Forward(actx.get());
-  return Relay(ctx, stream, agent.get(), actx.get(), first);
+  return FromAgent(Relay(ctx, stream, agent.get(), actx.get(), first), target->node);
 }
 
 }  // namespace mkube::apiserver::server

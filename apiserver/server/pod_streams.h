@@ -32,6 +32,7 @@ class PodStreamsService final : public PodStreams::Service {
   // Where a stream for the pod goes (also for port forwarding).
   struct Target {
     std::shared_ptr<grpc::Channel> channel;  // to the agent of the pod's node
+    std::string node;
     std::string pod_uid;
     std::string container;  // none for portforward
   };

@@ -32,52 +32,7 @@ class PortForwardTest : public ::testing::Test {
     return cluster_->Ctl(std::move(args), stdin_text);
   }
 
-  // Starts `mkubectl port-forward args...` and returns the local port of its first forward.
-  static int StartForward(std::vector<std::string> args, std::unique_ptr<Subprocess>* proc,
-                          std::string* log) {
-    *log = cluster_->dir().Sub("forward-" + std::to_string(counter_++) + ".log");
-    args.insert(args.begin(), {BinDir() + "/mkubectl", "port-forward"});
-    *proc = std::make_unique<Subprocess>(
-        args, *log,
-        std::map<std::string, std::string>{{"MKUBECONFIG", cluster_->dir().Sub("config")}});
-    int port = 0;
-    Eventually([&] {
-      std::smatch m;
-      const std::string text = ReadFile(*log);
-      if (!std::regex_search(text, m, std::regex("Forwarding from 127.0.0.1:(\\d+) -> \\d+"))) {
-        return false;
-      }
-      port = std::stoi(m[1]);
-      return true;
-    });
-    return port;
-  }
-
-  // Sends `request` to 127.0.0.1:port, half-closes, and reads until the other side closes.
-  static std::string Exchange(int port, const std::string& request) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      close(fd);
-      return "connect failed";
-    }
-    timeval tv{.tv_sec = 10, .tv_usec = 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    (void)!write(fd, request.data(), request.size());
-    shutdown(fd, SHUT_WR);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    close(fd);
-    return out;
-  }
-
   static inline Cluster* cluster_ = nullptr;
-  static inline int counter_ = 0;
 };
 
 constexpr char kWeb[] = R"(apiVersion: v1
@@ -96,13 +51,13 @@ TEST_F(PortForwardTest, LocalConnectionsReachThePod) {
   ASSERT_EQ(Ctl({"wait", "--for=condition=Ready", "pod/web", "--timeout=30s"}).exit_code, 0);
   std::unique_ptr<Subprocess> proc;
   std::string log;
-  const int port = StartForward({"pod/web", ":http"}, &proc, &log);
+  const int port = cluster_->StartPortForward({"pod/web", ":http"}, &proc, &log);
   ASSERT_GT(port, 0) << ReadFile(log);
   // Several connections at once, each its own stream.
   std::vector<std::future<std::string>> replies;
   for (int i = 0; i < 4; ++i) {
     replies.push_back(std::async(std::launch::async, [port] {
-      return Exchange(port, "GET / HTTP/1.0\r\nHost: x\r\n\r\n");
+      return TcpExchange(port, "GET / HTTP/1.0\r\nHost: x\r\n\r\n");
     }));
   }
   for (auto& r : replies) {
@@ -126,14 +81,14 @@ TEST_F(PortForwardTest, ToADeploymentsPodAndWhatGoesWrong) {
       std::chrono::seconds(30)));
   std::unique_ptr<Subprocess> proc;
   std::string log;
-  const int port = StartForward({"deploy/site", "0:80", "0:81"}, &proc, &log);
+  const int port = cluster_->StartPortForward({"deploy/site", "0:80", "0:81"}, &proc, &log);
   ASSERT_GT(port, 0) << ReadFile(log);
-  EXPECT_THAT(Exchange(port, "GET / HTTP/1.0\r\n\r\n"), HasSubstr("Hello MyApp"));
+  EXPECT_THAT(TcpExchange(port, "GET / HTTP/1.0\r\n\r\n"), HasSubstr("Hello MyApp"));
   // Nothing listens on the pod's port 81: the connection is closed and the error printed.
   std::smatch m;
   const std::string text = ReadFile(log);
   ASSERT_TRUE(std::regex_search(text, m, std::regex("127.0.0.1:(\\d+) -> 81"))) << text;
-  EXPECT_EQ(Exchange(std::stoi(m[1]), "x"), "");
+  EXPECT_EQ(TcpExchange(std::stoi(m[1]), "x"), "");
   EXPECT_TRUE(Eventually([&] {
     return ReadFile(log).find("an error occurred forwarding " + m[1].str() + " -> 81") !=
            std::string::npos;

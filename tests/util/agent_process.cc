@@ -18,8 +18,6 @@ absl::Status AgentProcess::Start() {
                                    "--insecure-plaintext",
                                    "--token-file",
                                    o_.dir + "/node.token",
-                                   "--agent-token-file",
-                                   o_.agent_token_file,
                                    "--node-name",
                                    o_.node,
                                    "--listen",
@@ -32,6 +30,9 @@ absl::Status AgentProcess::Start() {
                                    o_.pod_cidr,
                                    "--address-file",
                                    addr_file};
+  if (!o_.agent_token_file.empty()) {
+    argv.insert(argv.end(), {"--agent-token-file", o_.agent_token_file});
+  }
   argv.insert(argv.end(), o_.extra.begin(), o_.extra.end());
   argv.insert(argv.begin(), o_.wrapper.begin(), o_.wrapper.end());
   proc_ = std::make_unique<Subprocess>(argv, o_.dir + "/agent.log");

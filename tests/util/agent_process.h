@@ -15,7 +15,7 @@ class AgentProcess {
   struct Options {
     std::string dir;  // the agent's files: root/, logs, tokens
     std::string apiserver;
-    std::string agent_token_file;
+    std::string agent_token_file;  // plaintext; "": the TLS flags are in `extra`
     std::string node = "node01";
     std::string registry;  // image registry folder
     std::string pod_cidr = "127.1.0.0/24";

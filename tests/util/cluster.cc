@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <regex>
 
 #include "fmt/format.h"
+#include "tests/util/eventually.h"
 
 namespace mkube::testing {
 
@@ -13,12 +15,21 @@ Cluster::~Cluster() { Stop(); }
 absl::Status Cluster::Start(Options options) {
   store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
   if (auto st = store_->Start(); !st.ok()) return st;
+  const std::string deploy = std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/";
+  if (options.agent_tls) {
+    auto made = RunCommand({deploy + "certs.sh", pki()});
+    if (made.exit_code != 0) return absl::InternalError("certs.sh failed: " + made.err);
+    options.apiserver_flags.insert(
+        options.apiserver_flags.end(),
+        {"--agent-client-certificate", pki() + "/apiserver-agent-client.crt", "--agent-client-key",
+         pki() + "/apiserver-agent-client.key", "--agent-certificate-authority",
+         pki() + "/ca.crt"});
+  }
   api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
   api_->extra_args = options.apiserver_flags;
   if (auto st = api_->Start(); !st.ok()) return st;
   // The registry up.sh writes: busybox, nginx, soscscs/myapp:v1 and :v2.
-  auto images = RunCommand({std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/images.sh",
-                            dir_.Sub("registry"), BinDir()});
+  auto images = RunCommand({deploy + "images.sh", dir_.Sub("registry"), BinDir()});
   if (images.exit_code != 0) {
     return absl::InternalError("images.sh failed: " + images.err);
   }
@@ -38,6 +49,19 @@ absl::Status Cluster::Start(Options options) {
     const std::string ip = fmt::format("127.{}.1.{}", base, i);
     o.extra = {"--node-ip", ip};
     o.listen = ip + ":0";
+    if (options.agent_tls) {
+      const std::string node_pki = pki() + "/nodes/" + node;
+      auto made = RunCommand({deploy + "agent-cert.sh", "request", node_pki});
+      if (made.exit_code == 0) {
+        made = RunCommand({deploy + "agent-cert.sh", "sign", pki(), node_pki + "/agent.csr", node,
+                           ip, node_pki + "/agent.crt"});
+      }
+      if (made.exit_code != 0) return absl::InternalError("agent-cert.sh failed: " + made.err);
+      o.agent_token_file.clear();
+      o.extra.insert(o.extra.end(),
+                     {"--tls-cert-file", node_pki + "/agent.crt", "--tls-private-key-file",
+                      node_pki + "/agent.key", "--client-ca-file", pki() + "/ca.crt"});
+    }
     o.extra.insert(o.extra.end(), options.agent_flags.begin(), options.agent_flags.end());
     if (node == "master01") {
       o.extra.insert(o.extra.end(),
@@ -65,6 +89,25 @@ absl::Status Cluster::Start(Options options) {
       << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
       << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
   return absl::OkStatus();
+}
+
+int Cluster::StartPortForward(std::vector<std::string> args, std::unique_ptr<Subprocess>* proc,
+                              std::string* log) {
+  *log = dir_.Sub("forward-" + std::to_string(forwards_++) + ".log");
+  args.insert(args.begin(), {BinDir() + "/mkubectl", "port-forward"});
+  *proc = std::make_unique<Subprocess>(
+      args, *log, std::map<std::string, std::string>{{"MKUBECONFIG", dir_.Sub("config")}});
+  int port = 0;
+  Eventually([&] {
+    std::smatch m;
+    const std::string text = ReadFile(*log);
+    if (!std::regex_search(text, m, std::regex("Forwarding from 127.0.0.1:(\\d+) -> \\d+"))) {
+      return false;
+    }
+    port = std::stoi(m[1]);
+    return true;
+  });
+  return port;
 }
 
 absl::Status Cluster::StartControllerManager(

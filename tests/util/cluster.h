@@ -27,6 +27,9 @@ class Cluster {
     std::vector<std::string> controller_manager_flags;
     std::vector<std::string> apiserver_flags;
     std::vector<std::string> agent_flags;
+    // The agents serve TLS with certificates for their nodes, and the apiserver reaches them
+    // with its client certificate, as up.sh sets them up (pki() holds them all).
+    bool agent_tls = false;
   };
   Cluster() = default;
   ~Cluster();
@@ -38,8 +41,15 @@ class Cluster {
   // mkubectl with the cluster's kubeconfig.
   CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",
                     std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+  // Starts `mkubectl port-forward args...` (its output in *log) and returns the local port of
+  // its first forward, 0 when none is reported within the deadline.
+  int StartPortForward(std::vector<std::string> args, std::unique_ptr<Subprocess>* proc,
+                       std::string* log);
   client::ApiClient* client() const { return client_.get(); }
   const TempDir& dir() const { return dir_; }
+  // The CA and certificates of agent_tls: ca.crt, apiserver-agent-client.{crt,key}, and
+  // nodes/<node>/agent.{crt,key}.
+  std::string pki() const { return dir_.Sub("pki"); }
   const ApiServerProcess& apiserver() const { return *api_; }
   AgentProcess& agent(const std::string& node);
   ControllerManagerProcess& controller_manager() { return *controller_manager_; }
@@ -58,6 +68,7 @@ class Cluster {
   std::unique_ptr<ControllerManagerProcess> controller_manager_;
   std::unique_ptr<client::ApiClient> client_;
   std::vector<std::string> cm_flags_;
+  int forwards_ = 0;
 };
 
 }  // namespace mkube::testing

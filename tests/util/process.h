@@ -72,6 +72,9 @@ std::string BinDir();
 
 // GET http://ip:port/path (HTTP/1.0): the response's body, or empty when nothing answered.
 std::string HttpGet(const std::string& ip, int port, const std::string& path);
+// Sends `request` to 127.0.0.1:port, half-closes, and reads until the other side closes
+// ("connect failed" when nothing listens).
+std::string TcpExchange(int port, const std::string& request);
 std::string EtcdctlPath();
 std::string EtcdPath();
 
