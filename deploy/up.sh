@@ -268,7 +268,8 @@ start apiserver "$state/run/apiserver.addr" --listen-file "$state/run/apiserver.
   --etcd-keyfile "$pki/apiserver-etcd-client.key" \
   --token-file "$state/pki/tokens.csv" --tls-cert-file "$state/pki/apiserver.crt" \
   --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr" \
-  --agent-token-file "$state/pki/agent.token"
+  --agent-client-certificate "$pki/apiserver-agent-client.crt" \
+  --agent-client-key "$pki/apiserver-agent-client.key" --agent-certificate-authority "$pki/ca.crt"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
 
 # The leaders run under a name of their own in their Lease, the same at each start: a daemon
@@ -298,10 +299,16 @@ for node in "${nodes[@]}"; do
     extra=(--node-labels node-role.kubernetes.io/master= \
       --register-with-taints node-role.kubernetes.io/master:NoSchedule)
   fi
+  # The agent serves TLS for its node's name and address; its key is made where it runs.
+  node_pki=$state/pki/nodes/$node
+  "$root/deploy/lib/agent-cert.sh" request "$node_pki"
+  "$root/deploy/lib/agent-cert.sh" sign "$pki" "$node_pki/agent.csr" "$node" "127.0.$block.$i" \
+    "$node_pki/agent.crt"
   addr_file=$state/run/agent-$node.addr
   start "agent-$node" "$addr_file" --listen-file "$addr_file" "$bin/mkube-agent" \
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$token_file" \
-    --agent-token-file "$state/pki/agent.token" --node-name "$node" --node-ip "127.0.$block.$i" \
+    --tls-cert-file "$node_pki/agent.crt" --tls-private-key-file "$node_pki/agent.key" \
+    --client-ca-file "$pki/ca.crt" --node-name "$node" --node-ip "127.0.$block.$i" \
     --listen "$(listen_on "127.0.$block.$i:$agent_port" "$addr_file")" \
     --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
     --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" \
@@ -310,7 +317,7 @@ done
 if [ "$simulated" -gt 0 ]; then
   start agent-simulated "$state/run/agent-simulated.ready" "$bin/mkube-agent" \
     --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
-    --token-file "$state/pki/simulator.token" --agent-token-file "$state/pki/agent.token" \
+    --token-file "$state/pki/simulator.token" \
     --node-name sim --simulated "$simulated" --simulated-zones 3 \
     --root-dir "$state/nodes/simulated" --ready-file "$state/run/agent-simulated.ready"
 fi

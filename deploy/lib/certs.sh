@@ -2,7 +2,8 @@
 # deploy/lib/certs.sh DIR [SAN,...]: the cluster's certificates, made with openssl unless
 # already there: a CA; the apiserver's and the store's serving certificates for 127.0.0.1 and
 # localhost (and the extra names given, e.g. IP:10.0.0.5,DNS:cp.example.com, for clients on
-# other hosts); the client certificate the apiserver presents to the store.
+# other hosts); the client certificates the apiserver presents to the store and to the node
+# agents (each agent's serving certificate is deploy/lib/agent-cert.sh's).
 set -euo pipefail
 dir=$1
 extra=${2:+, $2}
@@ -28,5 +29,6 @@ serving="subjectAltName = IP:127.0.0.1, DNS:localhost$extra\nextendedKeyUsage = 
 issue apiserver mkube-apiserver "$serving"
 issue store mkube-store "$serving"
 issue apiserver-etcd-client mkube-apiserver "extendedKeyUsage = clientAuth"
-chmod 644 ca.crt apiserver.crt store.crt apiserver-etcd-client.crt
-chmod 600 ca.key apiserver.key store.key apiserver-etcd-client.key
+issue apiserver-agent-client mkube-apiserver-agent-client "extendedKeyUsage = clientAuth"
+chmod 644 ca.crt apiserver.crt store.crt apiserver-etcd-client.crt apiserver-agent-client.crt
+chmod 600 ca.key apiserver.key store.key apiserver-etcd-client.key apiserver-agent-client.key

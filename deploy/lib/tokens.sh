@@ -3,7 +3,6 @@
 #   tokens.csv           what the apiserver reads: token,user,uid,"groups" per identity
 #   admin.token, scheduler.token, controller-manager.token, simulator.token, <node>.token
 #                        each identity's own token, for its daemon's --token-file
-#   agent.token          what the apiserver presents to the agents (pods' logs and exec)
 # Prints "added" when it added an identity to an existing tokens.csv (a running apiserver
 # must be restarted to know it).
 set -euo pipefail
@@ -30,5 +29,4 @@ identity system:kube-controller-manager "" controller-manager.token
 # The simulated nodes' agent writes for many nodes: a local test facility, not a node.
 identity system:node-simulator system:masters simulator.token
 for node in "$@"; do identity "system:node:$node" system:nodes "$node.token"; done
-[ -f "$dir/agent.token" ] || token >"$dir/agent.token"
 if [ "$added" = 1 ] && [ "$fresh" = 0 ]; then echo added; fi
