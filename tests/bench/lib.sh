@@ -67,17 +67,18 @@ stop_all() {
   pids=()
 }
 
-# start_control_plane DIR: mkube-store and mkube-apiserver (tokens from $tmp/tokens.csv and
-# $tmp/agent.token), logs in DIR. Sets api (the apiserver's address).
+# start_control_plane DIR [APISERVER FLAG...]: mkube-store and mkube-apiserver (tokens from
+# $tmp/tokens.csv and $tmp/agent.token), logs in DIR. Sets api (the apiserver's address).
 start_control_plane() {
   local d=$1
+  shift
   "$build/bin/mkube-store" --data-dir "$d/store" --listen 127.0.0.1:0 \
     --address-file "$d/store.addr" --log-level warn >"$d/store.log" 2>&1 &
   pids+=($!)
   wait_file "$d/store.addr"
   "$build/bin/mkube-apiserver" --listen 127.0.0.1:0 --store-endpoints "$(cat "$d/store.addr")" \
     --token-file "$tmp/tokens.csv" --insecure-plaintext --agent-token-file "$tmp/agent.token" \
-    --address-file "$d/api.addr" --log-level warn >"$d/api.log" 2>&1 &
+    --address-file "$d/api.addr" --log-level warn "$@" >"$d/api.log" 2>&1 &
   pids+=($!)
   wait_file "$d/api.addr"
   api=$(cat "$d/api.addr")

@@ -43,7 +43,7 @@ smoke scheduler "$bench/run_scheduler_bench.sh" --build "$build" --nodes 100 --p
   --timeout 60
 smoke controller "$bench/run_controller_bench.sh" --build "$build" --nodes 20 --replicas 40 \
   --timeout 60
-smoke pod-start "$bench/run_pod_start_bench.sh" --build "$build" --pods 2 --rounds 1
+smoke pod-start "$bench/run_pod_start_bench.sh" --build "$build" --pods 2 --execs 3 --rounds 1
 
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "bench smoke: FAILED: ${failed[*]}"
