@@ -18,7 +18,7 @@
 #include "agent/process.h"
 #include "fmt/format.h"
 #include "proto/grpc_status.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {

@@ -20,12 +20,13 @@
 #include "agent/serving.h"
 #include "agent/simulated.h"
 #include "api/labels.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/quantity.h"
 #include "api/taint_spec.h"
 #include "client/client.h"
 #include "client/credentials.h"
-#include "client/daemon.h"
+#include "client/leadership.h"
+#include "base/daemon.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
 #include "grpcpp/grpcpp.h"
@@ -40,7 +41,7 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-void WriteReady(const std::string& file) { mkube::client::WriteReadyFile(file, "ready"); }
+void WriteReady(const std::string& file) { (void)mkube::daemon::WriteReadyFile(file, "ready"); }
 
 // --simulated: many nodes, no processes, until a signal.
 int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,
@@ -80,7 +81,7 @@ int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* im
 int main(int argc, char** argv) {
   std::string apiserver = "127.0.0.1:6443", token_file, ca_file;
   bool insecure = false;
-  std::string node_name = mkube::client::Hostname(), node_ip = "127.0.0.1", listen, address_file;
+  std::string node_name = mkube::daemon::Hostname(), node_ip = "127.0.0.1", listen, address_file;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::string node_labels, taints, log_level = "info";
   int simulated = 0, simulated_zones = 0;

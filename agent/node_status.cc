@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "agent/pod_run.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"

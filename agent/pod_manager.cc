@@ -8,7 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"

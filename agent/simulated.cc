@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "agent/pod_run.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/printers.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"

@@ -1,12 +1,11 @@
 // config: view, get-contexts, current-context, use-context, set-context — the kubeconfig
 // file read and rewritten as kubectl does it.
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "api/printers.h"
+#include "base/files.h"
 #include "cli/commands.h"
 #include "cli/kubeconfig.h"
 #include "fmt/format.h"
@@ -29,16 +28,8 @@ absl::StatusOr<YAML::Node> LoadRaw(const std::string& path) {
 absl::Status Save(const std::string& path, const YAML::Node& root) {
   YAML::Emitter out;
   out << root;
-  const std::string tmp = path + ".tmp";
-  {
-    const mode_t old = umask(077);
-    std::ofstream f(tmp, std::ios::trunc);
-    umask(old);
-    f << out.c_str() << "\n";
-    if (!f.flush()) return UserError(fmt::format("error: cannot write {}", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return UserError(fmt::format("error: cannot replace {}", path));
+  if (auto st = WriteFileAtomically(path, std::string(out.c_str()) + "\n", 0600); !st.ok()) {
+    return UserError("error: " + std::string(st.message()));
   }
   return absl::OkStatus();
 }

@@ -7,24 +7,10 @@
 
 #include "absl/status/statusor.h"
 #include "api/kinds.h"
+#include "base/status.h"
 #include "cli/kubeconfig.h"
 #include "cli/resources.h"
 #include "nlohmann/json.hpp"
-
-// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define MKUBE_RETURN_IF_ERROR(expr)                       \
-  do {                                                    \
-    if (absl::Status _st = (expr); !_st.ok()) return _st; \
-  } while (0)
-#define MKUBE_CONCAT_INNER(a, b) a##b
-#define MKUBE_CONCAT(a, b) MKUBE_CONCAT_INNER(a, b)
-// `lhs = *expr` for an absl::StatusOr, or returns its status.
-#define MKUBE_ASSIGN_OR_RETURN(lhs, expr) \
-  MKUBE_ASSIGN_OR_RETURN_IMPL(MKUBE_CONCAT(_status_or_, __LINE__), lhs, expr)
-#define MKUBE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                \
-  if (!tmp.ok()) return tmp.status();               \
-  lhs = std::move(*tmp)
 
 namespace mkube::cli {
 

@@ -44,4 +44,15 @@ absl::StatusOr<ClientOptions> DaemonClientOptions(const std::string& address,
   return o;
 }
 
+void ApiserverFlags::Register(CLI::App& app, const std::string& whose) {
+  app.add_option("--apiserver", address, "The apiserver's address")->capture_default_str();
+  app.add_option("--token-file", token_file, "File with " + whose + " bearer token")->required();
+  app.add_option("--ca-file", ca_file, "CA that signed the apiserver's certificate");
+  app.add_flag("--insecure-plaintext", insecure, "Talk to the apiserver without TLS");
+}
+
+absl::StatusOr<ClientOptions> ApiserverFlags::Options() const {
+  return DaemonClientOptions(address, token_file, ca_file, insecure);
+}
+
 }  // namespace mkube::client

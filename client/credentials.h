@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "client/client.h"
 
@@ -16,5 +17,18 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
 absl::StatusOr<ClientOptions> DaemonClientOptions(const std::string& address,
                                                   const std::string& token_file,
                                                   const std::string& ca_file, bool insecure);
+
+// The flags by which a daemon reaches the apiserver: --apiserver, --token-file, --ca-file and
+// --insecure-plaintext.
+struct ApiserverFlags {
+  std::string address = "127.0.0.1:6443";
+  std::string token_file, ca_file;
+  bool insecure = false;
+
+  // Adds them to `app`; `whose` names the token's owner in the help ("the scheduler's").
+  void Register(CLI::App& app, const std::string& whose);
+  // DaemonClientOptions of the flags' values.
+  absl::StatusOr<ClientOptions> Options() const;
+};
 
 }  // namespace mkube::client

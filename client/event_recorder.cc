@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "api/printers.h"
 #include "fmt/format.h"

@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "client/client.h"
 #include "client/clock.h"

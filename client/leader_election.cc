@@ -1,6 +1,6 @@
 #include "client/leader_election.h"
 
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 
 namespace mkube::client {

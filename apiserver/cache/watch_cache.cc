@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"

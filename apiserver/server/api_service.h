@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "api/executor.h"
+#include "base/executor.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/metrics.h"

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "absl/synchronization/blocking_counter.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "proto/agent/stats.grpc.pb.h"

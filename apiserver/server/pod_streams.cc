@@ -5,7 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "apiserver/server/metadata.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "api/log.h"
+#include "base/log.h"
 
 namespace mkube::apiserver::storage {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/labels.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "controller/internal/indexes.h"
 
 namespace mkube::controller::garbage {

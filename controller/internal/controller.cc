@@ -1,6 +1,6 @@
 #include "controller/internal/controller.h"
 
-#include "api/log.h"
+#include "base/log.h"
 #include "client/informer.h"
 
 namespace mkube::controller {

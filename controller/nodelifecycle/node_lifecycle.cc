@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "api/printers.h"
 #include "controller/internal/indexes.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "api/taints.h"
 #include "controller/internal/indexes.h"

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"

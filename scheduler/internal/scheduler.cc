@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
-#include "api/log.h"
+#include "base/log.h"
 #include "api/object.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/validate.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <variant>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_buffer_manager.h"

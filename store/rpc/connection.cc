@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "store/rpc/loop.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "store/rpc/connection.h"
 #include "store/rpc/loop.h"

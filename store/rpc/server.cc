@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "store/rpc/loop.h"
 

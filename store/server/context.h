@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-#include "api/executor.h"
+#include "base/executor.h"
 #include "proto/etcd/rpc.pb.h"
 #include "store/lease/lessor.h"
 #include "store/mvcc/kv_store.h"

@@ -2,7 +2,7 @@
 
 #include <arpa/inet.h>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "store/server/services.h"
 

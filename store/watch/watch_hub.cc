@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "api/log.h"
+#include "base/log.h"
 
 namespace mkube::store::watch {
 

@@ -7,7 +7,7 @@
 
 #include <atomic>
 
-#include "client/daemon.h"
+#include "client/leadership.h"
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
 #include "proto/api/apps.pb.h"

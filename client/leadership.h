@@ -10,18 +10,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/daemon.h"
 #include "client/client.h"
 #include "client/leader_election.h"
 
-// What every daemon's main does alike.
+// Leader election as the scheduler and the controller-manager run it.
 namespace mkube::client {
-
-std::string Hostname();
-// Writes `content` to `path` through a temporary file and a rename, so a reader waiting for
-// the file never sees it half-written. Nothing when `path` is empty.
-void WriteReadyFile(const std::string& path, const std::string& content);
-// A duration flag ("15s", "1m30s") that must be positive; the error names the flag.
-absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text);
 
 // The --leader-elect* flags kube-scheduler and kube-controller-manager share, and the run
 // they govern: `lead` is called once this process holds the Lease (at once without leader
@@ -33,7 +27,7 @@ class Leadership {
     bool enabled = true;
     std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s";
     std::string resource_name, resource_namespace = "kube-system";
-    std::string identity = Hostname() + "_" + std::to_string(getpid());
+    std::string identity = daemon::Hostname() + "_" + std::to_string(getpid());
   };
   // Adds the flags to `app`; `who` names the daemon in the help ("one scheduler of several").
   static void Register(CLI::App& app, Flags* flags, const std::string& who);
@@ -62,10 +56,5 @@ class Leadership {
 // and the last one (a read and a write) ends before the lease can expire for the others; no
 // repeated reads, since the election's loop tries again itself.
 ClientOptions ElectionClientOptions(ClientOptions options, const Leadership::Flags& flags);
-
-// Blocks SIGTERM and SIGINT for this thread and those it starts later, and ignores SIGPIPE:
-// call first thing in main. WaitForTermination then returns the signal that came.
-void BlockTerminationSignals();
-int WaitForTermination();
 
 }  // namespace mkube::client

@@ -1,4 +1,4 @@
-#include "api/executor.h"
+#include "base/executor.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // The request executor's bound: a full executor refuses at once (and never runs what it
 // refused), a drained one accepts again, and destruction runs what it had accepted.
-#include "api/executor.h"
+#include "base/executor.h"
 
 #include <gtest/gtest.h>
 

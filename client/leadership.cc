@@ -1,39 +1,6 @@
-#include "client/daemon.h"
+#include "client/leadership.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
-#include "api/log.h"
-#include "fmt/format.h"
-
-namespace mkube::client {
-
-std::string Hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-void WriteReadyFile(const std::string& path, const std::string& content) {
-  if (path.empty()) return;
-  std::ofstream(path + ".tmp") << content << "\n";
-  std::filesystem::rename(path + ".tmp", path);
-}
-
-absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text) {
-  absl::Duration d;
-  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: \"{}\" is not a positive duration (e.g. 15s)", flag, text));
-  }
-  return d;
-}
-
-}  // namespace mkube::client
+#include "base/log.h"
 
 namespace mkube::client {
 
@@ -58,9 +25,9 @@ void Leadership::Register(CLI::App& app, Flags* f, const std::string& who) {
 }
 
 absl::Status Leadership::Check(const Flags& f) {
-  auto lease = PositiveDuration("--leader-elect-lease-duration", f.lease_duration);
-  auto renew = PositiveDuration("--leader-elect-renew-deadline", f.renew_deadline);
-  auto retry = PositiveDuration("--leader-elect-retry-period", f.retry_period);
+  auto lease = daemon::PositiveDuration("--leader-elect-lease-duration", f.lease_duration);
+  auto renew = daemon::PositiveDuration("--leader-elect-renew-deadline", f.renew_deadline);
+  auto retry = daemon::PositiveDuration("--leader-elect-retry-period", f.retry_period);
   for (const auto* d : {&lease, &renew, &retry}) {
     if (!d->ok()) return d->status();
   }
@@ -84,9 +51,9 @@ void Leadership::Start(ApiClient* client, const Flags& f, std::function<void()> 
   c.lease_namespace = f.resource_namespace;
   c.lease_name = f.resource_name;
   c.identity = f.identity;
-  c.lease_duration = *PositiveDuration("", f.lease_duration);
-  c.renew_deadline = *PositiveDuration("", f.renew_deadline);
-  c.retry_period = *PositiveDuration("", f.retry_period);
+  c.lease_duration = *daemon::PositiveDuration("", f.lease_duration);
+  c.renew_deadline = *daemon::PositiveDuration("", f.renew_deadline);
+  c.retry_period = *daemon::PositiveDuration("", f.retry_period);
   c.on_started_leading = std::move(lead);
   c.on_stopped_leading = [this] {
     if (releasing_.load()) return;  // given up on purpose
@@ -106,7 +73,7 @@ Leadership::Leadership(const ClientOptions& options, const Flags& f, std::functi
 }
 
 ClientOptions ElectionClientOptions(ClientOptions options, const Leadership::Flags& flags) {
-  const absl::Duration renew = *PositiveDuration("", flags.renew_deadline);
+  const absl::Duration renew = *daemon::PositiveDuration("", flags.renew_deadline);
   options.timeout = std::max(std::chrono::milliseconds(100), absl::ToChronoMilliseconds(renew / 5));
   options.own_connection = true;
   options.wait_for_ready = true;
@@ -117,29 +84,6 @@ ClientOptions ElectionClientOptions(ClientOptions options, const Leadership::Fla
 void Leadership::Release() {
   releasing_ = true;
   if (elector_) elector_->Stop();
-}
-
-namespace {
-sigset_t TerminationSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  return signals;
-}
-}  // namespace
-
-void BlockTerminationSignals() {
-  sigset_t signals = TerminationSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
-
-int WaitForTermination() {
-  sigset_t signals = TerminationSignals();
-  int sig = 0;
-  sigwait(&signals, &sig);
-  return sig;
 }
 
 }  // namespace mkube::client
