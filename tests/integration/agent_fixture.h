@@ -1,7 +1,8 @@
 #pragma once
 
-// A store, an apiserver and one real mkube-agent (node01) shared by a test suite, with
-// mkubectl pointed at them and helpers to make and look at pods on that node.
+// A store, an apiserver and one real mkube-agent (node01, on 127.0.0.1) with the test images,
+// shared by a test suite, with mkubectl pointed at them and helpers to make and look at pods on
+// that node.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -19,62 +20,23 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "proto/api/core.pb.h"
-#include "tests/util/agent_process.h"
-#include "tests/util/apiserver_process.h"
-#include "tests/util/process.h"
-#include "tests/util/store_process.h"
+#include "tests/util/cluster_suite.h"
 
 namespace mkube::testing {
 
-class AgentTest : public ::testing::Test {
+class AgentTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = new ApiServerProcess(dir_->path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
-    WriteTestRegistry(dir_->Sub("registry"));
-    AgentProcess::Options options = AgentOptions("node01", "127.1.0.0/24");
-    options.extra = agent_extra_;
-    agent_ = new AgentProcess(options);
-    auto st = agent_->Start();
-    ASSERT_TRUE(st.ok()) << st;
-    client_ = new client::GrpcClient(ClientFor("admin-token"));
-    std::ofstream(dir_->Sub("config"))
-        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
-        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
-        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete agent_;
-    delete api_;
-    delete store_;
-    delete dir_;
+    StartCluster({.nodes = {"node01"},
+                  .node_ips = false,
+                  .images = Cluster::Images::kTest,
+                  .scheduler = false,
+                  .controller_manager = false,
+                  .agent_flags = agent_flags_});
   }
 
-  static AgentProcess::Options AgentOptions(const std::string& node, const std::string& cidr) {
-    AgentProcess::Options o;
-    o.dir = dir_->Sub(node);
-    o.apiserver = api_->address();
-    o.agent_token_file = api_->agent_token_file();
-    o.node = node;
-    o.registry = dir_->Sub("registry");
-    o.pod_cidr = cidr;
-    return o;
-  }
-  static client::ClientOptions ClientFor(const std::string& token) {
-    client::ClientOptions o;
-    o.address = api_->address();
-    o.token = token;
-    return o;
-  }
-
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
-  }
+  static AgentProcess& Node01() { return cluster_->agent("node01"); }
+  static client::ApiClient* client() { return cluster_->client(); }
 
   // Creates a pod bound to node01 from the YAML of its spec's containers part.
   static api::Pod CreatePod(const std::string& name, const std::string& spec_yaml) {
@@ -86,7 +48,7 @@ class AgentTest : public ::testing::Test {
     return GetPod(name).value_or(api::Pod());
   }
   static absl::StatusOr<api::Pod> GetPod(const std::string& name) {
-    return client_->Get<api::Pod>("pods", "default", name);
+    return client()->Get<api::Pod>("pods", "default", name);
   }
   static bool PodPhaseIs(const std::string& name, const std::string& phase) {
     auto p = GetPod(name);
@@ -98,7 +60,7 @@ class AgentTest : public ::testing::Test {
   // Whether node01 gives containers a root filesystem of their own (an agent running as root
   // on a host with mount namespaces).
   static bool Isolated() {
-    auto node = client_->Get<api::Node>("nodes", "", "node01");
+    auto node = client()->Get<api::Node>("nodes", "", "node01");
     if (!node.ok()) return false;
     auto it = node->metadata().annotations().find("mkube.io/isolation");
     return it != node->metadata().annotations().end() && it->second.rfind("mount", 0) == 0;
@@ -108,7 +70,7 @@ class AgentTest : public ::testing::Test {
   // pod's root folder they run in.
   static std::string PodRoot(const api::Pod& pod, const AgentProcess* agent = nullptr) {
     const std::string sandbox =
-        fmt::format("{}/pods/{}", (agent ? agent : agent_)->root(), pod.metadata().uid());
+        fmt::format("{}/pods/{}", (agent ? *agent : Node01()).root(), pod.metadata().uid());
     return Isolated() ? sandbox + "/volumes/work" : sandbox + "/root/work";
   }
   // The volume and mount that give a container the work folder PodRoot finds.
@@ -161,7 +123,7 @@ class AgentTest : public ::testing::Test {
   static Processes ProcessesOf(const api::Pod& pod, const std::string& container,
                                const AgentProcess* agent = nullptr, int attempt = 0) {
     Processes p;
-    std::ifstream in(fmt::format("{}/pods/{}/logs/{}/{}.pid", (agent ? agent : agent_)->root(),
+    std::ifstream in(fmt::format("{}/pods/{}/logs/{}/{}.pid", (agent ? *agent : Node01()).root(),
                                  pod.metadata().uid(), container, attempt));
     auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return p;
@@ -209,12 +171,7 @@ class AgentTest : public ::testing::Test {
   }
   static bool ProcessGone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
-  static inline std::vector<std::string> agent_extra_;  // flags for node01's agent
-  static inline TempDir* dir_ = nullptr;
-  static inline StoreProcess* store_ = nullptr;
-  static inline ApiServerProcess* api_ = nullptr;
-  static inline AgentProcess* agent_ = nullptr;
-  static inline client::ApiClient* client_ = nullptr;
+  static inline std::vector<std::string> agent_flags_;  // for the suite's agents
 };
 
 }  // namespace mkube::testing

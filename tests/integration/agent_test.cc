@@ -17,11 +17,7 @@
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "tests/integration/agent_fixture.h"
-#include "tests/util/agent_process.h"
-#include "tests/util/apiserver_process.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
-#include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
@@ -30,7 +26,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
-  auto node = client_->Get<api::Node>("nodes", "", "node01");
+  auto node = client()->Get<api::Node>("nodes", "", "node01");
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(node->metadata().labels().at("kubernetes.io/hostname"), "node01");
   bool ready = false;
@@ -39,10 +35,10 @@ TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
   ASSERT_EQ(node->status().addresses_size(), 2);
   EXPECT_EQ(node->status().addresses(0).type(), "InternalIP");
   EXPECT_EQ(node->status().addresses(0).address(), "127.0.0.1");
-  const std::string agent_port = agent_->address().substr(agent_->address().rfind(':') + 1);
+  const std::string agent_port = Node01().address().substr(Node01().address().rfind(':') + 1);
   EXPECT_EQ(std::to_string(node->status().daemon_endpoints().kubelet_endpoint().port()), agent_port);
   EXPECT_FALSE(node->status().capacity().at("cpu").empty());
-  auto lease = client_->Get<api::Lease>("leases", "kube-node-lease", "node01");
+  auto lease = client()->Get<api::Lease>("leases", "kube-node-lease", "node01");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(lease->spec().holder_identity(), "node01");
   EXPECT_FALSE(lease->spec().renew_time().empty());
@@ -71,7 +67,7 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   ASSERT_TRUE(running.ok());
   const auto& st = running->status();
   EXPECT_EQ(st.host_ip(), "127.0.0.1");
-  EXPECT_THAT(st.pod_ip(), StartsWith("127.1.0."));
+  EXPECT_THAT(st.pod_ip(), StartsWith(cluster_->PodPrefix("node01")));
   ASSERT_EQ(st.container_statuses_size(), 1);
   EXPECT_TRUE(st.container_statuses(0).state().has_running());
   EXPECT_TRUE(st.container_statuses(0).ready());
@@ -122,9 +118,9 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
 TEST_F(AgentTest, LogsFollowStreamsUntilTheContainerStops) {
   CreatePod("talker", "  containers:\n  - {name: c, image: busybox, command: [sh, -c, 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo line $i; sleep 0.02; done']}\n");
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("talker", "Running"); }));
-  const std::string out = dir_->Sub("follow.out");
+  const std::string out = cluster_->dir().Sub("follow.out");
   Subprocess follow({BinDir() + "/mkubectl", "logs", "-f", "talker"}, out,
-                    {{"MKUBECONFIG", dir_->Sub("config")}});
+                    {{"MKUBECONFIG", cluster_->kubeconfig()}});
   ASSERT_TRUE(Eventually([&] { return ReadFile(out).find("line 30\n") != std::string::npos; }));
   EXPECT_EQ(Ctl({"delete", "pod", "talker"}).exit_code, 0);
   auto status = follow.Wait(std::chrono::seconds(10));
@@ -146,7 +142,7 @@ TEST_F(AgentTest, ExecWithATerminal) {
   EXPECT_EQ(r.out, "not a tty\n");
   // From a terminal, `exec -it ... sh` is an interactive shell (the seeds' troubleshooting
   // step): mkubectl runs under a pseudo-terminal here, types two lines and reads the replies.
-  const std::string script = dir_->Sub("exec_it.py");
+  const std::string script = cluster_->dir().Sub("exec_it.py");
   std::ofstream(script) << R"(import os, pty, select, sys
 pid, fd = pty.fork()
 if pid == 0:
@@ -173,7 +169,8 @@ _, status = os.waitpid(pid, 0)
 sys.stdout.write("status=%d\n" % os.WEXITSTATUS(status))
 sys.stdout.write(out.decode(errors="replace"))
 )";
-  r = RunCommand({"python3", script, BinDir() + "/mkubectl"}, {{"MKUBECONFIG", dir_->Sub("config")}});
+  r = RunCommand({"python3", script, BinDir() + "/mkubectl"},
+                 {{"MKUBECONFIG", cluster_->kubeconfig()}});
   EXPECT_THAT(r.out, StartsWith("status=5\n")) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("hi 3"));
   EXPECT_THAT(r.out, HasSubstr("command terminated with exit code 5"));
@@ -181,7 +178,7 @@ sys.stdout.write(out.decode(errors="replace"))
 
   // With one, the command gets a terminal of its size, and input reaches it.
   grpc::ClientContext ctx;
-  client::GrpcClient admin(ClientFor("admin-token"));
+  client::GrpcClient admin(cluster_->ClientOptionsFor("admin-token"));
   auto stream = admin.Exec(&ctx);
   agent::ExecInput first;
   auto* start = first.mutable_start();
@@ -281,9 +278,9 @@ spec:
 }
 
 TEST_F(AgentTest, GetWatchShowsThePodGoThroughContainerCreating) {
-  const std::string out = dir_->Sub("watch.out");
+  const std::string out = cluster_->dir().Sub("watch.out");
   Subprocess watch({BinDir() + "/mkubectl", "get", "pods", "-w"}, out,
-                   {{"MKUBECONFIG", dir_->Sub("config")}});
+                   {{"MKUBECONFIG", cluster_->kubeconfig()}});
   ASSERT_TRUE(Eventually([&] { return ReadFile(out).find("NAME") != std::string::npos ||
                                       ReadFile(out).find("No resources") != std::string::npos; }));
   CreatePod("watched", "  containers:\n  - {name: c, image: busybox, command: [sleep, '100']}\n");
@@ -376,15 +373,15 @@ TEST_F(AgentTest, ImagesArePulledAndTheirEntrypointCmdAndEnvUsed) {
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("tools", "Succeeded"); }))
       << Ctl({"describe", "pod", "tools"}).out;
   // The image's folder is the root of a container's own filesystem, where the host offers one.
-  const std::string image_root = Isolated() ? "/" : agent_->root() + "/images/tools/v1";
+  const std::string image_root = Isolated() ? "/" : Node01().root() + "/images/tools/v1";
   EXPECT_EQ(Ctl({"logs", "tools", "-c", "a"}).out, "hello world from " + image_root + "\n");
   auto r = Ctl({"logs", "tools", "-c", "b"});
   EXPECT_EQ(r.out, "hello mkube from " + image_root + "\n");
   r = Ctl({"logs", "tools"});
   EXPECT_EQ(r.err, "Defaulted container \"a\" out of: a, b\n");
-  auto node = client_->Get<api::Node>("nodes", "", "node01");
+  auto node = client()->Get<api::Node>("nodes", "", "node01");
   ASSERT_TRUE(Eventually([&] {
-    node = client_->Get<api::Node>("nodes", "", "node01");
+    node = client()->Get<api::Node>("nodes", "", "node01");
     for (const auto& img : node->status().images()) {
       if (img.names(0) == "tools:v1") return true;
     }
@@ -403,8 +400,9 @@ TEST_F(AgentTest, AContainerThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
     volumeMounts: [{name: work, mountPath: /work}]
     command: ["sh", "-c", "trap '' TERM; echo $$ > c.pid; sleep 100 & echo $! > child.pid; wait; wait"]
 )");
-  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(PodRoot(pod) + "/child.pid"); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The shell has written its child's pid, and the agent has recorded the container's.
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadPid(PodRoot(pod) + "/child.pid") > 0 && ProcessesOf(pod, "c").first > 0; }));
   const Processes c = ProcessesOf(pod, "c");
   auto r = Ctl({"delete", "pod", "stubborn"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -505,13 +503,14 @@ TEST_F(AgentTest, ReadinessProbesGateReadyAndLivenessProbesRestart) {
   ASSERT_TRUE(Eventually([&] {
     const std::string d = Ctl({"describe", "pod", "unlive"}).out;
     return d.find("Container c failed liveness probe, will be restarted") != std::string::npos &&
-           d.find("Liveness probe failed: dial tcp 127.1.0.") != std::string::npos;
+           d.find("Liveness probe failed: dial tcp " + cluster_->PodPrefix("node01")) !=
+               std::string::npos;
   }));
   EXPECT_EQ(Ctl({"delete", "pod", "unlive", "--grace-period", "0", "--force"}).exit_code, 0);
 }
 
 TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
-  auto channel = grpc::CreateChannel(agent_->address(), grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(Node01().address(), grpc::InsecureChannelCredentials());
   auto stub = agent::Agent::NewStub(channel);
   for (const std::string token : {"", "node01-token", "admin-token"}) {
     grpc::ClientContext ctx;
@@ -526,7 +525,7 @@ TEST_F(AgentTest, TheAgentAnswersOnlyTheApiserver) {
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
   }
   // A node may not read pods' logs through the apiserver either.
-  client::GrpcClient node(ClientFor("node01-token"));
+  client::GrpcClient node(cluster_->ClientOptionsFor("node01-token"));
   grpc::ClientContext ctx;
   agent::LogRequest req;
   req.set_namespace_("default");
@@ -552,7 +551,7 @@ TEST_F(AgentTest, LogsAndExecOfPodsThatCannotServeThem) {
 }
 
 TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
-  AgentProcess agent(AgentOptions("node02", "127.1.1.0/24"));
+  AgentProcess agent(cluster_->AgentOptions("node02"));
   ASSERT_TRUE(agent.Start().ok());
   auto create = [&](const std::string& name, const std::string& policy, const std::string& cmd) {
     const std::string yaml = fmt::format(
@@ -595,8 +594,14 @@ TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
   EXPECT_EQ(finisher->status().container_statuses(0).restart_count(), 0);
   EXPECT_TRUE(Eventually([&] { return ProcessGone(pids["ghost"]); }));
   EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(roots["ghost"]); }));
-  // The running one is the same process, started once, still served by logs and exec.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few of the agent's rounds
+  // The running one is the same process, started once, through a few of the agent's rounds,
+  // still served by logs and exec.
+  EXPECT_TRUE(Consistently(
+      [&] {
+        return !ProcessGone(pids["survivor"]) &&
+               ReadFile(roots["survivor"] + "/starts") == "start\n";
+      },
+      std::chrono::milliseconds(500)));
   EXPECT_FALSE(ProcessGone(pids["survivor"]));
   EXPECT_EQ(ReadFile(roots["survivor"] + "/starts"), "start\n");
   auto survivor = GetPod("survivor");
@@ -612,7 +617,7 @@ TEST_F(AgentTest, AnAgentKilledWithSigkillAdoptsItsContainersWhenRestarted) {
 
 TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
   // Last: it stops the suite's agent (a second agent takes its place for node02).
-  AgentProcess second(AgentOptions("node02", "127.1.1.0/24"));
+  AgentProcess second(cluster_->AgentOptions("node02"));
   ASSERT_TRUE(second.Start().ok());
   // (Its containers share the pod's PID namespace: its holder goes too.)
   auto yaml =
@@ -623,7 +628,7 @@ TEST_F(AgentTest, StoppingTheAgentStopsItsContainers) {
   ASSERT_EQ(Ctl({"create", "-f", "-"}, yaml).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("sleeper", "Running"); }));
   auto pod = GetPod("sleeper");
-  EXPECT_THAT(pod->status().pod_ip(), StartsWith("127.1.1."));
+  EXPECT_THAT(pod->status().pod_ip(), StartsWith(cluster_->PodPrefix("node02")));
   ASSERT_TRUE(Eventually([&] { return ProcessesOf(*pod, "c", &second).first > 0; }));
   const Processes c = ProcessesOf(*pod, "c", &second);
   second.Stop();

@@ -10,7 +10,7 @@
 
 #include "proto/agent/stats.grpc.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/cluster.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::testing {
@@ -18,19 +18,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class AgentTlsTest : public ::testing::Test {
+class AgentTlsTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    cluster_ = new Cluster();
-    auto st = cluster_->Start({.scheduler = false,
-                               .controller_manager = false,
-                               .agent_flags = {"--metrics-resolution=0.25"},
-                               .agent_tls = true});
-    ASSERT_TRUE(st.ok()) << st;
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    return cluster_->Ctl(std::move(args), stdin_text);
+    StartCluster({.scheduler = false,
+                  .controller_manager = false,
+                  .agent_flags = {"--metrics-resolution=0.25"},
+                  .agent_tls = true});
   }
   // Stats.Summary straight to node01's agent with these credentials (and token, if any).
   static grpc::Status CallAgent(const std::shared_ptr<grpc::ChannelCredentials>& creds,
@@ -54,8 +48,6 @@ class AgentTlsTest : public ::testing::Test {
     }
     return o;
   }
-
-  static inline Cluster* cluster_ = nullptr;
 };
 
 constexpr char kPods[] = R"(apiVersion: v1

@@ -13,11 +13,9 @@
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
+#include "tests/util/cluster.h"
 #include "tests/util/etcd_client.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
-#include "tests/util/apiserver_process.h"
-#include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
@@ -179,7 +177,7 @@ class Watcher {
     ctx_.TryCancel();
     thread_.join();
   }
-  // Waits for n events (or the end of the stream); returns what arrived.
+  // Waits (15 s at most) for n events or the end of the stream; returns what arrived.
   std::vector<apiserver::WatchEvent> Wait(size_t n) {
     WaitCount(n);
     std::lock_guard<std::mutex> lock(mu_);
@@ -187,28 +185,31 @@ class Watcher {
   }
   // Waits as Wait does and returns how many arrived, copying none (events may be large).
   size_t WaitCount(size_t n) {
-    for (int i = 0; i < 3000; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (events_.size() >= n || done_) return events_.size();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    Eventually(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return events_.size() >= n || done_;
+        },
+        kWait);
     std::lock_guard<std::mutex> lock(mu_);
     return events_.size();
   }
+  // How the stream ended, once it has (15 s at most).
   std::optional<grpc::Status> Ended() {
-    for (int i = 0; i < 3000; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (done_) return status_;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!Eventually(
+            [&] {
+              std::lock_guard<std::mutex> lock(mu_);
+              return done_;
+            },
+            kWait)) {
+      return std::nullopt;
     }
-    return std::nullopt;
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
   }
 
  private:
+  static constexpr std::chrono::seconds kWait{15};
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReader<apiserver::WatchBatch>> reader_;
   std::thread thread_;
@@ -228,27 +229,22 @@ std::string NameOf(const apiserver::WatchEvent& ev) {
 class ApiServerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "etcd") {
-      etcd_ = std::make_unique<EtcdProcess>(dir_.Sub("etcd"), dir_.Sub("etcd.log"));
-      auto st = etcd_->Start();
-      ASSERT_TRUE(st.ok()) << st;
-      store_address_ = etcd_->address();
-    } else {
-      store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
-      auto st = store_->Start();
-      ASSERT_TRUE(st.ok()) << st;
-      store_address_ = store_->address();
-    }
-    api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
-    auto st = api_->Start();
+    Cluster::Options o = Cluster::ApiserverOnly();
+    o.store = GetParam() == "etcd" ? Cluster::Store::kEtcd : Cluster::Store::kMkube;
+    auto st = cluster_.Start(o);
     ASSERT_TRUE(st.ok()) << st;
-    admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+    admin_ = std::make_unique<Client>(address(), "admin-token");
   }
-  TempDir dir_;
-  std::unique_ptr<StoreProcess> store_;
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::string store_address_;
-  std::unique_ptr<ApiServerProcess> api_;
+  // Kills the apiserver and starts another on the store; admin_ follows it.
+  absl::Status RestartApiserver() {
+    auto st = cluster_.RestartApiserver();
+    if (st.ok()) admin_ = std::make_unique<Client>(address(), "admin-token");
+    return st;
+  }
+  const std::string& address() { return cluster_.apiserver().address(); }
+  const std::string& store_address() const { return cluster_.store_address(); }
+
+  Cluster cluster_;
   std::unique_ptr<Client> admin_;
 };
 
@@ -346,15 +342,9 @@ TEST_P(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
   }
   // Changes made while this client was away, through another apiserver, are not lost: a new
   // apiserver resumes the watch from the client's last version, without a relist.
-  api_->Kill9();
-  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
-  ASSERT_TRUE(api_->Start().ok());
-  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  ASSERT_TRUE(RestartApiserver().ok());
   ASSERT_TRUE(admin_->CreatePod(NewPod("b")).ok());
-  api_->Kill9();
-  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
-  ASSERT_TRUE(api_->Start().ok());
-  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  ASSERT_TRUE(RestartApiserver().ok());
   {
     Watcher w(*admin_, rv);
     ASSERT_TRUE(admin_->CreatePod(NewPod("c")).ok());
@@ -366,14 +356,11 @@ TEST_P(ApiServerTest, WatchesResumeAcrossAnApiserverKillWithoutGapOrDuplicate) {
   }
   // Once the store has compacted that history, an apiserver started afterwards cannot serve
   // it: the version is too old and the client must relist.
-  EtcdClient store(store_address_);
+  EtcdClient store(store_address());
   int64_t compact_to = 0;
   ASSERT_TRUE(absl::SimpleAtoi(rv, &compact_to));
   ASSERT_TRUE(store.Compact(compact_to, true).ok());
-  api_->Kill9();
-  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
-  ASSERT_TRUE(api_->Start().ok());
-  admin_ = std::make_unique<Client>(api_->address(), "admin-token");
+  ASSERT_TRUE(RestartApiserver().ok());
   Watcher old(*admin_, "2");
   auto ended = old.Ended();
   ASSERT_TRUE(ended.has_value());
@@ -458,12 +445,12 @@ TEST_P(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthersOrGrowingMemor
   };
   update(100);  // the cache's window is full from here on
   ASSERT_EQ(reader.WaitCount(100), 100u) << "the reading watcher keeps up";
-  const size_t warm = RssBytes(api_->pid());
+  const size_t warm = RssBytes(cluster_.apiserver().pid());
   update(200);  // 40 MiB more through the apiserver
   const size_t delivered = reader.WaitCount(300);
   EXPECT_EQ(delivered, 300u) << "the reading watcher got every event; it ended with: "
                        << (delivered < 300 && reader.Ended() ? reader.Ended()->error_message() : "");
-  const size_t after = RssBytes(api_->pid());
+  const size_t after = RssBytes(cluster_.apiserver().pid());
   std::printf("apiserver RSS: %zu MiB warm, %zu MiB after 40 MiB more\n", warm >> 20, after >> 20);
   // Bounded by the cache's window (16 MiB here) and the stalled watcher's 50 events, not by
   // what was written; a queue without a bound would hold all 40 MiB.
@@ -483,12 +470,12 @@ TEST_P(ApiServerTest, AStalledWatcherIsCutOffWithoutDelayingOthersOrGrowingMemor
 }
 
 TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
-  Client anonymous(api_->address(), "");
+  Client anonymous(address(), "");
   EXPECT_EQ(anonymous.List("pods", "").status().code(), absl::StatusCode::kUnauthenticated);
-  Client wrong(api_->address(), "nope");
+  Client wrong(address(), "nope");
   EXPECT_EQ(wrong.List("pods", "").status().code(), absl::StatusCode::kUnauthenticated);
 
-  Client node01(api_->address(), "node01-token");
+  Client node01(address(), "node01-token");
   EXPECT_TRUE(node01.List("pods", "").ok()) << "nodes may read";
   EXPECT_EQ(node01.CreatePod(NewPod("sneaky")).status().code(),
             absl::StatusCode::kPermissionDenied);
@@ -524,14 +511,14 @@ TEST_P(ApiServerTest, AuthenticationAndNodeRestriction) {
   EXPECT_EQ(node01.Update(on01).status().code(), absl::StatusCode::kPermissionDenied)
       << "only the status";
 
-  Client sched(api_->address(), "sched-token");
+  Client sched(address(), "sched-token");
   EXPECT_TRUE(sched.List("nodes", "").ok());
   EXPECT_EQ(sched.Delete("pods", "default", "on-01").code(), absl::StatusCode::kPermissionDenied);
 }
 
 TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
   ASSERT_TRUE(admin_->CreatePod(NewPod("pending")).ok());
-  Client sched(api_->address(), "sched-token");
+  Client sched(address(), "sched-token");
   auto bind = [&](const std::string& node) {
     api::Binding b;
     b.mutable_metadata()->set_name("pending");
@@ -616,15 +603,14 @@ TEST_P(ApiServerTest, BindingEvictionAndScaleSubresources) {
 TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(admin_->CreatePod(NewPod("old-" + std::to_string(i))).ok());
-  EtcdClient store(store_address_);
+  EtcdClient store(store_address());
   auto before = store.Get("compact_rev_key");
   ASSERT_TRUE(before.ok()) << before.status();
   const int64_t written = before->header().revision();
 
-  std::filesystem::create_directories(dir_.Sub("api2"));
-  ApiServerProcess compacting(dir_.Sub("api2"), store_address_);
-  compacting.extra_args = {"--etcd-compaction-interval", "500ms"};
-  ASSERT_TRUE(compacting.Start().ok());
+  std::unique_ptr<ApiServerProcess> compacting;
+  ASSERT_TRUE(
+      cluster_.StartApiserver("api2", {"--etcd-compaction-interval", "500ms"}, &compacting).ok());
   // The first step notes the revision, the second compacts to it.
   ASSERT_TRUE(Eventually(
       [&] {
@@ -638,7 +624,7 @@ TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
   ASSERT_EQ(key->kvs_size(), 1);
   EXPECT_GE(key->kvs(0).version(), 2) << "each compaction bumps the shared key";
 
-  Client client(compacting.address(), "admin-token");
+  Client client(compacting->address(), "admin-token");
   for (int i = 0; i < 3; ++i) {
     auto pod = client.GetPod("old-" + std::to_string(i));
     EXPECT_TRUE(pod.ok()) << pod.status();
@@ -648,7 +634,7 @@ TEST_P(ApiServerTest, TheStoreIsCompactedOneIntervalBehind) {
 
   // A bad interval is refused with a clear message.
   auto bad = RunCommand({BinDir() + "/mkube-apiserver", "--insecure-plaintext", "--token-file",
-                         dir_.Sub("tokens.csv"), "--store-endpoints", store_address_,
+                         cluster_.dir().Sub("tokens.csv"), "--store-endpoints", store_address(),
                          "--etcd-compaction-interval", "soon"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--etcd-compaction-interval: soon is not a duration"), std::string::npos)
@@ -718,12 +704,11 @@ TEST_P(ApiServerTest, ObjectsTooLargeForTheStoreAreRefusedInEtcdsWords) {
 // An apiserver told the store takes more than it does meets the store's own refusals: they
 // are passed on in etcd's words too, never as gRPC's.
 TEST_P(ApiServerTest, TheStoresOwnRefusalsOfLargeObjectsAreWordedAsEtcds) {
-  std::filesystem::create_directories(dir_.Sub("trusting"));
-  ApiServerProcess trusting(dir_.Sub("trusting"), store_address_);
-  trusting.extra_args = {"--store-max-request-bytes=1073741824"};
-  auto started = trusting.Start();
+  std::unique_ptr<ApiServerProcess> trusting;
+  auto started =
+      cluster_.StartApiserver("trusting", {"--store-max-request-bytes=1073741824"}, &trusting);
   ASSERT_TRUE(started.ok()) << started;
-  Client client(trusting.address(), "admin-token");
+  Client client(trusting->address(), "admin-token");
   for (size_t bytes : {size_t{1600} << 10, size_t{2500} << 10}) {
     auto pod = NewPod("big-" + std::to_string(bytes));
     pod.mutable_spec()->mutable_containers(0)->add_args(std::string(bytes, 'x'));

@@ -5,9 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <thread>
-
-#include "tests/util/eventually.h"
+#include <mutex>
 
 #include "client/client.h"
 #include "client/credentials.h"
@@ -16,8 +14,8 @@
 #include "client/leader_election.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/apiserver_process.h"
-#include "tests/util/store_process.h"
+#include "tests/util/cluster.h"
+#include "tests/util/eventually.h"
 
 namespace mkube::testing {
 namespace {
@@ -31,20 +29,10 @@ api::Pod NewPod(const std::string& name) {
   return p;
 }
 
-client::ClientOptions AdminOptions(const std::string& address) {
-  client::ClientOptions o;
-  o.address = address;
-  o.token = "admin-token";
-  return o;
-}
-
 TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
-  TempDir dir;
-  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
-  ASSERT_TRUE(store.Start().ok());
-  auto api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
-  ASSERT_TRUE(api->Start().ok());
-  client::GrpcClient admin(AdminOptions(api->address()));
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(Cluster::ApiserverOnly()).ok());
+  client::GrpcClient admin(cluster.ClientOptionsFor("admin-token"));
   ASSERT_TRUE(admin.Create("pods", "default", NewPod("before")).ok());
 
   std::mutex mu;
@@ -77,10 +65,8 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
 
   // The apiserver goes away and comes back on another port: a new client, same informer
   // logic, resumes; nothing is missed.
-  api->Kill9();
-  api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
-  ASSERT_TRUE(api->Start().ok());
-  client::GrpcClient admin2(AdminOptions(api->address()));
+  ASSERT_TRUE(cluster.RestartApiserver().ok());
+  client::GrpcClient admin2(cluster.ClientOptionsFor("admin-token"));
   client::Informer<api::Pod> again(&admin2, "pods", {.ns = "default"});
   again.Start();
   ASSERT_TRUE(again.WaitForCacheSync(std::chrono::seconds(10)));
@@ -96,13 +82,11 @@ TEST(Informer, ListsWatchesRunsHandlersAndResumesAfterAnApiserverRestart) {
 // port, works again as soon as the apiserver serves: its calls wait for the connection, and so
 // keep it being made (a client whose calls all fail at once is reconnected seconds late).
 TEST(Reconnect, ADaemonsClientWorksAgainAsSoonAsTheApiserverServes) {
-  TempDir dir;
-  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
-  ASSERT_TRUE(store.Start().ok());
-  auto api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
-  ASSERT_TRUE(api->Start().ok());
-  std::ofstream(dir.Sub("admin.token")) << "admin-token\n";
-  auto options = client::DaemonClientOptions(api->address(), dir.Sub("admin.token"), "", true);
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(Cluster::ApiserverOnly()).ok());
+  const std::string token_file = cluster.dir().Sub("admin.token");
+  std::ofstream(token_file) << "admin-token\n";
+  auto options = client::DaemonClientOptions(cluster.apiserver().address(), token_file, "", true);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_TRUE(options->wait_for_ready);
   options->timeout = std::chrono::milliseconds(500);
@@ -111,18 +95,13 @@ TEST(Reconnect, ADaemonsClientWorksAgainAsSoonAsTheApiserverServes) {
   ASSERT_TRUE(get().ok());
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
-    api->Kill9();
+    cluster.apiserver().Kill9();
     // Called while the apiserver is away, as a daemon's informers and workers do.
-    const auto away = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (std::chrono::steady_clock::now() < away) EXPECT_FALSE(get().ok());
-    api = std::make_unique<ApiServerProcess>(dir.path(), store.address());
-    api->listen = options->address;
-    ASSERT_TRUE(api->Start().ok());
+    EXPECT_TRUE(Consistently([&] { return !get().ok(); }, std::chrono::seconds(2)));
+    ASSERT_TRUE(cluster.RestartApiserver(options->address).ok());
     const auto serving = std::chrono::steady_clock::now();
     absl::Status st;
-    while (!(st = get()).ok() &&
-           std::chrono::steady_clock::now() - serving < std::chrono::seconds(30)) {
-    }
+    Eventually([&] { return (st = get()).ok(); }, std::chrono::seconds(30));
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - serving).count();
     std::cout << "round " << round << ": works again " << took << " s after the apiserver serves\n";
@@ -133,12 +112,9 @@ TEST(Reconnect, ADaemonsClientWorksAgainAsSoonAsTheApiserverServes) {
 }
 
 TEST(EventRecorder, PostsEventsAndCountsRepeatsOfOne) {
-  TempDir dir;
-  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
-  ASSERT_TRUE(store.Start().ok());
-  ApiServerProcess api(dir.path(), store.address());
-  ASSERT_TRUE(api.Start().ok());
-  client::GrpcClient admin(AdminOptions(api.address()));
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(Cluster::ApiserverOnly()).ok());
+  client::ApiClient& admin = *cluster.client();
   auto pod = admin.Create("pods", "default", NewPod("p"));
   ASSERT_TRUE(pod.ok());
   {
@@ -173,12 +149,10 @@ TEST(EventRecorder, PostsEventsAndCountsRepeatsOfOne) {
 }
 
 TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
-  TempDir dir;
-  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
-  ASSERT_TRUE(store.Start().ok());
-  ApiServerProcess api(dir.path(), store.address());
-  ASSERT_TRUE(api.Start().ok());
-  client::GrpcClient ca(AdminOptions(api.address())), cb(AdminOptions(api.address()));
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start(Cluster::ApiserverOnly()).ok());
+  client::GrpcClient ca(cluster.ClientOptionsFor("admin-token")),
+      cb(cluster.ClientOptionsFor("admin-token"));
   auto config = [](const std::string& id) {
     client::LeaderElector::Config c;
     c.lease_name = "mkube-scheduler";
@@ -194,10 +168,9 @@ TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
   a->Start();
   b->Start();
   ASSERT_TRUE(Eventually([&] { return a->IsLeader() || b->IsLeader(); }));
-  for (int i = 0; i < 100; ++i) {
-    ASSERT_FALSE(a->IsLeader() && b->IsLeader()) << "two leaders at once";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_TRUE(
+      Consistently([&] { return !(a->IsLeader() && b->IsLeader()); }, std::chrono::seconds(1)))
+      << "two leaders at once";
   auto& leader = a->IsLeader() ? a : b;
   auto& follower = a->IsLeader() ? b : a;
   leader->Stop();  // gives the lease up
@@ -209,9 +182,12 @@ TEST(LeaderElection, OneLeaderAtATimeAndAHandOverWhenItStops) {
 }
 
 TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {
-  TempDir dir;
-  StoreProcess store(dir.Sub("store"), dir.Sub("store.log"));
-  ASSERT_TRUE(store.Start().ok());
+  Cluster cluster;
+  ASSERT_TRUE(
+      cluster
+          .Start({.apiserver = false, .nodes = {}, .scheduler = false, .controller_manager = false})
+          .ok());
+  const TempDir& dir = cluster.dir();
   const std::string root = std::string(MKUBE_SOURCE_DIR);
   auto made = RunCommand({root + "/deploy/lib/certs.sh", dir.Sub("pki")});
   ASSERT_EQ(made.exit_code, 0) << made.err;
@@ -220,14 +196,14 @@ TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {
   std::ofstream(dir.Sub("tokens.csv")) << kTokens;
 
   // Without a certificate and without --insecure-plaintext it refuses to start.
-  auto refused = RunCommand({BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0",
-                             "--store-endpoints", store.address(), "--token-file",
-                             dir.Sub("tokens.csv")});
+  auto refused =
+      RunCommand({BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0", "--store-endpoints",
+                  cluster.store_address(), "--token-file", dir.Sub("tokens.csv")});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("no TLS certificate given"), std::string::npos) << refused.err;
 
   Subprocess api({BinDir() + "/mkube-apiserver", "--listen", "127.0.0.1:0", "--store-endpoints",
-                  store.address(), "--token-file", dir.Sub("tokens.csv"), "--tls-cert-file",
+                  cluster.store_address(), "--token-file", dir.Sub("tokens.csv"), "--tls-cert-file",
                   dir.Sub("pki/apiserver.crt"), "--tls-private-key-file",
                   dir.Sub("pki/apiserver.key"), "--address-file", dir.Sub("api.addr")},
                  dir.Sub("api.log"));
@@ -235,7 +211,9 @@ TEST(Tls, ClientsVerifyTheApiserverAgainstTheClusterCa) {
   ASSERT_TRUE(addr.has_value()) << ReadFile(dir.Sub("api.log"));
 
   auto options = [&](const std::string& ca_file) {
-    client::ClientOptions o = AdminOptions(*addr);
+    client::ClientOptions o;
+    o.address = *addr;
+    o.token = "admin-token";
     o.ca_pem = ca_file.empty() ? "" : ReadFile(ca_file);
     o.read_attempts = 1;
     o.timeout = std::chrono::seconds(3);

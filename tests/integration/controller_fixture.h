@@ -16,7 +16,7 @@
 #include "api/labels.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/cluster.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::testing {
@@ -42,22 +42,17 @@ spec:
         - containerPort: 80
 )";
 
-class ControllerTest : public ::testing::Test {
+class ControllerTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    cluster_ = new Cluster();
     // Short times: a node is lost 3 s after its last lease renewal (every 500 ms), and its
     // pods tolerate that for 2 s.
-    Cluster::Options o;
-    o.apiserver_flags = {"--default-not-ready-toleration-seconds=2",
-                         "--default-unreachable-toleration-seconds=2"};
-    o.agent_flags = {"--node-lease-duration-seconds=2"};
-    o.controller_manager_flags = {"--node-monitor-grace-period=3s",
-                                  "--node-monitor-period=500ms"};
-    auto st = cluster_->Start(o);
-    ASSERT_TRUE(st.ok()) << st;
+    StartCluster({.controller_manager_flags = {"--node-monitor-grace-period=3s",
+                                               "--node-monitor-period=500ms"},
+                  .apiserver_flags = {"--default-not-ready-toleration-seconds=2",
+                                      "--default-unreachable-toleration-seconds=2"},
+                  .agent_flags = {"--node-lease-duration-seconds=2"}});
   }
-  static void TearDownTestSuite() { delete cluster_; }
   void TearDown() override {
     for (const char* kind : {"deployments", "replicasets", "replicationcontrollers",
                              "poddisruptionbudgets", "daemonsets", "cronjobs", "jobs"}) {
@@ -70,10 +65,6 @@ class ControllerTest : public ::testing::Test {
         << Ctl({"get", "pods", "-o", "wide"}).out;
   }
 
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "",
-                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    return cluster_->Ctl(std::move(args), stdin_text, timeout);
-  }
   // Pods (not being deleted) whose labels match `selector`.
   static std::vector<api::Pod> Pods(const std::string& selector) {
     apiserver::ListRequest req;
@@ -107,8 +98,6 @@ class ControllerTest : public ::testing::Test {
                                          << Ctl({"get", "pods", "-o", "wide"}).out
                                          << cluster_->Logs();
   }
-
-  static inline Cluster* cluster_ = nullptr;
 };
 
 // The NODE of each running pod matching `selector`, sorted.

@@ -26,13 +26,13 @@ using ::testing::HasSubstr;
 class IsolationTest : public AgentTest {
  protected:
   static void SetUpTestSuite() {
-    agent_extra_ = {"--pod-max-pids", "64"};
+    agent_flags_ = {"--pod-max-pids", "64"};
     AgentTest::SetUpTestSuite();
   }
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "containers are isolated only by an agent running as root";
     if (!Isolated()) {
-      auto node = client_->Get<api::Node>("nodes", "", "node01");
+      auto node = client()->Get<api::Node>("nodes", "", "node01");
       GTEST_SKIP() << "this host offers: "
                    << (node.ok() ? node->metadata().annotations().at("mkube.io/isolation") : "?");
     }
@@ -47,14 +47,14 @@ class IsolationTest : public AgentTest {
   }
   // Whether node01 holds containers to limits of this kind (memory, cpu, pids).
   static bool Cgroups(const std::string& kind) {
-    auto node = client_->Get<api::Node>("nodes", "", "node01");
+    auto node = client()->Get<api::Node>("nodes", "", "node01");
     if (!node.ok()) return false;
     const std::string said = node->metadata().annotations().at("mkube.io/isolation");
     const size_t limits = said.find("cgroup v1 limits (");
     return limits != std::string::npos && said.find(kind, limits) < said.find(')', limits);
   }
   static std::string Sandbox(const api::Pod& pod) {
-    return fmt::format("{}/pods/{}", agent_->root(), pod.metadata().uid());
+    return fmt::format("{}/pods/{}", Node01().root(), pod.metadata().uid());
   }
   // The container's cgroup folder in a hierarchy (memory, cpu, pids), from the agent's record.
   static std::string Cgroup(const api::Pod& pod, const std::string& container,
@@ -100,9 +100,10 @@ TEST_F(IsolationTest, APodSeesNeitherTheNodesSecretsNorOtherPodsFiles) {
   const std::string secret = Sandbox(keeper) + "/volumes/data/secret";
   ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(secret); }));
   // Paths of the node that hold what would make a pod cluster admin.
+  const std::string agent_token = cluster_->apiserver().agent_token_file();
   const std::vector<std::string> forbidden = {
-      secret, agent_->root(), api_->agent_token_file(), dir_->path(),
-      std::filesystem::path(api_->agent_token_file()).parent_path().string()};
+      secret, Node01().root(), agent_token, cluster_->dir().path(),
+      std::filesystem::path(agent_token).parent_path().string()};
   std::string probe;
   for (const auto& path : forbidden) {
     probe +=
@@ -138,7 +139,7 @@ TEST_F(IsolationTest, APodSeesNeitherTheNodesSecretsNorOtherPodsFiles) {
             "mkube-init\nsh -c echo s3cret > /data/secret; sleep 3600 ");
   // The node's folder is its owner's alone.
   struct stat st;
-  ASSERT_EQ(stat(agent_->root().c_str(), &st), 0);
+  ASSERT_EQ(stat(Node01().root().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   Ctl({"delete", "pod", "keeper", "snoop", "--grace-period=0"});
 }
@@ -171,10 +172,11 @@ TEST_F(IsolationTest, RootInAContainerFindsProcsKnobsReadOnlyAndNoNodeFiles) {
     if (!std::filesystem::exists(secret)) continue;
     EXPECT_EQ(Exec("root-probe", fmt::format("wc -c < {}", secret)).out, "0\n") << secret;
   }
-  auto r =
-      Exec("root-probe",
-           fmt::format("ls {} || ls {}", agent_->root(),
-                       std::filesystem::path(api_->agent_token_file()).parent_path().string()));
+  auto r = Exec(
+      "root-probe",
+      fmt::format(
+          "ls {} || ls {}", Node01().root(),
+          std::filesystem::path(cluster_->apiserver().agent_token_file()).parent_path().string()));
   EXPECT_NE(r.exit_code, 0) << r.out;
   Ctl({"delete", "pod", "root-probe", "--grace-period=0"});
 }
@@ -271,8 +273,8 @@ TEST_F(IsolationTest, TheRootIsWritableInALayerOfTheContainersOwn) {
 // it: files it writes there (/etc/hostname, /etc/hosts) never reach the node's through them.
 TEST_F(IsolationTest, AnImagesLinksCannotLeadTheRootsMakingOntoTheNode) {
   namespace fs = std::filesystem;
-  const std::string victim = dir_->path() + "/victim",
-                    image = dir_->Sub("registry") + "/hostile/v1";
+  const std::string victim = cluster_->dir().path() + "/victim",
+                    image = cluster_->registry() + "/hostile/v1";
   std::ofstream(victim) << "the node's\n";
   fs::create_directories(image + "/etc");
   std::ofstream(image + "/image.json") << R"({"cmd": ["sleep", "3600"]})";
@@ -335,8 +337,8 @@ TEST_F(IsolationTest, AnAgentKilledAndRestartedStillEntersItsContainers) {
   ASSERT_TRUE(Eventually([&] { return PodPhaseIs("kept", "Running"); }));
   const std::string before = Exec("kept", "cat /tmp/pid").out;
   ASSERT_FALSE(before.empty());
-  agent_->Kill9();
-  ASSERT_TRUE(agent_->Start().ok());
+  Node01().Kill9();
+  ASSERT_TRUE(Node01().Start().ok());
   auto r = Exec("kept", "cat /tmp/pid; hostname; id -u");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, before + "kept\n65534\n");
@@ -388,8 +390,8 @@ TEST_F(IsolationTest, ASharedNamespaceOutlivesAnAgentRestart) {
   const pid_t pause = pause_pid();
   ASSERT_GT(pause, 0);
   const Processes b = ProcessesOf(pod, "b");
-  agent_->Kill9();
-  ASSERT_TRUE(agent_->Start().ok());
+  Node01().Kill9();
+  ASSERT_TRUE(Node01().Start().ok());
   // b ends a's program (it sees it: one namespace); the new agent starts a again.
   auto r = Exec("shared-kept",
                 "for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = sleep ] && "
@@ -420,7 +422,7 @@ TEST_F(IsolationTest, ASharedNamespaceOutlivesAnAgentRestart) {
 TEST_F(IsolationTest, AnAgentThatIsNotRootRunsPodsAndSaysWhatIsMissing) {
   // The same agent as nobody: no namespaces, users or cgroups are its to use.
   namespace fs = std::filesystem;
-  AgentProcess::Options o = AgentOptions("master01", "127.1.3.0/24");
+  AgentProcess::Options o = cluster_->AgentOptions("master01");
   // Its folder outside the suite's (which only root may enter), removed at the end.
   TempDir own;
   o.dir = own.Sub("master01");
@@ -435,7 +437,7 @@ TEST_F(IsolationTest, AnAgentThatIsNotRootRunsPodsAndSaysWhatIsMissing) {
   ASSERT_EQ(RunCommand({"chown", "-R", "65534:65534", o.dir}).exit_code, 0);
   AgentProcess nobody(o);
   ASSERT_TRUE(nobody.Start().ok()) << nobody.log();
-  auto node = client_->Get<api::Node>("nodes", "", "master01");
+  auto node = client()->Get<api::Node>("nodes", "", "master01");
   ASSERT_TRUE(node.ok());
   const std::string said = node->metadata().annotations().at("mkube.io/isolation");
   EXPECT_THAT(said, ::testing::StartsWith("none; missing: own root filesystem"));

@@ -19,7 +19,7 @@ TEST_F(MkubectlHabitsTest, GlobalFlagsAfterTheVerb) {
   r = Ctl({"get", "namespaces", "--request-timeout", "5s", "--no-headers", "-o", "name"});
   EXPECT_THAT(r.out, HasSubstr("namespace/kube-system\n")) << r.err;
   // --kubeconfig after the verb wins over MKUBECONFIG (here: the one with a wrong token).
-  r = Ctl({"get", "pods", "--kubeconfig", dir_->Sub("wrong-token")});
+  r = Ctl({"get", "pods", "--kubeconfig", dir().Sub("wrong-token")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("Unauthorized"));
   r = Ctl({"get", "pods", "--token", "nope"});
@@ -170,9 +170,8 @@ complete_at mkubectl get deplo
 complete_at mkubectl get pods c
 complete_at mkubectl patch pod c1 --type ""
 )";
-  auto r = RunCommand({"/bin/bash", "-c", script},
-                      {{"MKUBECONFIG", dir_->Sub("config")},
-                       {"PATH", BinDir() + ":/usr/bin:/bin"}});
+  auto r = RunCommand({"/bin/bash", "-c", script}, {{"MKUBECONFIG", dir().Sub("config")},
+                                                    {"PATH", BinDir() + ":/usr/bin:/bin"}});
   EXPECT_EQ(r.out, "patch\ndeploy deployment deployments\nc1\njson merge strategic\n") << r.err;
   r = Ctl({"completion", "zsh"});
   EXPECT_THAT(r.out, HasSubstr("autoload -U +X bashcompinit && bashcompinit\n"));
@@ -198,7 +197,7 @@ TEST_F(MkubectlHabitsTest, GetRawAnswersKubernetesRestPaths) {
 }
 
 TEST_F(MkubectlHabitsTest, ConfigContexts) {
-  WriteConfig(dir_->Sub("contexts"), "admin-token");  // a copy this test may change
+  cluster_->WriteKubeconfig(dir().Sub("contexts"), "admin-token");  // a copy this test may change
   auto ctl = [&](std::vector<std::string> args) { return Ctl(std::move(args), "", "contexts"); };
   auto r = ctl({"config", "view"});
   EXPECT_THAT(r.out, HasSubstr("token: REDACTED")) << r.err;
@@ -262,8 +261,7 @@ class MkubectlEditTest : public MkubectlTest {
  protected:
   // mkubectl with EDITOR set to a shell command (the file's path is its last word).
   static CommandResult WithEditor(const std::string& editor, std::vector<std::string> args) {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}, {"EDITOR", editor}});
+    return cluster_->Ctl(std::move(args), "", std::chrono::seconds(30), {{"EDITOR", editor}});
   }
   static std::string Replicas(const std::string& name) {
     return Ctl({"get", "deploy", name, "-o", "jsonpath={.spec.replicas}"}).out;

@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "tests/integration/mkubectl_fixture.h"
+#include "tests/util/eventually.h"
 
 namespace mkube::testing {
 namespace {
@@ -213,27 +214,25 @@ TEST_F(MkubectlTest, ClearOneLineErrors) {
   // An unreachable server.
   auto r = RunCommand({BinDir() + "/mkubectl", "--server", "http://127.0.0.1:1", "--token", "t",
                        "--request-timeout", "3s", "get", "pods"},
-                      {{"MKUBECONFIG", dir_->Sub("none")}});
+                      {{"MKUBECONFIG", dir().Sub("none")}});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, StartsWith("The connection to the server 127.0.0.1:1 was refused - did you "
                                 "specify the right host or port?"));
   // No kubeconfig at all.
-  r = RunCommand({BinDir() + "/mkubectl", "get", "pods"}, {{"MKUBECONFIG", dir_->Sub("none")}});
+  r = RunCommand({BinDir() + "/mkubectl", "get", "pods"}, {{"MKUBECONFIG", dir().Sub("none")}});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, StartsWith("error: no configuration at " + dir_->Sub("none")));
+  EXPECT_THAT(r.err, StartsWith("error: no configuration at " + dir().Sub("none")));
 }
 
 TEST_F(MkubectlTest, WatchPrintsRowsAsPodsChange) {
   Subprocess watch(
-      {BinDir() + "/mkubectl", "--kubeconfig", dir_->Sub("config"), "get", "pods", "-w"},
-      dir_->Sub("watch.out"));
+      {BinDir() + "/mkubectl", "--kubeconfig", dir().Sub("config"), "get", "pods", "-w"},
+      dir().Sub("watch.out"));
   ASSERT_TRUE(Ctl({"apply", "-f", Seed("pod3.yaml")}).exit_code == 0);
-  bool seen = false;
-  for (int i = 0; i < 300 && !seen; ++i) {
-    seen = ReadFile(dir_->Sub("watch.out")).find("affinity ") != std::string::npos;
-    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(seen) << ReadFile(dir_->Sub("watch.out"));
+  EXPECT_TRUE(Eventually(
+      [] { return ReadFile(dir().Sub("watch.out")).find("affinity ") != std::string::npos; },
+      std::chrono::seconds(6)))
+      << ReadFile(dir().Sub("watch.out"));
   watch.Kill();
   Ctl({"delete", "-f", Seed("pod3.yaml")});
 }
@@ -342,10 +341,7 @@ TEST_F(MkubectlTest, RolloutStatusAndSetImage) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, StartsWith("Waiting for deployment"));
   EXPECT_EQ(r.err, "error: timed out waiting for the condition\n");
-  client::ClientOptions o;
-  o.address = api_->address();
-  o.token = "admin-token";
-  client::GrpcClient admin(o);
+  client::ApiClient& admin = *cluster_->client();
   auto d = admin.Get<api::Deployment>("deployments", "default", "myapp1");
   ASSERT_TRUE(d.ok());
   const std::string status = fmt::format(
@@ -424,7 +420,8 @@ TEST_F(MkubectlTest, InformationCommands) {
               MatchesRegex("(.|\n)*\ndeployments +deploy +apps/v1 +true +Deployment\n(.|\n)*"));
   EXPECT_THAT(Ctl({"version"}).out, MatchesRegex("Client Version: v.*\nServer Version: v.*\n"));
   EXPECT_THAT(Ctl({"cluster-info"}).out,
-              StartsWith("Kubernetes control plane is running at http://" + api_->address()));
+              StartsWith("Kubernetes control plane is running at http://" +
+                         cluster_->apiserver().address()));
   r = Ctl({"explain", "pod.spec.affinity.nodeAffinity"});
   EXPECT_EQ(r.out,
             "KIND:     Pod\nVERSION:  v1\n\nRESOURCE: nodeAffinity <Object>\n\nFIELDS:\n"
@@ -443,7 +440,7 @@ TEST_F(MkubectlTest, InformationCommands) {
     return RunCommand({"bash", "-c",
                        "source /dev/stdin; COMP_WORDS=(" + words + "); COMP_CWORD=" +
                            std::to_string(cword) + "; _mkubectl; echo \"${COMPREPLY[*]}\""},
-                      {{"MKUBECONFIG", dir_->Sub("config")}, {"PATH", BinDir() + ":/usr/bin:/bin"}},
+                      {{"MKUBECONFIG", dir().Sub("config")}, {"PATH", BinDir() + ":/usr/bin:/bin"}},
                       script)
         .out;
   };

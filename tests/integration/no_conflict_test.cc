@@ -10,10 +10,9 @@
 #include "client/client.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/apiserver_process.h"
+#include "tests/util/cluster.h"
+#include "tests/util/eventually.h"
 #include "tests/util/manifest.h"
-#include "tests/util/process.h"
-#include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
@@ -37,19 +36,15 @@ struct Tally {
 class NoConflictTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
+    auto st = cluster_.Start(Cluster::ApiserverOnly());
+    ASSERT_TRUE(st.ok()) << st;
     admin_ = Client("admin-token");
     node_ = Client("node01-token");
   }
   void TearDown() override { StopWriters(); }
 
   std::unique_ptr<client::GrpcClient> Client(const std::string& token) {
-    client::ClientOptions o;
-    o.address = api_->address();
-    o.token = token;
+    client::ClientOptions o = cluster_.ClientOptionsFor(token);
     o.own_connection = true;
     return std::make_unique<client::GrpcClient>(o);
   }
@@ -121,9 +116,7 @@ class NoConflictTest : public ::testing::Test {
     return admin_->Delete(req).status();
   }
 
-  TempDir dir_;
-  std::unique_ptr<StoreProcess> store_;
-  std::unique_ptr<ApiServerProcess> api_;
+  Cluster cluster_;
   std::unique_ptr<client::GrpcClient> admin_, node_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> writers_;
@@ -165,7 +158,7 @@ TEST_F(NoConflictTest, PatchesScalesDeletesAndEvictionsRacingStatusWritersNeverC
   }
   StartWriters(kPods);
   // The writers are under way before the first racing write.
-  while (status_writes_ < 50) std::this_thread::yield();
+  ASSERT_TRUE(Eventually([&] { return status_writes_ >= 50; }));
   const int before = status_writes_;
 
   Tally racing;

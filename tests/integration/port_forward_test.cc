@@ -12,7 +12,7 @@
 #include <future>
 #include <regex>
 
-#include "tests/util/cluster.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::testing {
@@ -20,19 +20,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class PortForwardTest : public ::testing::Test {
+class PortForwardTest : public ClusterSuite {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new Cluster();
-    auto st = cluster_->Start({});
-    ASSERT_TRUE(st.ok()) << st;
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    return cluster_->Ctl(std::move(args), stdin_text);
-  }
-
-  static inline Cluster* cluster_ = nullptr;
+  static void SetUpTestSuite() { StartCluster({}); }
 };
 
 constexpr char kWeb[] = R"(apiVersion: v1

@@ -13,70 +13,25 @@
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/agent_process.h"
-#include "tests/util/apiserver_process.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/etcd_client.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
-#include "tests/util/control_plane_process.h"
-#include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class SchedulerTest : public ::testing::Test {
+class SchedulerTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = new ApiServerProcess(dir_->path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
-    WriteTestRegistry(dir_->Sub("registry"));
-    // The seeds' image: the demo web server.
-    std::filesystem::create_directories(dir_->Sub("registry/soscscs/myapp"));
-    std::filesystem::copy(dir_->Sub("registry/web/v1"), dir_->Sub("registry/soscscs/myapp/v1"),
+    // Each node on an address of its own, as hostPorts are forwarded from it.
+    StartCluster({.node_ips = true, .images = Cluster::Images::kTest, .controller_manager = false});
+    // The seeds' image: the demo web server (on the pod's port 8080).
+    const std::string registry = cluster_->registry();
+    std::filesystem::create_directories(registry + "/soscscs/myapp");
+    std::filesystem::copy(registry + "/web/v1", registry + "/soscscs/myapp/v1",
                           std::filesystem::copy_options::recursive);
-    int i = 0;
-    for (const std::string node : {"master01", "node01", "node02"}) {
-      AgentProcess::Options o;
-      o.dir = dir_->Sub(node);
-      o.apiserver = api_->address();
-      o.agent_token_file = api_->agent_token_file();
-      o.node = node;
-      o.registry = dir_->Sub("registry");
-      o.pod_cidr = fmt::format("127.1.{}.0/24", ++i);
-      // Each node its own address, as hostPorts are forwarded from it.
-      o.extra = {"--node-ip", fmt::format("127.0.1.{}", i)};
-      if (node == "master01") {
-        o.extra.insert(o.extra.end(), {"--node-labels",
-                                       "node-role.kubernetes.io/master=", "--register-with-taints",
-                                       "node-role.kubernetes.io/master:NoSchedule"});
-      }
-      agents_[i - 1] = new AgentProcess(o);
-      auto st = agents_[i - 1]->Start();
-      ASSERT_TRUE(st.ok()) << st;
-    }
-    scheduler_ = new SchedulerProcess(dir_->Sub("sched-a"), api_->address(), "sched-a");
-    ASSERT_TRUE(scheduler_->Start().ok()) << scheduler_->log();
-    client::ClientOptions o;
-    o.address = api_->address();
-    o.token = "admin-token";
-    client_ = new client::GrpcClient(o);
-    std::ofstream(dir_->Sub("config"))
-        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
-        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
-        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete scheduler_;
-    for (auto*& a : agents_) delete a;
-    delete api_;
-    delete store_;
-    delete dir_;
   }
   void TearDown() override {
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
@@ -86,10 +41,6 @@ class SchedulerTest : public ::testing::Test {
         << Ctl({"get", "pods", "-o", "wide"}).out;
   }
 
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
-  }
   // A plain pod running the seeds' image; mkubectl's exit code.
   static int CreatePod(const std::string& name) {
     return Ctl({"create", "-f", "-"},
@@ -107,7 +58,7 @@ class SchedulerTest : public ::testing::Test {
     req.set_resource("pods");
     req.set_namespace_("default");
     std::vector<api::Pod> out;
-    auto list = client_->List(req);
+    auto list = cluster_->client()->List(req);
     if (!list.ok()) return out;
     for (const auto& bytes : list->items()) out.emplace_back().ParseFromString(bytes);
     return out;
@@ -130,23 +81,10 @@ class SchedulerTest : public ::testing::Test {
     return ::testing::AssertionFailure() << Ctl({"describe", "pod", pod}).out;
   }
   static bool Running(const std::string& pod) {
-    auto p = client_->Get<api::Pod>("pods", "default", pod);
+    auto p = cluster_->client()->Get<api::Pod>("pods", "default", pod);
     return p.ok() && p->status().phase() == "Running";
   }
-
-  static TempDir* dir_;
-  static StoreProcess* store_;
-  static ApiServerProcess* api_;
-  static AgentProcess* agents_[3];
-  static SchedulerProcess* scheduler_;
-  static client::ApiClient* client_;
 };
-TempDir* SchedulerTest::dir_ = nullptr;
-StoreProcess* SchedulerTest::store_ = nullptr;
-ApiServerProcess* SchedulerTest::api_ = nullptr;
-AgentProcess* SchedulerTest::agents_[3] = {};
-SchedulerProcess* SchedulerTest::scheduler_ = nullptr;
-client::ApiClient* SchedulerTest::client_ = nullptr;
 
 TEST_F(SchedulerTest, ThePodIsScheduledRunsAndTheEventsComeInTheSeedsOrder) {
   ASSERT_EQ(CreatePod("web"), 0);
@@ -207,7 +145,7 @@ TEST_F(SchedulerTest, PendingUntilANodeIsLabelledThenRunning) {
   EXPECT_THAT(Ctl({"get", "pod", "sel", "--no-headers"}).out, HasSubstr("Pending"));
   ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht=a"}).exit_code, 0);
   ASSERT_TRUE(Eventually([] { return Running("sel"); }, std::chrono::seconds(20)))
-      << Ctl({"describe", "pod", "sel"}).out << scheduler_->log();
+      << Ctl({"describe", "pod", "sel"}).out << cluster_->scheduler().log();
   EXPECT_EQ(NodeColumn("sel"), "node02");
   ASSERT_EQ(Ctl({"label", "nodes", "node02", "cht-"}).exit_code, 0);
 }
@@ -349,10 +287,10 @@ TEST_F(SchedulerTest, TwoPodsWithOneHostPortNeverShareANodeAndTheNodeForwardsIt)
                            "for the requested pod ports."));
   // nodeIP:hostPort reaches the pod on that node.
   for (const char* name : {"hp1", "hp2"}) {
-    auto p = client_->Get<api::Pod>("pods", "default", name);
+    auto p = cluster_->client()->Get<api::Pod>("pods", "default", name);
     ASSERT_TRUE(p.ok());
     const std::string host_ip = p->status().host_ip();
-    EXPECT_THAT(host_ip, ::testing::StartsWith("127.0.1."));
+    EXPECT_THAT(host_ip, ::testing::AnyOf(cluster_->NodeIp("node01"), cluster_->NodeIp("node02")));
     std::string body;
     ASSERT_TRUE(Eventually([&] {
       body = HttpGet(host_ip, port, "/hostname.html");
@@ -365,7 +303,8 @@ TEST_F(SchedulerTest, TwoPodsWithOneHostPortNeverShareANodeAndTheNodeForwardsIt)
   ASSERT_EQ(Ctl({"delete", "pod", "hp1"}).exit_code, 0);
   ASSERT_TRUE(Eventually([] { return Running("hp3"); }, std::chrono::seconds(20)))
       << Ctl({"describe", "pod", "hp3"}).out;
-  const std::string ip = client_->Get<api::Pod>("pods", "default", "hp3")->status().host_ip();
+  const std::string ip =
+      cluster_->client()->Get<api::Pod>("pods", "default", "hp3")->status().host_ip();
   ASSERT_TRUE(Eventually([&] { return HttpGet(ip, port, "/hostname.html") == "hp3\n"; }));
 }
 
@@ -399,14 +338,14 @@ TEST_F(SchedulerTest, ExplainAnnotationGivesASchedulingSection) {
 }
 
 TEST_F(SchedulerTest, TwoSchedulersOneLeadsAndTheOtherTakesOverAfterKill9) {
-  SchedulerProcess second(dir_->Sub("sched-b"), api_->address(), "sched-b");
-  ASSERT_TRUE(second.Start().ok());
+  std::unique_ptr<SchedulerProcess> second;
+  ASSERT_TRUE(cluster_->StartScheduler("sched-b", &second).ok());
   auto holder = [] {
-    auto lease = client_->Get<api::Lease>("leases", "kube-system", "kube-scheduler");
+    auto lease = cluster_->client()->Get<api::Lease>("leases", "kube-system", "kube-scheduler");
     return lease.ok() ? lease->spec().holder_identity() : "";
   };
   ASSERT_TRUE(Eventually([&] { return !holder().empty(); }));
-  SchedulerProcess* leader = holder() == "sched-a" ? scheduler_ : &second;
+  SchedulerProcess* leader = holder() == "sched-a" ? &cluster_->scheduler() : second.get();
   const std::string survivor = holder() == "sched-a" ? "sched-b" : "sched-a";
   leader->Kill9();
   ASSERT_EQ(CreatePod("after"), 0);
@@ -420,8 +359,8 @@ TEST_F(SchedulerTest, TwoSchedulersOneLeadsAndTheOtherTakesOverAfterKill9) {
     ++assigned;
   }
   EXPECT_EQ(assigned, 1u) << "bound once";
-  if (leader == scheduler_) {
-    ASSERT_TRUE(scheduler_->Start().ok());  // for the tests after this one
+  if (leader == &cluster_->scheduler()) {
+    ASSERT_TRUE(leader->Start().ok());  // for the tests after this one
   }
 }
 

@@ -12,62 +12,26 @@
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
-#include "tests/util/agent_process.h"
-#include "tests/util/apiserver_process.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
-#include "tests/util/control_plane_process.h"
-#include "tests/util/store_process.h"
 
 namespace mkube::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class SimulatedTest : public ::testing::Test {
+class SimulatedTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    store_ = new StoreProcess(dir_->Sub("store"), dir_->Sub("store.log"));
-    ASSERT_TRUE(store_->Start().ok());
-    api_ = new ApiServerProcess(dir_->path(), store_->address());
-    ASSERT_TRUE(api_->Start().ok());
-    WriteTestRegistry(dir_->Sub("registry"));
-    AgentProcess::Options o;
-    o.dir = dir_->Sub("node01");
-    o.apiserver = api_->address();
-    o.agent_token_file = api_->agent_token_file();
-    o.registry = dir_->Sub("registry");
-    real_ = new AgentProcess(o);
-    ASSERT_TRUE(real_->Start().ok()) << real_->log();
-    simulated_ = new SimulatedAgentProcess(
-        dir_->Sub("sim"), api_->address(), 20,
-        {"--simulated-zones", "2", "--simulated-capacity", "cpu=4,memory=8Gi,pods=10"});
-    ASSERT_TRUE(simulated_->Start().ok()) << simulated_->log();
-    scheduler_ = new SchedulerProcess(dir_->Sub("sched"), api_->address());
-    ASSERT_TRUE(scheduler_->Start().ok()) << scheduler_->log();
-    client::ClientOptions co;
-    co.address = api_->address();
-    co.token = "admin-token";
-    client_ = new client::GrpcClient(co);
-    std::ofstream(dir_->Sub("config"))
-        << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
-        << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
-        << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
+    StartCluster({.nodes = {"node01"},
+                  .node_ips = false,
+                  .images = Cluster::Images::kTest,
+                  .simulated_nodes = 20,
+                  .simulated_flags = {"--simulated-zones", "2", "--simulated-capacity",
+                                      "cpu=4,memory=8Gi,pods=10"},
+                  .controller_manager = false});
   }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete scheduler_;
-    delete simulated_;
-    delete real_;
-    delete api_;
-    delete store_;
-    delete dir_;
-  }
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    args.insert(args.begin(), BinDir() + "/mkubectl");
-    return RunCommand(args, {{"MKUBECONFIG", dir_->Sub("config")}}, stdin_text);
-  }
+  static client::ApiClient* client() { return cluster_->client(); }
   static std::vector<std::string> Lines(const std::string& text) {
     std::vector<std::string> out;
     std::istringstream in(text);
@@ -77,11 +41,11 @@ class SimulatedTest : public ::testing::Test {
     return out;
   }
   static std::string Phase(const std::string& pod) {
-    auto p = client_->Get<api::Pod>("pods", "default", pod);
+    auto p = client()->Get<api::Pod>("pods", "default", pod);
     return p.ok() ? p->status().phase() : "";
   }
   static std::string NodeOf(const std::string& pod) {
-    auto p = client_->Get<api::Pod>("pods", "default", pod);
+    auto p = client()->Get<api::Pod>("pods", "default", pod);
     return p.ok() ? p->spec().node_name() : "";
   }
   static std::string PodYaml(const std::string& name, const std::string& extra_spec,
@@ -91,22 +55,7 @@ class SimulatedTest : public ::testing::Test {
         "  - name: c\n    image: web:v1\n    resources: {{requests: {{cpu: 100m}}}}\n",
         name, annotations, extra_spec);
   }
-
-  static TempDir* dir_;
-  static StoreProcess* store_;
-  static ApiServerProcess* api_;
-  static AgentProcess* real_;
-  static SimulatedAgentProcess* simulated_;
-  static SchedulerProcess* scheduler_;
-  static client::ApiClient* client_;
 };
-TempDir* SimulatedTest::dir_ = nullptr;
-StoreProcess* SimulatedTest::store_ = nullptr;
-ApiServerProcess* SimulatedTest::api_ = nullptr;
-AgentProcess* SimulatedTest::real_ = nullptr;
-SimulatedAgentProcess* SimulatedTest::simulated_ = nullptr;
-SchedulerProcess* SimulatedTest::scheduler_ = nullptr;
-client::ApiClient* SimulatedTest::client_ = nullptr;
 
 TEST_F(SimulatedTest, SimulatedNodesAreOrdinaryReadyNodesBesideARealOne) {
   auto nodes = Lines(Ctl({"get", "nodes", "--no-headers"}).out);
@@ -122,7 +71,7 @@ TEST_F(SimulatedTest, SimulatedNodesAreOrdinaryReadyNodesBesideARealOne) {
   EXPECT_THAT(d.out, ::testing::ContainsRegex("cpu: +4"));
   EXPECT_THAT(d.out, ::testing::ContainsRegex("pods: +10"));
   // Each node has its own Lease, held by it, as a real agent's.
-  auto lease = client_->Get<api::Lease>("leases", "kube-node-lease", "sim-0019");
+  auto lease = client()->Get<api::Lease>("leases", "kube-node-lease", "sim-0019");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(lease->spec().holder_identity(), "sim-0019");
 }
@@ -161,7 +110,7 @@ TEST_F(SimulatedTest, PodsRunEndAndGoWithoutProcesses) {
   EXPECT_THAT(Ctl({"get", "pod", "done", "--no-headers"}).out, HasSubstr("Completed"));
   // Deleted with the default grace (30 s): gone as soon as the node hears of it.
   ASSERT_EQ(Ctl({"delete", "pod", "p0", "--wait=false"}).exit_code, 0);
-  EXPECT_TRUE(Eventually([] { return !client_->Get<api::Pod>("pods", "default", "p0").ok(); },
+  EXPECT_TRUE(Eventually([] { return !client()->Get<api::Pod>("pods", "default", "p0").ok(); },
                          std::chrono::seconds(10)));
   // The real node still runs real processes.
   ASSERT_EQ(Ctl({"create", "-f", "-"},

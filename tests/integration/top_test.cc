@@ -11,7 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "proto/agent/stats.grpc.pb.h"
-#include "tests/util/cluster.h"
+#include "tests/util/cluster_suite.h"
 #include "tests/util/eventually.h"
 
 namespace mkube::testing {
@@ -20,18 +20,12 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-class TopTest : public ::testing::Test {
+class TopTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
-    cluster_ = new Cluster();
-    auto st = cluster_->Start({.scheduler = false,
-                               .controller_manager = false,
-                               .agent_flags = {"--metrics-resolution=0.25"}});
-    ASSERT_TRUE(st.ok()) << st;
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-  static CommandResult Ctl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    return cluster_->Ctl(std::move(args), stdin_text);
+    StartCluster({.scheduler = false,
+                  .controller_manager = false,
+                  .agent_flags = {"--metrics-resolution=0.25"}});
   }
   static std::vector<std::string> Lines(const std::string& s) {
     return absl::StrSplit(s, '\n', absl::SkipEmpty());
@@ -48,8 +42,6 @@ class TopTest : public ::testing::Test {
     }
     return m;
   }
-
-  static inline Cluster* cluster_ = nullptr;
 };
 
 constexpr char kBusy[] = R"(apiVersion: v1

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -9,60 +12,96 @@
 #include "tests/util/eventually.h"
 
 namespace mkube::testing {
+namespace {
+
+// The nodes kTokens has tokens for; the place of each gives its addresses.
+constexpr std::array<const char*, 3> kNodeNames = {"master01", "node01", "node02"};
+
+// 1, 2, 3 for master01, node01, node02; 0 for any other.
+int NodeNumber(const std::string& node) {
+  const auto* it = std::find(kNodeNames.begin(), kNodeNames.end(), node);
+  return it == kNodeNames.end() ? 0 : static_cast<int>(it - kNodeNames.begin()) + 1;
+}
+
+std::string DeployLib() { return std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/"; }
+
+}  // namespace
 
 Cluster::~Cluster() { Stop(); }
 
 absl::Status Cluster::Start(Options options) {
-  store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
-  if (auto st = store_->Start(); !st.ok()) return st;
-  const std::string deploy = std::string(MKUBE_SOURCE_DIR) + "/deploy/lib/";
-  if (options.agent_tls) {
-    auto made = RunCommand({deploy + "certs.sh", pki()});
+  options_ = std::move(options);
+  // Addresses of its own, so that clusters of tests running side by side never share a pod
+  // address (the demo images all listen on port 80).
+  base_ = 20 + static_cast<int>(getpid() % 100) * 2;
+  for (const auto& node : options_.nodes) {
+    if (NodeNumber(node) == 0) return absl::InvalidArgumentError("no token for node " + node);
+  }
+  if (!options_.apiserver && (!options_.nodes.empty() || options_.simulated_nodes > 0 ||
+                              options_.scheduler || options_.controller_manager)) {
+    return absl::InvalidArgumentError("nodes and controllers need the apiserver");
+  }
+  if (auto st = StartStore(); !st.ok()) return st;
+  if (!options_.apiserver) return absl::OkStatus();
+  if (auto st = StartApiserver(); !st.ok()) return st;
+  if (auto st = StartNodes(); !st.ok()) return st;
+  if (options_.scheduler) {
+    if (auto st = StartScheduler("sched-a", &scheduler_); !st.ok()) return st;
+  }
+  if (options_.controller_manager) {
+    if (auto st = StartControllerManager("cm-a", &controller_manager_); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::StartStore() {
+  if (options_.store == Store::kEtcd) {
+    etcd_ = std::make_unique<EtcdProcess>(dir_.Sub("etcd"), dir_.Sub("etcd.log"));
+    if (auto st = etcd_->Start(); !st.ok()) return st;
+    store_address_ = etcd_->address();
+  } else {
+    store_ = std::make_unique<StoreProcess>(dir_.Sub("store"), dir_.Sub("store.log"));
+    if (auto st = store_->Start(); !st.ok()) return st;
+    store_address_ = store_->address();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::StartApiserver() {
+  if (options_.agent_tls) {
+    auto made = RunCommand({DeployLib() + "certs.sh", pki()});
     if (made.exit_code != 0) return absl::InternalError("certs.sh failed: " + made.err);
-    options.apiserver_flags.insert(
-        options.apiserver_flags.end(),
+    options_.apiserver_flags.insert(
+        options_.apiserver_flags.end(),
         {"--agent-client-certificate", pki() + "/apiserver-agent-client.crt", "--agent-client-key",
          pki() + "/apiserver-agent-client.key", "--agent-certificate-authority",
          pki() + "/ca.crt"});
   }
-  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_->address());
-  api_->extra_args = options.apiserver_flags;
+  return RestartApiserver();
+}
+
+absl::Status Cluster::RestartApiserver(const std::string& listen) {
+  client_.reset();
+  if (api_) api_->Kill9();
+  api_ = std::make_unique<ApiServerProcess>(dir_.path(), store_address_);
+  api_->extra_args = options_.apiserver_flags;
+  api_->listen = listen;
   if (auto st = api_->Start(); !st.ok()) return st;
-  // The registry up.sh writes: busybox, nginx, soscscs/myapp:v1 and :v2.
-  auto images = RunCommand({deploy + "images.sh", dir_.Sub("registry"), BinDir()});
-  if (images.exit_code != 0) {
-    return absl::InternalError("images.sh failed: " + images.err);
+  client_ = std::make_unique<client::GrpcClient>(ClientOptionsFor("admin-token"));
+  WriteKubeconfig(kubeconfig(), "admin-token");
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::StartNodes() {
+  // (Simulated nodes pull nothing.)
+  if (!options_.nodes.empty()) {
+    if (auto st = WriteRegistry(); !st.ok()) return st;
   }
-  // Addresses of its own (nodes 127.B.1.i, pods 127.B+1.i.0/24), so that clusters of tests
-  // running side by side never share a pod address (the demo images all listen on port 80).
-  const int base = 20 + static_cast<int>(getpid() % 100) * 2;
-  int i = 0;
-  for (const std::string node : {"master01", "node01", "node02"}) {
-    ++i;
-    AgentProcess::Options o;
-    o.dir = dir_.Sub(node);
-    o.apiserver = api_->address();
-    o.agent_token_file = api_->agent_token_file();
-    o.node = node;
-    o.registry = dir_.Sub("registry");
-    o.pod_cidr = fmt::format("127.{}.{}.0/24", base + 1, i);
-    const std::string ip = fmt::format("127.{}.1.{}", base, i);
-    o.extra = {"--node-ip", ip};
-    o.listen = ip + ":0";
-    if (options.agent_tls) {
-      const std::string node_pki = pki() + "/nodes/" + node;
-      auto made = RunCommand({deploy + "agent-cert.sh", "request", node_pki});
-      if (made.exit_code == 0) {
-        made = RunCommand({deploy + "agent-cert.sh", "sign", pki(), node_pki + "/agent.csr", node,
-                           ip, node_pki + "/agent.crt"});
-      }
-      if (made.exit_code != 0) return absl::InternalError("agent-cert.sh failed: " + made.err);
-      o.agent_token_file.clear();
-      o.extra.insert(o.extra.end(),
-                     {"--tls-cert-file", node_pki + "/agent.crt", "--tls-private-key-file",
-                      node_pki + "/agent.key", "--client-ca-file", pki() + "/ca.crt"});
+  for (const std::string& node : options_.nodes) {
+    if (options_.agent_tls) {
+      if (auto st = MakeAgentCertificate(node); !st.ok()) return st;
     }
-    o.extra.insert(o.extra.end(), options.agent_flags.begin(), options.agent_flags.end());
+    AgentProcess::Options o = AgentOptions(node);
     if (node == "master01") {
       o.extra.insert(o.extra.end(),
                      {"--node-labels", "node-role.kubernetes.io/master=", "--register-with-taints",
@@ -72,23 +111,65 @@ absl::Status Cluster::Start(Options options) {
     if (auto st = agent->Start(); !st.ok()) return st;
     agents_.emplace_back(node, std::move(agent));
   }
-  if (options.scheduler) {
-    scheduler_ = std::make_unique<SchedulerProcess>(dir_.Sub("sched-a"), api_->address());
-    if (auto st = scheduler_->Start(); !st.ok()) return st;
+  if (options_.simulated_nodes > 0) {
+    simulated_ = std::make_unique<SimulatedAgentProcess>(
+        dir_.Sub("sim"), api_->address(), options_.simulated_nodes, options_.simulated_flags);
+    if (auto st = simulated_->Start(); !st.ok()) return st;
   }
-  cm_flags_ = options.controller_manager_flags;
-  if (options.controller_manager) {
-    if (auto st = StartControllerManager("cm-a", &controller_manager_); !st.ok()) return st;
-  }
-  client::ClientOptions co;
-  co.address = api_->address();
-  co.token = "admin-token";
-  client_ = std::make_unique<client::GrpcClient>(co);
-  std::ofstream(dir_.Sub("config"))
-      << "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://"
-      << api_->address() << "\nusers:\n- name: a\n  user:\n    token: admin-token\n"
-      << "contexts:\n- name: t\n  context: {cluster: t, user: a}\ncurrent-context: t\n";
   return absl::OkStatus();
+}
+
+absl::Status Cluster::WriteRegistry() const {
+  if (options_.images == Images::kTest) {
+    WriteTestRegistry(registry());
+    return absl::OkStatus();
+  }
+  auto made = RunCommand({DeployLib() + "images.sh", registry(), BinDir()});
+  if (made.exit_code != 0) return absl::InternalError("images.sh failed: " + made.err);
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::MakeAgentCertificate(const std::string& node) const {
+  const std::string node_pki = pki() + "/nodes/" + node;
+  auto made = RunCommand({DeployLib() + "agent-cert.sh", "request", node_pki});
+  if (made.exit_code == 0) {
+    made = RunCommand({DeployLib() + "agent-cert.sh", "sign", pki(), node_pki + "/agent.csr", node,
+                       NodeIp(node), node_pki + "/agent.crt"});
+  }
+  if (made.exit_code != 0) return absl::InternalError("agent-cert.sh failed: " + made.err);
+  return absl::OkStatus();
+}
+
+std::string Cluster::NodeIp(const std::string& node) const {
+  return options_.node_ips ? fmt::format("127.{}.1.{}", base_, NodeNumber(node)) : "127.0.0.1";
+}
+
+std::string Cluster::PodPrefix(const std::string& node) const {
+  return fmt::format("127.{}.{}.", base_ + 1, NodeNumber(node));
+}
+
+AgentProcess::Options Cluster::AgentOptions(const std::string& node) const {
+  if (NodeNumber(node) == 0) std::abort();
+  AgentProcess::Options o;
+  o.dir = dir_.Sub(node);
+  o.apiserver = api_->address();
+  o.agent_token_file = api_->agent_token_file();
+  o.node = node;
+  o.registry = registry();
+  o.pod_cidr = PodPrefix(node) + "0/24";
+  if (options_.node_ips) {
+    o.extra = {"--node-ip", NodeIp(node)};
+    o.listen = NodeIp(node) + ":0";
+  }
+  if (options_.agent_tls) {
+    const std::string node_pki = pki() + "/nodes/" + node;
+    o.agent_token_file.clear();
+    o.extra.insert(o.extra.end(),
+                   {"--tls-cert-file", node_pki + "/agent.crt", "--tls-private-key-file",
+                    node_pki + "/agent.key", "--client-ca-file", pki() + "/ca.crt"});
+  }
+  o.extra.insert(o.extra.end(), options_.agent_flags.begin(), options_.agent_flags.end());
+  return o;
 }
 
 int Cluster::StartPortForward(std::vector<std::string> args, std::unique_ptr<Subprocess>* proc,
@@ -96,7 +177,7 @@ int Cluster::StartPortForward(std::vector<std::string> args, std::unique_ptr<Sub
   *log = dir_.Sub("forward-" + std::to_string(forwards_++) + ".log");
   args.insert(args.begin(), {BinDir() + "/mkubectl", "port-forward"});
   *proc = std::make_unique<Subprocess>(
-      args, *log, std::map<std::string, std::string>{{"MKUBECONFIG", dir_.Sub("config")}});
+      args, *log, std::map<std::string, std::string>{{"MKUBECONFIG", kubeconfig()}});
   int port = 0;
   Eventually([&] {
     std::smatch m;
@@ -110,10 +191,24 @@ int Cluster::StartPortForward(std::vector<std::string> args, std::unique_ptr<Sub
   return port;
 }
 
-absl::Status Cluster::StartControllerManager(
-    const std::string& identity, std::unique_ptr<ControllerManagerProcess>* out) const {
+absl::Status Cluster::StartApiserver(const std::string& name, std::vector<std::string> flags,
+                                     std::unique_ptr<ApiServerProcess>* out) const {
+  std::filesystem::create_directories(dir_.Sub(name));
+  *out = std::make_unique<ApiServerProcess>(dir_.Sub(name), store_address_);
+  (*out)->extra_args = std::move(flags);
+  return (*out)->Start();
+}
+
+absl::Status Cluster::StartScheduler(const std::string& identity,
+                                     std::unique_ptr<SchedulerProcess>* out) const {
+  *out = std::make_unique<SchedulerProcess>(dir_.Sub(identity), api_->address(), identity);
+  return (*out)->Start();
+}
+
+absl::Status Cluster::StartControllerManager(const std::string& identity,
+                                             std::unique_ptr<ControllerManagerProcess>* out) const {
   *out = std::make_unique<ControllerManagerProcess>(dir_.Sub(identity), api_->address(), identity);
-  (*out)->extra = cm_flags_;
+  (*out)->extra = options_.controller_manager_flags;
   return (*out)->Start();
 }
 
@@ -121,16 +216,36 @@ void Cluster::Stop() {
   client_.reset();
   controller_manager_.reset();
   scheduler_.reset();
+  simulated_.reset();
   for (auto it = agents_.rbegin(); it != agents_.rend(); ++it) it->second.reset();
   agents_.clear();
   api_.reset();
   store_.reset();
+  etcd_.reset();
 }
 
 CommandResult Cluster::Ctl(std::vector<std::string> args, const std::string& stdin_text,
-                           std::chrono::milliseconds timeout) const {
+                           std::chrono::milliseconds timeout,
+                           std::map<std::string, std::string> env) const {
   args.insert(args.begin(), BinDir() + "/mkubectl");
-  return RunCommand(args, {{"MKUBECONFIG", dir_.Sub("config")}}, stdin_text, timeout);
+  env.emplace("MKUBECONFIG", kubeconfig());
+  return RunCommand(args, env, stdin_text, timeout);
+}
+
+void Cluster::WriteKubeconfig(const std::string& path, const std::string& token) const {
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
+                      << "clusters:\n- name: test\n  cluster:\n    server: http://"
+                      << api_->address() << "\n"
+                      << "users:\n- name: admin\n  user:\n    token: " << token << "\n"
+                      << "contexts:\n- name: test\n  context: {cluster: test, user: admin}\n"
+                      << "current-context: test\n";
+}
+
+client::ClientOptions Cluster::ClientOptionsFor(const std::string& token) const {
+  client::ClientOptions o;
+  o.address = api_->address();
+  o.token = token;
+  return o;
 }
 
 AgentProcess& Cluster::agent(const std::string& node) {

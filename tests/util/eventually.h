@@ -17,4 +17,11 @@ bool Eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::second
   return pred();
 }
 
+// Polls pred for all of `span`; whether it held every time. For what must not happen (two
+// leaders at once, a container started twice), where no event says the danger is over.
+template <typename Pred>
+bool Consistently(Pred pred, std::chrono::milliseconds span) {
+  return !Eventually([&] { return !pred(); }, span);
+}
+
 }  // namespace mkube::testing

@@ -1,13 +1,13 @@
 #include "tests/util/process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -15,7 +15,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
+
+#include "tests/util/eventually.h"
 
 namespace mkube::testing {
 namespace {
@@ -87,17 +88,12 @@ void Subprocess::Signal(int sig) {
 
 std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
   if (reaped_) return 0;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      return status;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int status = 0;
+  if (!Eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
+    return std::nullopt;
   }
+  reaped_ = true;
+  return status;
 }
 
 void Subprocess::Kill() {
@@ -136,17 +132,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv_in,
     _exit(127);
   }
   CommandResult result;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
-  for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (!Eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout)) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = ReadFile(out_path);
@@ -154,16 +143,18 @@ CommandResult RunCommand(const std::vector<std::string>& argv_in,
   return result;
 }
 
+std::optional<std::string> FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (in && std::getline(in, line) && !line.empty()) return line;
+  return std::nullopt;
+}
+
 std::optional<std::string> WaitForFileLine(const std::string& path,
                                            std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(path);
-    std::string line;
-    if (in && std::getline(in, line) && !line.empty()) return line;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return std::nullopt;
+  std::optional<std::string> line;
+  Eventually([&] { return (line = FirstLine(path)).has_value(); }, timeout);
+  return line;
 }
 
 std::string ReadFile(const std::string& path) {

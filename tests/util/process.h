@@ -61,6 +61,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::string& stdin_text = "",
                          std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// The file's first line, when it has a non-empty one.
+std::optional<std::string> FirstLine(const std::string& path);
 // Waits until the file exists and is non-empty; returns its first line.
 std::optional<std::string> WaitForFileLine(const std::string& path,
                                            std::chrono::milliseconds timeout);

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <thread>
 
 #include "tests/util/etcd_client.h"
+#include "tests/util/eventually.h"
 
 namespace mkube::testing {
 
@@ -25,15 +25,21 @@ absl::Status StoreProcess::Start() {
                            "127.0.0.1:0", "--address-file", addr_file});
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   proc_ = std::make_unique<Subprocess>(argv, log_path_);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto line = WaitForFileLine(addr_file, std::chrono::milliseconds(100))) {
-      address_ = *line;
-      return absl::OkStatus();
-    }
-    if (!proc_->Running()) {
-      return absl::UnavailableError("mkube-store exited at start; log:\n" + ReadFile(log_path_));
-    }
+  std::optional<std::string> line;
+  bool exited = false;
+  Eventually(
+      [&] {
+        line = FirstLine(addr_file);
+        exited = !line && !proc_->Running();
+        return line || exited;
+      },
+      std::chrono::seconds(30));
+  if (line) {
+    address_ = *line;
+    return absl::OkStatus();
+  }
+  if (exited) {
+    return absl::UnavailableError("mkube-store exited at start; log:\n" + ReadFile(log_path_));
   }
   return absl::UnavailableError("mkube-store did not start in 30 s; log:\n" + ReadFile(log_path_));
 }
@@ -76,13 +82,15 @@ absl::Status EtcdProcess::Start() {
                                    "--logger", "zap"};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   proc_ = std::make_unique<Subprocess>(argv, log_path_);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    // A fresh channel each time: a refused first connection would otherwise back off.
-    if (EtcdClient(address_).Ready()) return absl::OkStatus();
-    if (!proc_->Running()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  bool ready = false;
+  Eventually(
+      [&] {
+        // A fresh channel each time: a refused first connection would otherwise back off.
+        ready = EtcdClient(address_).Ready();
+        return ready || !proc_->Running();
+      },
+      std::chrono::seconds(30));
+  if (ready) return absl::OkStatus();
   return absl::UnavailableError("etcd did not start; log:\n" + ReadFile(log_path_));
 }
 
