@@ -12,6 +12,7 @@
 #include "rocksdb/write_buffer_manager.h"
 #include "rocksdb/table.h"
 #include "store/mvcc/codec.h"
+#include "store/mvcc/meta.h"
 #include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
@@ -22,36 +23,7 @@ spdlog::logger& Log() {
   return logger;
 }
 
-// Meta-family records.
-constexpr char kMetaIdentity[] = "I";        // cluster id, member id
-constexpr char kMetaRevision[] = "R";        // the store's revision
-constexpr char kMetaCompacted[] = "C";       // compaction requested up to
-constexpr char kMetaCompactDone[] = "F";     // compaction finished up to
-constexpr char kMetaAppliedIndex[] = "X";    // count of applied requests
-constexpr char kMetaFormat[] = "V";          // layout of the families (kFormat)
-
-// Format 2: one "history" family, revision -> version, and the key index in memory. Format 1
-// (no record) kept three families: "rev" (revision -> type, key), "key" ((key, revision) ->
-// version without its key) and "cur" (key -> live version); it is migrated at start.
-constexpr int64_t kFormat = 2;
 const char* const kLegacyFamilies[] = {"rev", "key", "cur"};
-
-constexpr size_t kCompactBatch = 10000;
-
-std::string Encode64(int64_t v) {
-  std::string out;
-  AppendBigEndian64(&out, static_cast<uint64_t>(v));
-  return out;
-}
-
-absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::UnavailableError(fmt::format("mkube-store: {}: {}", what, s.ToString()));
-}
-
-size_t EventBytes(const mvccpb::Event& ev) {
-  return ev.kv().key().size() + ev.kv().value().size() + ev.prev_kv().value().size() + 64;
-}
 
 }  // namespace
 
@@ -78,7 +50,8 @@ struct KvStore::Pending {
   }
 };
 
-KvStore::KvStore(const StoreOptions& options) : options_(options) {}
+KvStore::KvStore(const StoreOptions& options)
+    : options_(options), events_(options.event_cache_bytes) {}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
@@ -90,7 +63,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
   }
   std::unique_ptr<KvStore> store(new KvStore(options));
   if (auto st = store->Recover(); !st.ok()) return st;
-  store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
+  store->compactor_->Start();
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   return store;
 }
@@ -199,15 +172,9 @@ absl::Status KvStore::Recover() {
   compacted_ = *compacted;
   applied_index_value_ = static_cast<uint64_t>(*applied);
   applied_index_ = applied_index_value_;
-  {
-    absl::MutexLock lock(&compact_mu_);
-    compact_target_ = *compacted;
-    compact_done_ = *compact_done;
-  }
-  {
-    absl::MutexLock lock(&cache_mu_);
-    cache_floor_ = *revision + 1;
-  }
+  compactor_ = std::make_unique<Compactor>(db_.get(), families_, &index_, *compacted,
+                                           *compact_done);
+  events_.SetFloor(*revision + 1);
   Publish(*revision, *compacted);
   size_t keys = 0;
   {
@@ -318,12 +285,7 @@ KvStore::~KvStore() {
   }
   writer_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();
-  {
-    absl::MutexLock lock(&compact_mu_);
-    compact_stopping_ = true;
-  }
-  compact_cv_.SignalAll();
-  if (compactor_.joinable()) compactor_.join();
+  compactor_.reset();
   ReadStatePtr last;
   {
     absl::MutexLock lock(&read_mu_);
@@ -457,16 +419,7 @@ void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
           done(st);
           return;
         }
-        {
-          absl::MutexLock lock(&compact_mu_);
-          compact_target_ = std::max(compact_target_, revision);
-          if (physical && compact_done_ < revision) {
-            physical_waiters_.emplace_back(revision, std::move(done));
-            done = nullptr;
-          }
-        }
-        compact_cv_.SignalAll();
-        if (done) done(absl::OkStatus());
+        compactor_->Request(revision, physical, std::move(done));
       });
 }
 
@@ -543,7 +496,7 @@ void KvStore::CommitGroup(std::vector<Pending> ops) {
       Publish(final_revision, compacted_);
       if (!group.events().empty()) {
         for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
-        CacheEvents(std::move(group.events()));
+        events_.Add(std::move(group.events()));
         for (auto* l : listeners_) l->OnPublished(final_revision);
       }
     }
@@ -599,48 +552,10 @@ void KvStore::WriterLoop() {
   }
 }
 
-void KvStore::CacheEvents(EventList&& events) {
-  absl::MutexLock lock(&cache_mu_);
-  for (auto& ev : events) {
-    cache_bytes_ += EventBytes(ev);
-    cache_.push_back(std::move(ev));
-  }
-  // Trim whole revisions from the front.
-  while (cache_bytes_ > options_.event_cache_bytes && !cache_.empty()) {
-    const int64_t rev = cache_.front().kv().mod_revision();
-    while (!cache_.empty() && cache_.front().kv().mod_revision() == rev) {
-      cache_bytes_ -= EventBytes(cache_.front());
-      cache_.pop_front();
-    }
-    cache_floor_ = rev + 1;
-  }
-}
-
 absl::StatusOr<int64_t> KvStore::ReadEvents(int64_t from, int64_t to, size_t max_events,
                                             std::vector<mvccpb::Event>* out) const {
+  if (auto cached = events_.Read(from, to, max_events, out)) return *cached;
   int64_t last = from - 1;
-  {
-    absl::MutexLock lock(&cache_mu_);
-    if (from >= cache_floor_) {
-      // Binary search the first event at or after `from` (the cache is in revision order).
-      auto it = std::lower_bound(cache_.begin(), cache_.end(), from,
-                                 [](const mvccpb::Event& ev, int64_t r) {
-                                   return ev.kv().mod_revision() < r;
-                                 });
-      size_t taken = 0;
-      for (; it != cache_.end(); ++it) {
-        const int64_t rev = it->kv().mod_revision();
-        if (rev > to) break;
-        if (taken >= max_events && rev != last) break;
-        out->push_back(*it);
-        ++taken;
-        last = rev;
-      }
-      // Revisions without events up to `to` are read too.
-      if (it == cache_.end() || it->kv().mod_revision() > to) last = to;
-      return last;
-    }
-  }
   ReadStatePtr state = Read();
   if (from < state->compacted) return absl::OutOfRangeError(kErrCompacted);
   if (auto st = ReadEventsFromDb(*state, from, std::min(to, state->revision), max_events, out,
@@ -707,85 +622,6 @@ absl::Status KvStore::ScanMeta(
     visit(it->key().ToStringView(), it->value().ToStringView());
   }
   return FromRocks(it->status(), "read meta");
-}
-
-void KvStore::CompactorLoop() {
-  for (;;) {
-    int64_t target = 0;
-    {
-      absl::MutexLock lock(&compact_mu_);
-      while (!compact_stopping_ && compact_target_ <= compact_done_) compact_cv_.Wait(&compact_mu_);
-      if (compact_stopping_) return;
-      target = compact_target_;
-    }
-    absl::Status st = CompactHistory(target);
-    if (!st.ok()) {
-      Log().error("compaction to revision {} failed: {}", target, st.ToString());
-      // A second before retrying, unless the store stops.
-      absl::MutexLock lock(&compact_mu_);
-      const absl::Time deadline = absl::Now() + absl::Seconds(1);
-      while (!compact_stopping_ && !compact_cv_.WaitWithDeadline(&compact_mu_, deadline)) {
-      }
-      continue;
-    }
-    std::vector<StatusDone> done;
-    {
-      absl::MutexLock lock(&compact_mu_);
-      compact_done_ = std::max(compact_done_, target);
-      for (auto it = physical_waiters_.begin(); it != physical_waiters_.end();) {
-        if (it->first <= compact_done_) {
-          done.push_back(std::move(it->second));
-          it = physical_waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (auto& d : done) d(absl::OkStatus());
-  }
-}
-
-absl::Status KvStore::CompactHistory(int64_t target) {
-  // The index forgets first (and refuses reads below target from then on); then the
-  // versions it forgot leave the database. Losing these deletes in a crash only means
-  // redoing them: the index is rebuilt from the database and compaction resumes.
-  // Versions a failed attempt left in the database are deleted by the next one.
-  std::vector<mvcc::Revision>& removed = compact_unwritten_;
-  {
-    absl::WriterMutexLock lock(&index_.mu);
-    index_.floor = std::max(index_.floor, target);
-  }
-  // In slices, so that commits and reads are held up for a moment at a time. Keys the
-  // writer adds in between have only versions above target: nothing of theirs goes.
-  std::optional<std::string> resume;
-  for (bool done = false; !done;) {
-    absl::WriterMutexLock lock(&index_.mu);
-    done = index_.index.Compact(target, &removed, &resume, kCompactBatch);
-  }
-  std::sort(removed.begin(), removed.end());
-  rocksdb::WriteOptions wo;
-  rocksdb::WriteBatch batch;
-  size_t written = 0;  // removed[0, written) are deleted in the database
-  for (size_t i = 0; i < removed.size(); ++i) {
-    batch.Delete(families_.history, EncodeRevision(removed[i])).PermitUncheckedError();
-    if (batch.Count() >= static_cast<int>(kCompactBatch)) {
-      if (auto st = FromRocks(db_->Write(wo, &batch), "compaction write"); !st.ok()) {
-        removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
-        return st;
-      }
-      batch.Clear();
-      written = i + 1;
-    }
-  }
-  batch.Put(families_.meta, kMetaCompactDone, Encode64(target)).PermitUncheckedError();
-  absl::Status st = FromRocks(db_->Write(wo, &batch), "compaction write");
-  if (!st.ok()) {
-    removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
-    return st;
-  }
-  Log().info("compacted history to revision {}: {} versions removed", target, removed.size());
-  removed.clear();
-  return st;
 }
 
 }  // namespace mkube::store::mvcc

@@ -15,6 +15,8 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/etcd/rpc.pb.h"
 #include "rocksdb/db.h"
+#include "store/mvcc/compactor.h"
+#include "store/mvcc/event_cache.h"
 #include "store/mvcc/families.h"
 #include "store/mvcc/key_index.h"
 #include "store/mvcc/txn.h"
@@ -122,8 +124,7 @@ class KvStore {
   // after the revision where out passes max_events. Returns the last revision read (from-1
   // when none). from must not be below the compacted revision.
   absl::StatusOr<int64_t> ReadEvents(int64_t from, int64_t to, size_t max_events,
-                                     std::vector<mvccpb::Event>* out) const
-      ABSL_LOCKS_EXCLUDED(cache_mu_);
+                                     std::vector<mvccpb::Event>* out) const;
 
   // Meta-family reads for components that keep their state in the store (leases).
   absl::Status ScanMeta(std::string_view prefix,
@@ -147,10 +148,7 @@ class KvStore {
   void WriterLoop() ABSL_LOCKS_EXCLUDED(queue_mu_);
   // On the writer thread, or on a caller's while the writer waits for it (caller_committing_).
   void CommitGroup(std::vector<Pending> ops)
-      ABSL_LOCKS_EXCLUDED(queue_mu_, read_mu_, cache_mu_, compact_mu_);
-  void CompactorLoop() ABSL_LOCKS_EXCLUDED(compact_mu_);
-  absl::Status CompactHistory(int64_t revision);
-  void CacheEvents(EventList&& events) ABSL_LOCKS_EXCLUDED(cache_mu_);
+      ABSL_LOCKS_EXCLUDED(queue_mu_, read_mu_);
   absl::Status ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
                                 size_t max_events, std::vector<mvccpb::Event>* out,
                                 int64_t* last) const;
@@ -189,27 +187,10 @@ class KvStore {
   // Set up before the first write, then only read by the committer.
   std::vector<CommitListener*> listeners_;
 
-  mutable absl::Mutex cache_mu_;
-  // A cache, not a queue: bounded by options_.event_cache_bytes, whole revisions trimmed from
-  // the front (readers of older revisions go to the database).
-  std::deque<mvccpb::Event> cache_ ABSL_GUARDED_BY(cache_mu_);
-  size_t cache_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
-  // Every event of a revision at or above the floor is in the cache.
-  int64_t cache_floor_ ABSL_GUARDED_BY(cache_mu_) = 0;
+  EventCache events_;
+  // Made by Recover, once the database is open.
+  std::unique_ptr<Compactor> compactor_;
 
-  absl::Mutex compact_mu_;
-  absl::CondVar compact_cv_;
-  // The compactor's work is one target (requests coalesce into the highest), not a queue.
-  int64_t compact_target_ ABSL_GUARDED_BY(compact_mu_) = 0;
-  int64_t compact_done_ ABSL_GUARDED_BY(compact_mu_) = 0;
-  // Compact(physical) calls waiting for the deletion: one per such call admitted by the
-  // writer's queue and not yet answered.
-  std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
-  bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
-  // Versions the index has forgotten whose deletion is not written yet (compactor thread).
-  std::vector<mvcc::Revision> compact_unwritten_;
-
-  std::thread compactor_;
   std::thread writer_;
 };
 using KvStorePtr = std::unique_ptr<KvStore>;
