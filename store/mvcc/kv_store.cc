@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <variant>
 
 #include "api/log.h"
 #include "fmt/format.h"
@@ -27,31 +26,10 @@ const char* const kLegacyFamilies[] = {"rev", "key", "cur"};
 
 }  // namespace
 
-struct KvStore::Pending {
-  struct TxnOp {
-    etcdserverpb::TxnRequest req;
-    TxnDone done;
-  };
-  struct Exclusive {
-    ExclusiveOp op;
-    StatusDone done;
-  };
-  std::variant<TxnOp, Exclusive> op;
-  // What it counts against StoreOptions::max_queued_bytes: a txn's request.
-  size_t bytes = 0;
-  bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
-  // Answers without committing.
-  void Refuse(const absl::Status& status) {
-    if (auto* t = std::get_if<TxnOp>(&op)) {
-      t->done(status);
-    } else {
-      std::get<Exclusive>(op).done(status);
-    }
-  }
-};
-
 KvStore::KvStore(const StoreOptions& options)
-    : options_(options), events_(options.event_cache_bytes) {}
+    : options_(options),
+      queue_(options.max_queued_requests, options.max_queued_bytes, options.max_group_ops),
+      events_(options.event_cache_bytes) {}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
@@ -278,12 +256,8 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
 }
 
 KvStore::~KvStore() {
-  {
-    // New writes are refused; the writer commits and answers what was queued, then ends.
-    absl::MutexLock lock(&queue_mu_);
-    stopping_ = true;
-  }
-  writer_cv_.SignalAll();
+  // New writes are refused; the writer commits and answers what was queued, then ends.
+  queue_.Stop();
   if (writer_.joinable()) writer_.join();
   compactor_.reset();
   ReadStatePtr last;
@@ -355,201 +329,6 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(const etcdserverpb::R
   };
   if (auto st = EvaluateRange(req, std::move(candidates), load, &resp); !st.ok()) return st;
   return resp;
-}
-
-void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle) {
-  const size_t bytes = req.ByteSizeLong();
-  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}, bytes}, commit_if_idle);
-}
-
-void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
-  Submit(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
-}
-
-void KvStore::Submit(Pending pending, bool commit_if_idle) {
-  enum { kCommitHere, kGone, kFull } outcome;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    if (stopping_) {
-      outcome = kGone;
-    } else if (commit_if_idle && writer_idle_ && queue_.empty() && !caller_committing_) {
-      caller_committing_ = true;
-      outcome = kCommitHere;
-    } else if (!queue_.empty() && (queue_.size() >= options_.max_queued_requests ||
-                                   queued_bytes_ + pending.bytes > options_.max_queued_bytes)) {
-      outcome = kFull;
-    } else {
-      queued_bytes_ += pending.bytes;
-      queue_.push_back(std::move(pending));
-      if (writer_idle_) writer_cv_.Signal();
-      return;
-    }
-  }
-  switch (outcome) {
-    case kCommitHere: {
-      // The writer is waiting and stays so until this group is done (and answered).
-      std::vector<Pending> ops;
-      ops.push_back(std::move(pending));
-      CommitGroup(std::move(ops));
-      absl::MutexLock lock(&queue_mu_);
-      caller_committing_ = false;
-      if (!queue_.empty() || stopping_) writer_cv_.Signal();
-      return;
-    }
-    case kGone:
-      pending.Refuse(absl::UnavailableError("mkube-store: shutting down"));
-      return;
-    case kFull:
-      pending.Refuse(absl::ResourceExhaustedError(kErrTooManyRequests));
-      return;
-  }
-}
-
-void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
-  Exclusive(
-      [this, revision](WriteGroup& group) -> absl::Status {
-        if (revision <= compacted_) return absl::OutOfRangeError(kErrCompacted);
-        if (revision > group.revision()) return absl::OutOfRangeError(kErrFutureRev);
-        group.PutMeta(kMetaCompacted, Encode64(revision));
-        compacted_ = revision;
-        return absl::OkStatus();
-      },
-      [this, revision, physical, done = std::move(done)](absl::Status st) mutable {
-        if (!st.ok()) {
-          done(st);
-          return;
-        }
-        compactor_->Request(revision, physical, std::move(done));
-      });
-}
-
-void KvStore::CommitGroup(std::vector<Pending> ops) {
-  const int64_t compacted_before = compacted_;
-  // The state the last commit published: every committed version is in its snapshot.
-  const ReadStatePtr view = Read();
-  WriteGroup group(db_.get(), families_, index_, next_base_revision_, view->snapshot);
-  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
-  std::vector<absl::Status> exclusive_results;
-  txn_results.reserve(ops.size());
-  for (auto& p : ops) {
-    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-      auto r = ApplyTxn(group, *leases_, t->req);
-      if (r.ok()) r->mutable_header()->set_revision(group.revision());
-      txn_results.push_back(std::move(r));
-    } else {
-      auto& e = std::get<Pending::Exclusive>(p.op);
-      group.BeginTxn();
-      absl::Status st = e.op(group);
-      if (st.ok()) {
-        group.EndTxn();
-      } else {
-        group.AbortTxn();
-      }
-      exclusive_results.push_back(st);
-    }
-  }
-  applied_index_value_ += ops.size();
-
-  absl::Status commit = absl::OkStatus();
-  const int64_t final_revision = group.revision();
-  if (!group.empty()) {
-    group.PutMeta(kMetaRevision, Encode64(final_revision));
-    group.PutMeta(kMetaAppliedIndex, Encode64(static_cast<int64_t>(applied_index_value_)));
-    // After a failed write the WAL is not touched again until RocksDB says it recovered:
-    // it resumes by itself after retryable errors (a full disk), never after others (a
-    // failed sync leaves the WAL in doubt; a restart recovers from what it really holds).
-    if (write_failed_) {
-      rocksdb::Status resumed = db_->Resume();
-      if (resumed.ok()) {
-        write_failed_ = false;
-        Log().info("storage recovered; accepting writes again");
-      } else {
-        commit = absl::UnavailableError(fmt::format(
-            "mkube-store: storage failed and has not recovered ({}); writes are refused",
-            resumed.ToString()));
-      }
-    }
-    if (commit.ok()) {
-      rocksdb::WriteOptions wo;
-      wo.sync = options_.sync;
-      commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
-      if (!commit.ok()) {
-        Log().error("group commit of {} requests (revision {}) failed: {}", ops.size(),
-                    final_revision, commit.ToString());
-        write_failed_ = true;
-      }
-    }
-    if (!commit.ok()) compacted_ = compacted_before;
-  }
-  // Revision numbers of a failed group are never reused: they may sit in the WAL.
-  next_base_revision_ = final_revision;
-  if (commit.ok()) {
-    applied_index_ = applied_index_value_;
-    if (!group.empty()) {
-      {
-        absl::WriterMutexLock lock(&index_.mu);
-        // Taken here, under the lock the visit runs in (the analysis does not see into it).
-        KeyIndex* index = &index_.index;
-        group.VisitVersions(
-            [index](const std::string& key, const IndexedVersion& v) { index->Add(key, v); });
-      }
-      Publish(final_revision, compacted_);
-      if (!group.events().empty()) {
-        for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
-        events_.Add(std::move(group.events()));
-        for (auto* l : listeners_) l->OnPublished(final_revision);
-      }
-    }
-  }
-
-  for (auto& r : txn_results) {
-    if (r.ok() && !commit.ok()) r = commit;
-    if (r.ok()) {
-      auto* h = r->mutable_header();
-      h->set_cluster_id(cluster_id_);
-      h->set_member_id(member_id_);
-      h->set_raft_term(kRaftTerm);
-    }
-  }
-  for (auto& st : exclusive_results) {
-    if (st.ok() && !commit.ok()) st = commit;
-  }
-  // The callbacks, in request order.
-  size_t ti = 0, ei = 0;
-  for (auto& p : ops) {
-    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-      t->done(std::move(txn_results[ti++]));
-    } else {
-      std::get<Pending::Exclusive>(p.op).done(std::move(exclusive_results[ei++]));
-    }
-  }
-}
-
-void KvStore::WriterLoop() {
-  for (;;) {
-    std::vector<Pending> ops;
-    {
-      absl::MutexLock lock(&queue_mu_);
-      writer_idle_ = true;
-      while (caller_committing_ || (!stopping_ && queue_.empty())) writer_cv_.Wait(&queue_mu_);
-      writer_idle_ = false;
-      if (queue_.empty()) return;  // stopping, and everything is committed
-      // Exclusive requests commit alone; txns are taken up to the next exclusive one.
-      if (queue_.front().exclusive()) {
-        queued_bytes_ -= queue_.front().bytes;
-        ops.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      } else {
-        while (!queue_.empty() && !queue_.front().exclusive() &&
-               ops.size() < options_.max_group_ops) {
-          queued_bytes_ -= queue_.front().bytes;
-          ops.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-      }
-    }
-    CommitGroup(std::move(ops));
-  }
 }
 
 absl::StatusOr<int64_t> KvStore::ReadEvents(int64_t from, int64_t to, size_t max_events,
