@@ -9,7 +9,7 @@
 // bytewise order is the order the store needs:
 //
 //   "history" family: <main:8 BE><sub:8 BE> -> the version written there (see reader.h)
-//   "meta" family:    short tagged records (see kv_store.cc)
+//   "meta" family:    short tagged records (see meta.h)
 //
 // Key entries, <escaped user key><0x00 0x01><~main:8 BE>, are the keys of the first format's
 // "key" family (each key's history, newest first); they are read only to migrate such stores.

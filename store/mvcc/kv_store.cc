@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <variant>
 
 #include "base/log.h"
 #include "fmt/format.h"
@@ -12,6 +11,7 @@
 #include "rocksdb/write_buffer_manager.h"
 #include "rocksdb/table.h"
 #include "store/mvcc/codec.h"
+#include "store/mvcc/meta.h"
 #include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
@@ -22,63 +22,14 @@ spdlog::logger& Log() {
   return logger;
 }
 
-// Meta-family records.
-constexpr char kMetaIdentity[] = "I";        // cluster id, member id
-constexpr char kMetaRevision[] = "R";        // the store's revision
-constexpr char kMetaCompacted[] = "C";       // compaction requested up to
-constexpr char kMetaCompactDone[] = "F";     // compaction finished up to
-constexpr char kMetaAppliedIndex[] = "X";    // count of applied requests
-constexpr char kMetaFormat[] = "V";          // layout of the families (kFormat)
-
-// Format 2: one "history" family, revision -> version, and the key index in memory. Format 1
-// (no record) kept three families: "rev" (revision -> type, key), "key" ((key, revision) ->
-// version without its key) and "cur" (key -> live version); it is migrated at start.
-constexpr int64_t kFormat = 2;
 const char* const kLegacyFamilies[] = {"rev", "key", "cur"};
-
-constexpr size_t kCompactBatch = 10000;
-
-std::string Encode64(int64_t v) {
-  std::string out;
-  AppendBigEndian64(&out, static_cast<uint64_t>(v));
-  return out;
-}
-
-absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::UnavailableError(fmt::format("mkube-store: {}: {}", what, s.ToString()));
-}
-
-size_t EventBytes(const mvccpb::Event& ev) {
-  return ev.kv().key().size() + ev.kv().value().size() + ev.prev_kv().value().size() + 64;
-}
 
 }  // namespace
 
-struct KvStore::Pending {
-  struct TxnOp {
-    etcdserverpb::TxnRequest req;
-    TxnDone done;
-  };
-  struct Exclusive {
-    ExclusiveOp op;
-    StatusDone done;
-  };
-  std::variant<TxnOp, Exclusive> op;
-  // What it counts against StoreOptions::max_queued_bytes: a txn's request.
-  size_t bytes = 0;
-  bool exclusive() const { return std::holds_alternative<Exclusive>(op); }
-  // Answers without committing.
-  void Refuse(const absl::Status& status) {
-    if (auto* t = std::get_if<TxnOp>(&op)) {
-      t->done(status);
-    } else {
-      std::get<Exclusive>(op).done(status);
-    }
-  }
-};
-
-KvStore::KvStore(const StoreOptions& options) : options_(options) {}
+KvStore::KvStore(const StoreOptions& options)
+    : options_(options),
+      queue_(options.max_queued_requests, options.max_queued_bytes, options.max_group_ops),
+      events_(options.event_cache_bytes) {}
 
 absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
@@ -90,7 +41,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
   }
   std::unique_ptr<KvStore> store(new KvStore(options));
   if (auto st = store->Recover(); !st.ok()) return st;
-  store->compactor_ = std::thread([s = store.get()] { s->CompactorLoop(); });
+  store->compactor_->Start();
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   return store;
 }
@@ -199,15 +150,9 @@ absl::Status KvStore::Recover() {
   compacted_ = *compacted;
   applied_index_value_ = static_cast<uint64_t>(*applied);
   applied_index_ = applied_index_value_;
-  {
-    absl::MutexLock lock(&compact_mu_);
-    compact_target_ = *compacted;
-    compact_done_ = *compact_done;
-  }
-  {
-    absl::MutexLock lock(&cache_mu_);
-    cache_floor_ = *revision + 1;
-  }
+  compactor_ = std::make_unique<Compactor>(db_.get(), families_, &index_, *compacted,
+                                           *compact_done);
+  events_.SetFloor(*revision + 1);
   Publish(*revision, *compacted);
   size_t keys = 0;
   {
@@ -311,19 +256,10 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
 }
 
 KvStore::~KvStore() {
-  {
-    // New writes are refused; the writer commits and answers what was queued, then ends.
-    absl::MutexLock lock(&queue_mu_);
-    stopping_ = true;
-  }
-  writer_cv_.SignalAll();
+  // New writes are refused; the writer commits and answers what was queued, then ends.
+  queue_.Stop();
   if (writer_.joinable()) writer_.join();
-  {
-    absl::MutexLock lock(&compact_mu_);
-    compact_stopping_ = true;
-  }
-  compact_cv_.SignalAll();
-  if (compactor_.joinable()) compactor_.join();
+  compactor_.reset();
   ReadStatePtr last;
   {
     absl::MutexLock lock(&read_mu_);
@@ -395,252 +331,10 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(const etcdserverpb::R
   return resp;
 }
 
-void KvStore::Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle) {
-  const size_t bytes = req.ByteSizeLong();
-  Submit(Pending{Pending::TxnOp{std::move(req), std::move(done)}, bytes}, commit_if_idle);
-}
-
-void KvStore::Exclusive(ExclusiveOp op, StatusDone done) {
-  Submit(Pending{Pending::Exclusive{std::move(op), std::move(done)}});
-}
-
-void KvStore::Submit(Pending pending, bool commit_if_idle) {
-  enum { kCommitHere, kGone, kFull } outcome;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    if (stopping_) {
-      outcome = kGone;
-    } else if (commit_if_idle && writer_idle_ && queue_.empty() && !caller_committing_) {
-      caller_committing_ = true;
-      outcome = kCommitHere;
-    } else if (!queue_.empty() && (queue_.size() >= options_.max_queued_requests ||
-                                   queued_bytes_ + pending.bytes > options_.max_queued_bytes)) {
-      outcome = kFull;
-    } else {
-      queued_bytes_ += pending.bytes;
-      queue_.push_back(std::move(pending));
-      if (writer_idle_) writer_cv_.Signal();
-      return;
-    }
-  }
-  switch (outcome) {
-    case kCommitHere: {
-      // The writer is waiting and stays so until this group is done (and answered).
-      std::vector<Pending> ops;
-      ops.push_back(std::move(pending));
-      CommitGroup(std::move(ops));
-      absl::MutexLock lock(&queue_mu_);
-      caller_committing_ = false;
-      if (!queue_.empty() || stopping_) writer_cv_.Signal();
-      return;
-    }
-    case kGone:
-      pending.Refuse(absl::UnavailableError("mkube-store: shutting down"));
-      return;
-    case kFull:
-      pending.Refuse(absl::ResourceExhaustedError(kErrTooManyRequests));
-      return;
-  }
-}
-
-void KvStore::Compact(int64_t revision, bool physical, StatusDone done) {
-  Exclusive(
-      [this, revision](WriteGroup& group) -> absl::Status {
-        if (revision <= compacted_) return absl::OutOfRangeError(kErrCompacted);
-        if (revision > group.revision()) return absl::OutOfRangeError(kErrFutureRev);
-        group.PutMeta(kMetaCompacted, Encode64(revision));
-        compacted_ = revision;
-        return absl::OkStatus();
-      },
-      [this, revision, physical, done = std::move(done)](absl::Status st) mutable {
-        if (!st.ok()) {
-          done(st);
-          return;
-        }
-        {
-          absl::MutexLock lock(&compact_mu_);
-          compact_target_ = std::max(compact_target_, revision);
-          if (physical && compact_done_ < revision) {
-            physical_waiters_.emplace_back(revision, std::move(done));
-            done = nullptr;
-          }
-        }
-        compact_cv_.SignalAll();
-        if (done) done(absl::OkStatus());
-      });
-}
-
-void KvStore::CommitGroup(std::vector<Pending> ops) {
-  const int64_t compacted_before = compacted_;
-  // The state the last commit published: every committed version is in its snapshot.
-  const ReadStatePtr view = Read();
-  WriteGroup group(db_.get(), families_, index_, next_base_revision_, view->snapshot);
-  std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txn_results;
-  std::vector<absl::Status> exclusive_results;
-  txn_results.reserve(ops.size());
-  for (auto& p : ops) {
-    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-      auto r = ApplyTxn(group, *leases_, t->req);
-      if (r.ok()) r->mutable_header()->set_revision(group.revision());
-      txn_results.push_back(std::move(r));
-    } else {
-      auto& e = std::get<Pending::Exclusive>(p.op);
-      group.BeginTxn();
-      absl::Status st = e.op(group);
-      if (st.ok()) {
-        group.EndTxn();
-      } else {
-        group.AbortTxn();
-      }
-      exclusive_results.push_back(st);
-    }
-  }
-  applied_index_value_ += ops.size();
-
-  absl::Status commit = absl::OkStatus();
-  const int64_t final_revision = group.revision();
-  if (!group.empty()) {
-    group.PutMeta(kMetaRevision, Encode64(final_revision));
-    group.PutMeta(kMetaAppliedIndex, Encode64(static_cast<int64_t>(applied_index_value_)));
-    // After a failed write the WAL is not touched again until RocksDB says it recovered:
-    // it resumes by itself after retryable errors (a full disk), never after others (a
-    // failed sync leaves the WAL in doubt; a restart recovers from what it really holds).
-    if (write_failed_) {
-      rocksdb::Status resumed = db_->Resume();
-      if (resumed.ok()) {
-        write_failed_ = false;
-        Log().info("storage recovered; accepting writes again");
-      } else {
-        commit = absl::UnavailableError(fmt::format(
-            "mkube-store: storage failed and has not recovered ({}); writes are refused",
-            resumed.ToString()));
-      }
-    }
-    if (commit.ok()) {
-      rocksdb::WriteOptions wo;
-      wo.sync = options_.sync;
-      commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
-      if (!commit.ok()) {
-        Log().error("group commit of {} requests (revision {}) failed: {}", ops.size(),
-                    final_revision, commit.ToString());
-        write_failed_ = true;
-      }
-    }
-    if (!commit.ok()) compacted_ = compacted_before;
-  }
-  // Revision numbers of a failed group are never reused: they may sit in the WAL.
-  next_base_revision_ = final_revision;
-  if (commit.ok()) {
-    applied_index_ = applied_index_value_;
-    if (!group.empty()) {
-      {
-        absl::WriterMutexLock lock(&index_.mu);
-        // Taken here, under the lock the visit runs in (the analysis does not see into it).
-        KeyIndex* index = &index_.index;
-        group.VisitVersions(
-            [index](const std::string& key, const IndexedVersion& v) { index->Add(key, v); });
-      }
-      Publish(final_revision, compacted_);
-      if (!group.events().empty()) {
-        for (auto* l : listeners_) l->OnCommit(final_revision, group.events());
-        CacheEvents(std::move(group.events()));
-        for (auto* l : listeners_) l->OnPublished(final_revision);
-      }
-    }
-  }
-
-  for (auto& r : txn_results) {
-    if (r.ok() && !commit.ok()) r = commit;
-    if (r.ok()) {
-      auto* h = r->mutable_header();
-      h->set_cluster_id(cluster_id_);
-      h->set_member_id(member_id_);
-      h->set_raft_term(kRaftTerm);
-    }
-  }
-  for (auto& st : exclusive_results) {
-    if (st.ok() && !commit.ok()) st = commit;
-  }
-  // The callbacks, in request order.
-  size_t ti = 0, ei = 0;
-  for (auto& p : ops) {
-    if (auto* t = std::get_if<Pending::TxnOp>(&p.op)) {
-      t->done(std::move(txn_results[ti++]));
-    } else {
-      std::get<Pending::Exclusive>(p.op).done(std::move(exclusive_results[ei++]));
-    }
-  }
-}
-
-void KvStore::WriterLoop() {
-  for (;;) {
-    std::vector<Pending> ops;
-    {
-      absl::MutexLock lock(&queue_mu_);
-      writer_idle_ = true;
-      while (caller_committing_ || (!stopping_ && queue_.empty())) writer_cv_.Wait(&queue_mu_);
-      writer_idle_ = false;
-      if (queue_.empty()) return;  // stopping, and everything is committed
-      // Exclusive requests commit alone; txns are taken up to the next exclusive one.
-      if (queue_.front().exclusive()) {
-        queued_bytes_ -= queue_.front().bytes;
-        ops.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      } else {
-        while (!queue_.empty() && !queue_.front().exclusive() &&
-               ops.size() < options_.max_group_ops) {
-          queued_bytes_ -= queue_.front().bytes;
-          ops.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-      }
-    }
-    CommitGroup(std::move(ops));
-  }
-}
-
-void KvStore::CacheEvents(EventList&& events) {
-  absl::MutexLock lock(&cache_mu_);
-  for (auto& ev : events) {
-    cache_bytes_ += EventBytes(ev);
-    cache_.push_back(std::move(ev));
-  }
-  // Trim whole revisions from the front.
-  while (cache_bytes_ > options_.event_cache_bytes && !cache_.empty()) {
-    const int64_t rev = cache_.front().kv().mod_revision();
-    while (!cache_.empty() && cache_.front().kv().mod_revision() == rev) {
-      cache_bytes_ -= EventBytes(cache_.front());
-      cache_.pop_front();
-    }
-    cache_floor_ = rev + 1;
-  }
-}
-
 absl::StatusOr<int64_t> KvStore::ReadEvents(int64_t from, int64_t to, size_t max_events,
                                             std::vector<mvccpb::Event>* out) const {
+  if (auto cached = events_.Read(from, to, max_events, out)) return *cached;
   int64_t last = from - 1;
-  {
-    absl::MutexLock lock(&cache_mu_);
-    if (from >= cache_floor_) {
-      // Binary search the first event at or after `from` (the cache is in revision order).
-      auto it = std::lower_bound(cache_.begin(), cache_.end(), from,
-                                 [](const mvccpb::Event& ev, int64_t r) {
-                                   return ev.kv().mod_revision() < r;
-                                 });
-      size_t taken = 0;
-      for (; it != cache_.end(); ++it) {
-        const int64_t rev = it->kv().mod_revision();
-        if (rev > to) break;
-        if (taken >= max_events && rev != last) break;
-        out->push_back(*it);
-        ++taken;
-        last = rev;
-      }
-      // Revisions without events up to `to` are read too.
-      if (it == cache_.end() || it->kv().mod_revision() > to) last = to;
-      return last;
-    }
-  }
   ReadStatePtr state = Read();
   if (from < state->compacted) return absl::OutOfRangeError(kErrCompacted);
   if (auto st = ReadEventsFromDb(*state, from, std::min(to, state->revision), max_events, out,
@@ -707,85 +401,6 @@ absl::Status KvStore::ScanMeta(
     visit(it->key().ToStringView(), it->value().ToStringView());
   }
   return FromRocks(it->status(), "read meta");
-}
-
-void KvStore::CompactorLoop() {
-  for (;;) {
-    int64_t target = 0;
-    {
-      absl::MutexLock lock(&compact_mu_);
-      while (!compact_stopping_ && compact_target_ <= compact_done_) compact_cv_.Wait(&compact_mu_);
-      if (compact_stopping_) return;
-      target = compact_target_;
-    }
-    absl::Status st = CompactHistory(target);
-    if (!st.ok()) {
-      Log().error("compaction to revision {} failed: {}", target, st.ToString());
-      // A second before retrying, unless the store stops.
-      absl::MutexLock lock(&compact_mu_);
-      const absl::Time deadline = absl::Now() + absl::Seconds(1);
-      while (!compact_stopping_ && !compact_cv_.WaitWithDeadline(&compact_mu_, deadline)) {
-      }
-      continue;
-    }
-    std::vector<StatusDone> done;
-    {
-      absl::MutexLock lock(&compact_mu_);
-      compact_done_ = std::max(compact_done_, target);
-      for (auto it = physical_waiters_.begin(); it != physical_waiters_.end();) {
-        if (it->first <= compact_done_) {
-          done.push_back(std::move(it->second));
-          it = physical_waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (auto& d : done) d(absl::OkStatus());
-  }
-}
-
-absl::Status KvStore::CompactHistory(int64_t target) {
-  // The index forgets first (and refuses reads below target from then on); then the
-  // versions it forgot leave the database. Losing these deletes in a crash only means
-  // redoing them: the index is rebuilt from the database and compaction resumes.
-  // Versions a failed attempt left in the database are deleted by the next one.
-  std::vector<mvcc::Revision>& removed = compact_unwritten_;
-  {
-    absl::WriterMutexLock lock(&index_.mu);
-    index_.floor = std::max(index_.floor, target);
-  }
-  // In slices, so that commits and reads are held up for a moment at a time. Keys the
-  // writer adds in between have only versions above target: nothing of theirs goes.
-  std::optional<std::string> resume;
-  for (bool done = false; !done;) {
-    absl::WriterMutexLock lock(&index_.mu);
-    done = index_.index.Compact(target, &removed, &resume, kCompactBatch);
-  }
-  std::sort(removed.begin(), removed.end());
-  rocksdb::WriteOptions wo;
-  rocksdb::WriteBatch batch;
-  size_t written = 0;  // removed[0, written) are deleted in the database
-  for (size_t i = 0; i < removed.size(); ++i) {
-    batch.Delete(families_.history, EncodeRevision(removed[i])).PermitUncheckedError();
-    if (batch.Count() >= static_cast<int>(kCompactBatch)) {
-      if (auto st = FromRocks(db_->Write(wo, &batch), "compaction write"); !st.ok()) {
-        removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
-        return st;
-      }
-      batch.Clear();
-      written = i + 1;
-    }
-  }
-  batch.Put(families_.meta, kMetaCompactDone, Encode64(target)).PermitUncheckedError();
-  absl::Status st = FromRocks(db_->Write(wo, &batch), "compaction write");
-  if (!st.ok()) {
-    removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(written));
-    return st;
-  }
-  Log().info("compacted history to revision {}: {} versions removed", target, removed.size());
-  removed.clear();
-  return st;
 }
 
 }  // namespace mkube::store::mvcc

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,15 +9,17 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/etcd/rpc.pb.h"
 #include "rocksdb/db.h"
+#include "store/mvcc/compactor.h"
+#include "store/mvcc/event_cache.h"
 #include "store/mvcc/families.h"
 #include "store/mvcc/key_index.h"
 #include "store/mvcc/txn.h"
 #include "store/mvcc/write_group.h"
+#include "store/mvcc/write_queue.h"
 
 namespace mkube::store::mvcc {
 
@@ -82,10 +83,10 @@ class CommitListener {
 // to (Txn's commit_if_idle) commits a lone write itself while the writer is idle.
 class KvStore {
  public:
-  using TxnDone = absl::AnyInvocable<void(absl::StatusOr<etcdserverpb::TxnResponse>)>;
-  using StatusDone = absl::AnyInvocable<void(absl::Status)>;
+  using TxnDone = mvcc::TxnDone;
+  using StatusDone = mvcc::StatusDone;
   // Runs inside a group of its own; returns an error to abort it.
-  using ExclusiveOp = absl::AnyInvocable<absl::Status(WriteGroup&)>;
+  using ExclusiveOp = mvcc::ExclusiveOp;
 
   static absl::StatusOr<std::unique_ptr<KvStore>> Open(const StoreOptions& options);
   ~KvStore();
@@ -111,19 +112,17 @@ class KvStore {
   // before Txn returns) when the writer thread is idle and nothing is queued: a lone write
   // then costs no thread hand-off. A full queue (or a store shutting down) refuses: done runs
   // on the caller's thread before Txn returns.
-  void Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle = false)
-      ABSL_LOCKS_EXCLUDED(queue_mu_);
+  void Txn(etcdserverpb::TxnRequest req, TxnDone done, bool commit_if_idle = false);
   // Marks history before `revision` as gone. With physical, done runs once it is deleted.
-  void Compact(int64_t revision, bool physical, StatusDone done) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  void Compact(int64_t revision, bool physical, StatusDone done);
   // Queues a write that must not share its group: leases, store bookkeeping. Refused as Txn is.
-  void Exclusive(ExclusiveOp op, StatusDone done) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  void Exclusive(ExclusiveOp op, StatusDone done);
 
   // Appends the events with revisions in [from, to] to out, whole revisions only, stopping
   // after the revision where out passes max_events. Returns the last revision read (from-1
   // when none). from must not be below the compacted revision.
   absl::StatusOr<int64_t> ReadEvents(int64_t from, int64_t to, size_t max_events,
-                                     std::vector<mvccpb::Event>* out) const
-      ABSL_LOCKS_EXCLUDED(cache_mu_);
+                                     std::vector<mvccpb::Event>* out) const;
 
   // Meta-family reads for components that keep their state in the store (leases).
   absl::Status ScanMeta(std::string_view prefix,
@@ -135,22 +134,38 @@ class KvStore {
   int64_t DatabaseSize() const;
 
  private:
-  struct Pending;
+  // What the requests of one group answer, before the commit's outcome is known.
+  struct GroupResults {
+    std::vector<absl::StatusOr<etcdserverpb::TxnResponse>> txns;
+    std::vector<absl::Status> exclusives;
+  };
+
   KvStore(const StoreOptions& options);
+
   absl::Status Recover();
   // Rewrites a store of the first format (three key families) into the history family.
   absl::Status MigrateFormat1(const std::vector<std::string>& legacy, bool convert);
   absl::Status BuildIndex();
+
   void Publish(int64_t revision, int64_t compacted) ABSL_LOCKS_EXCLUDED(read_mu_);
-  void Submit(Pending pending, bool commit_if_idle = false) ABSL_LOCKS_EXCLUDED(queue_mu_);
+
+  // Writing (kv_store_commit.cc).
+  void Submit(PendingWrite pending, bool commit_if_idle = false);
   // The writer thread: commits a group whenever something is queued.
-  void WriterLoop() ABSL_LOCKS_EXCLUDED(queue_mu_);
-  // On the writer thread, or on a caller's while the writer waits for it (caller_committing_).
-  void CommitGroup(std::vector<Pending> ops)
-      ABSL_LOCKS_EXCLUDED(queue_mu_, read_mu_, cache_mu_, compact_mu_);
-  void CompactorLoop() ABSL_LOCKS_EXCLUDED(compact_mu_);
-  absl::Status CompactHistory(int64_t revision);
-  void CacheEvents(EventList&& events) ABSL_LOCKS_EXCLUDED(cache_mu_);
+  void WriterLoop();
+  // On the writer thread, or on a caller's while the writer waits for it (kCommitHere).
+  void CommitGroup(std::vector<PendingWrite> ops) ABSL_LOCKS_EXCLUDED(read_mu_);
+  // Applies the requests to the group, one after another.
+  GroupResults ApplyGroup(WriteGroup& group, std::vector<PendingWrite>& ops);
+  // Writes the group's batch, with the store's revision and applied index, to the database.
+  absl::Status WriteGroupBatch(WriteGroup& group, size_t requests);
+  // After the group is committed: its versions go to the index, its revision is published
+  // and its events go to the listeners and the event cache.
+  void PublishGroup(WriteGroup& group) ABSL_LOCKS_EXCLUDED(read_mu_);
+  // The callbacks, in request order, with the commit's error if it failed.
+  void AnswerGroup(std::vector<PendingWrite>& ops, const absl::Status& commit,
+                   GroupResults& results);
+
   absl::Status ReadEventsFromDb(const ReadState& state, int64_t from, int64_t to,
                                 size_t max_events, std::vector<mvccpb::Event>* out,
                                 int64_t* last) const;
@@ -167,20 +182,11 @@ class KvStore {
   mutable absl::Mutex read_mu_;
   ReadStatePtr read_state_ ABSL_GUARDED_BY(read_mu_);
 
-  absl::Mutex queue_mu_;
-  // Toward the writer thread. Bounded by options_.max_queued_requests and max_queued_bytes;
-  // Submit refuses a request beyond them (RESOURCE_EXHAUSTED, done called at once).
-  std::deque<Pending> queue_ ABSL_GUARDED_BY(queue_mu_);
-  size_t queued_bytes_ ABSL_GUARDED_BY(queue_mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  absl::CondVar writer_cv_;
-  bool writer_idle_ ABSL_GUARDED_BY(queue_mu_) = false;
-  // A caller is committing a group on its own thread: the writer waits for it.
-  bool caller_committing_ ABSL_GUARDED_BY(queue_mu_) = false;
+  WriteQueue queue_;
 
   // Committer state: touched only by whoever commits (the writer thread, or a caller while
-  // caller_committing_ keeps the writer waiting; queue_mu_ orders the hand-overs), and by
-  // Recover before either starts.
+  // the queue keeps the writer waiting; its mutex orders the hand-overs), and by Recover
+  // before either starts.
   int64_t next_base_revision_ = 0;
   int64_t compacted_ = 0;
   uint64_t applied_index_value_ = 0;
@@ -189,27 +195,10 @@ class KvStore {
   // Set up before the first write, then only read by the committer.
   std::vector<CommitListener*> listeners_;
 
-  mutable absl::Mutex cache_mu_;
-  // A cache, not a queue: bounded by options_.event_cache_bytes, whole revisions trimmed from
-  // the front (readers of older revisions go to the database).
-  std::deque<mvccpb::Event> cache_ ABSL_GUARDED_BY(cache_mu_);
-  size_t cache_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
-  // Every event of a revision at or above the floor is in the cache.
-  int64_t cache_floor_ ABSL_GUARDED_BY(cache_mu_) = 0;
+  EventCache events_;
+  // Made by Recover, once the database is open.
+  std::unique_ptr<Compactor> compactor_;
 
-  absl::Mutex compact_mu_;
-  absl::CondVar compact_cv_;
-  // The compactor's work is one target (requests coalesce into the highest), not a queue.
-  int64_t compact_target_ ABSL_GUARDED_BY(compact_mu_) = 0;
-  int64_t compact_done_ ABSL_GUARDED_BY(compact_mu_) = 0;
-  // Compact(physical) calls waiting for the deletion: one per such call admitted by the
-  // writer's queue and not yet answered.
-  std::vector<std::pair<int64_t, StatusDone>> physical_waiters_ ABSL_GUARDED_BY(compact_mu_);
-  bool compact_stopping_ ABSL_GUARDED_BY(compact_mu_) = false;
-  // Versions the index has forgotten whose deletion is not written yet (compactor thread).
-  std::vector<mvcc::Revision> compact_unwritten_;
-
-  std::thread compactor_;
   std::thread writer_;
 };
 using KvStorePtr = std::unique_ptr<KvStore>;
