@@ -3,6 +3,7 @@
 // behind a write made straight to the store.
 #include <gtest/gtest.h>
 
+#include "apiserver/storage/requests.h"
 #include "proto/api/core.pb.h"
 #include "tests/apiserver/registry_env.h"
 #include "tests/util/process.h"
@@ -40,8 +41,8 @@ class ReadModifyWriteTest : public ::testing::Test {
     api::Pod bound = created_;
     bound.mutable_spec()->set_node_name("node01");
     bound.mutable_metadata()->clear_resource_version();
-    auto r = env_->store_client->Update(kKey, std::stoll(created_.metadata().resource_version()),
-                                        bound.SerializeAsString());
+    auto r = env_->store_client->Txn(storage::UpdateTxn(
+        kKey, std::stoll(created_.metadata().resource_version()), bound.SerializeAsString()));
     ASSERT_TRUE(r.ok() && r->succeeded());
     stored_rv_ = std::to_string(r->header().revision());
   }

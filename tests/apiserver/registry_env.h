@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/etcd_storage.h"
 #include "tests/apiserver/in_process_store.h"
 
 namespace mkube::testing {
@@ -19,7 +19,7 @@ struct RegistryEnv {
     auto s = StartInProcessStore(dir);
     if (!s.ok()) return s.status();
     env->store = std::move(*s);
-    env->store_client = std::make_unique<apiserver::storage::StoreClient>(env->store->address());
+    env->store_client = std::make_unique<apiserver::storage::EtcdStorage>(env->store->address());
     env->cache = std::make_unique<apiserver::cache::WatchCache>(env->store_client.get());
     if (auto st = env->cache->Start(); !st.ok()) return st;
     env->registry =
@@ -32,7 +32,7 @@ struct RegistryEnv {
   }
 
   std::unique_ptr<store::server::StoreServer> store;
-  std::unique_ptr<apiserver::storage::StoreClient> store_client;
+  std::unique_ptr<apiserver::storage::EtcdStorage> store_client;
   std::unique_ptr<apiserver::cache::WatchCache> cache;
   std::unique_ptr<apiserver::registry::Registry> registry;
 };
