@@ -32,9 +32,10 @@ using WatchStreamPtr = std::unique_ptr<WatchStream>;
 // What the apiserver stores its objects in: a key-value store with etcd v3's model, spoken in
 // its messages. Every write makes a new revision of the whole store; a transaction compares
 // keys' revisions and values and writes or reads at one revision; a watch sends the events
-// of a key range from a revision on; compaction drops the history before a revision (reads
-// and watches of what it dropped are refused as etcd refuses them: OUT_OF_RANGE "etcdserver:
-// mvcc: required revision has been compacted").
+// of a key range from a revision on; compaction drops the history before a revision (a watch
+// from before it is cancelled with the compacted revision, and compacting there again is
+// refused as etcd refuses it: OUT_OF_RANGE "etcdserver: mvcc: required revision has been
+// compacted").
 class Storage {
  public:
   // Where an answer goes when it is not waited for: called once, on the caller's thread or on
