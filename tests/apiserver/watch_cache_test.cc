@@ -1,4 +1,4 @@
-// The watch cache against an in-process mkube-store: consistent, paged lists; watches that
+// The watch cache on the in-memory storage: consistent, paged lists; watches that
 // see objects enter and leave their selection the same way live and replayed; the window's
 // "too old" edge; initial events; slow watchers cut off; bookmarks; a sink that blocks holds
 // up nobody else.
@@ -13,12 +13,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "api/object.h"
-#include "apiserver/storage/etcd_storage.h"
 #include "apiserver/storage/requests.h"
+#include "apiserver/storage/testing/memory_storage.h"
 #include "proto/api/core.pb.h"
-#include "tests/apiserver/in_process_store.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver::cache {
 namespace {
@@ -109,18 +107,9 @@ class Bounded {
 
 class WatchCacheTest : public ::testing::Test {
  protected:
-  void SetUp() override { StartStore(); }
-
-  void StartStore() {
-    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    client_ = std::make_unique<storage::EtcdStorage>(server_->address());
-  }
-
   void StartCache(CacheOptions options = {}) {
     options.bookmark_interval = bookmark_interval_;
-    cache_ = std::make_unique<WatchCache>(client_.get(), options);
+    cache_ = std::make_unique<WatchCache>(store_.get(), options);
     ASSERT_TRUE(cache_->Start().ok());
   }
 
@@ -133,12 +122,12 @@ class WatchCacheTest : public ::testing::Test {
     for (auto& [k, v] : labels) (*pod.mutable_metadata()->mutable_labels())[k] = v;
     pod.mutable_spec()->set_node_name(node);
     auto put =
-        client_->Txn(storage::PutTxn("/registry/pods/" + ns + "/" + name, pod.SerializeAsString()));
+        store_->Txn(storage::PutTxn("/registry/pods/" + ns + "/" + name, pod.SerializeAsString()));
     EXPECT_TRUE(put.ok()) << put.status();
     return put.ok() ? put->header().revision() : 0;
   }
   int64_t DeletePod(const std::string& ns, const std::string& name) {
-    auto del = client_->Txn(storage::DeleteKeyTxn("/registry/pods/" + ns + "/" + name));
+    auto del = store_->Txn(storage::DeleteKeyTxn("/registry/pods/" + ns + "/" + name));
     EXPECT_TRUE(del.ok()) << del.status();
     return del.ok() ? del->header().revision() : 0;
   }
@@ -155,9 +144,7 @@ class WatchCacheTest : public ::testing::Test {
   }
 
   std::chrono::milliseconds bookmark_interval_ = std::chrono::seconds(5);
-  mkube::testing::TempDir dir_;
-  std::unique_ptr<store::server::StoreServer> server_;
-  std::unique_ptr<storage::EtcdStorage> client_;
+  std::unique_ptr<storage::Storage> store_ = std::make_unique<storage::testing::MemoryStorage>();
   std::unique_ptr<WatchCache> cache_;
 };
 
@@ -290,7 +277,7 @@ TEST_F(WatchCacheTest, TheWindowIsBoundedByTheSizeOfItsObjectsToo) {
     api::Pod pod;
     pod.mutable_metadata()->set_name("big" + std::to_string(i));
     (*pod.mutable_metadata()->mutable_annotations())["blob"] = big;
-    auto put = client_->Txn(
+    auto put = store_->Txn(
         storage::PutTxn("/registry/pods/default/big" + std::to_string(i), pod.SerializeAsString()));
     ASSERT_TRUE(put.ok()) << put.status();
     revs.push_back(put->header().revision());
