@@ -20,7 +20,7 @@
 #include "apiserver/server/api_service.h"
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/etcd_storage.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     store_tls.cert_pem = etcd_cert.empty() ? "" : Slurp(etcd_cert);
     store_tls.key_pem = etcd_key.empty() ? "" : Slurp(etcd_key);
   }
-  mkube::apiserver::storage::StoreClient store(store_endpoints, store_tls);
+  mkube::apiserver::storage::EtcdStorage store(store_endpoints, store_tls);
   mkube::apiserver::cache::CacheOptions cache_options;
   cache_options.window_bytes = window_mib << 20;
   mkube::apiserver::cache::WatchCache cache(&store, cache_options);

@@ -4,6 +4,7 @@
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "api/object.h"
+#include "apiserver/storage/requests.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
 
@@ -35,7 +36,7 @@ bool Filter::Matches(const Entry& e) const {
   return true;
 }
 
-WatchCache::WatchCache(storage::StoreClient* store, CacheOptions options)
+WatchCache::WatchCache(storage::Storage* store, CacheOptions options)
     : store_(store), options_(std::move(options)) {}
 
 WatchCache::~WatchCache() { Stop(); }
@@ -91,7 +92,7 @@ void WatchCache::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;  // wakes WaitFor and the bookmark thread
-    if (watch_ctx_) watch_ctx_->TryCancel();
+    if (watch_) watch_->Cancel();
     ended = EndAll(why);
   }
   Close(ended, why);
@@ -137,16 +138,8 @@ absl::Status WatchCache::Relist() {
 absl::Status WatchCache::Backfill(int64_t list_revision) {
   int64_t from = std::max<int64_t>(2, list_revision - options_.backfill_revisions + 1);
   for (int attempt = 0; attempt < 2 && from <= list_revision; ++attempt) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    auto stream = store_->watch()->Watch(&ctx);
-    etcdserverpb::WatchRequest create;
-    auto* c = create.mutable_create_request();
-    c->set_key(options_.prefix);
-    c->set_range_end(storage::PrefixEnd(options_.prefix));
-    c->set_start_revision(from);
-    c->set_prev_kv(true);
-    stream->Write(create);
+    storage::WatchStreamPtr stream = store_->Watch(
+        storage::PrefixWatch(options_.prefix, from, /*prev_kv=*/true), absl::Seconds(30));
     // A marker written once the watch exists: when its event arrives, every earlier one has.
     // (etcd 3.4 answers progress requests before a replay is done, so they cannot tell.)
     const std::string marker = options_.prefix + kMarkerPrefix + "backfill/" + api::NewUid();
@@ -155,14 +148,10 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
     etcdserverpb::WatchResponse resp;
     while (!complete && stream->Read(&resp)) {
       if (resp.created()) {
-        grpc::ClientContext put_ctx;
-        put_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-        etcdserverpb::PutRequest put;
-        put.set_key(marker);
-        put.set_value(std::to_string(list_revision));
-        etcdserverpb::PutResponse put_resp;
-        if (auto st = store_->kv()->Put(&put_ctx, put, &put_resp); !st.ok()) {
-          return absl::UnavailableError("cannot write the backfill marker: " + st.error_message());
+        auto put = store_->Txn(storage::PutTxn(marker, std::to_string(list_revision)));
+        if (!put.ok()) {
+          return absl::UnavailableError("cannot write the backfill marker: " +
+                                        std::string(put.status().message()));
         }
         continue;
       }
@@ -193,18 +182,8 @@ absl::Status WatchCache::Backfill(int64_t list_revision) {
         events.push_back(Event{type, *e, rev, std::move(prev)});
       }
     }
-    ctx.TryCancel();
-    while (stream->Read(&resp)) {
-    }
-    stream->Finish();
-    {
-      grpc::ClientContext del_ctx;
-      del_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-      etcdserverpb::DeleteRangeRequest del;
-      del.set_key(marker);
-      etcdserverpb::DeleteRangeResponse del_resp;
-      store_->kv()->DeleteRange(&del_ctx, del, &del_resp);
-    }
+    stream.reset();  // ends the watch
+    store_->Txn(storage::DeleteKeyTxn(marker)).IgnoreError();
     if (compacted) continue;
     if (!complete) return absl::UnavailableError("store history ended early");
     absl::MutexLock lock(&mu_);
@@ -238,22 +217,13 @@ void WatchCache::Feed() {
       }
       relist = false;
     }
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    grpc::ClientContext* raw = ctx.get();
-    int64_t from;
+    storage::WatchStreamPtr stream =
+        store_->Watch(storage::PrefixWatch(options_.prefix, revision() + 1, /*prev_kv=*/false));
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
-      watch_ctx_ = std::move(ctx);
-      from = revision_ + 1;
+      watch_ = stream.get();
     }
-    auto stream = store_->watch()->Watch(raw);
-    etcdserverpb::WatchRequest req;
-    auto* c = req.mutable_create_request();
-    c->set_key(options_.prefix);
-    c->set_range_end(storage::PrefixEnd(options_.prefix));
-    c->set_start_revision(from);
-    stream->Write(req);
     etcdserverpb::WatchResponse resp;
     while (stream->Read(&resp)) {
       if (resp.created()) continue;
@@ -292,12 +262,12 @@ void WatchCache::Feed() {
       absl::MutexLock lock(&mu_);
       dispatched_ = std::max(dispatched_, revision);
     }
-    stream->Finish();
     {
       absl::MutexLock lock(&mu_);
-      watch_ctx_.reset();
+      watch_ = nullptr;
       if (stopping_) return;
     }
+    stream.reset();
     if (!relist) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

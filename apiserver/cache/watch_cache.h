@@ -17,7 +17,7 @@
 #include "api/fields.h"
 #include "api/kinds.h"
 #include "api/labels.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/storage.h"
 #include "google/protobuf/message.h"
 
 namespace mkube::apiserver::cache {
@@ -128,7 +128,7 @@ struct CacheOptions {
 // out from it, so clients never cost the store anything.
 class WatchCache {
  public:
-  WatchCache(storage::StoreClient* store, CacheOptions options = {});
+  WatchCache(storage::Storage* store, CacheOptions options = {});
   ~WatchCache();
 
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
@@ -225,7 +225,7 @@ class WatchCache {
   // ADDED, objects leaving it DELETED; nullopt when it does not concern the watcher.
   static std::optional<Event> ForWatcher(const Filter& filter, const Event& e);
 
-  storage::StoreClient* store_;
+  storage::Storage* store_;
   CacheOptions options_;
 
   mutable absl::Mutex mu_;
@@ -242,8 +242,9 @@ class WatchCache {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  // The feed's store watch, cancelled by Stop (TryCancel only flags it: no call-out).
-  std::unique_ptr<grpc::ClientContext> watch_ctx_ ABSL_GUARDED_BY(mu_);
+  // The feed's store watch, cancelled by Stop (Cancel only flags it: no call-out). The feed
+  // owns it, and clears this before it ends it.
+  storage::WatchStream* watch_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::thread feed_;
   std::thread bookmarks_;
 };

@@ -44,7 +44,7 @@ std::string Registry::QualifiedResource(const api::KindInfo& kind) {
   return QualifiedResourceOf(kind);
 }
 
-Registry::Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options)
+Registry::Registry(storage::Storage* store, cache::WatchCache* cache, RegistryOptions options)
     : store_(store), cache_(cache), options_(options) {}
 
 absl::StatusOr<const api::KindInfo*> Registry::Resolve(const std::string& resource) const {

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "api/kinds.h"
 #include "apiserver/cache/watch_cache.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/storage.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
 #include "proto/apiserver/apiserver.pb.h"
@@ -39,7 +39,7 @@ class Registry {
   // NodeRestriction checks where a pod is bound so): a refusal is the answer.
   using Admit = std::function<absl::Status(const google::protobuf::Message& current)>;
 
-  Registry(storage::StoreClient* store, cache::WatchCache* cache, RegistryOptions options = {});
+  Registry(storage::Storage* store, cache::WatchCache* cache, RegistryOptions options = {});
 
   // Creates the namespaces every cluster has.
   absl::Status Bootstrap();
@@ -167,7 +167,7 @@ class Registry {
                                            const std::string& labels,
                                            const std::string& fields) const;
 
-  storage::StoreClient* store_;
+  storage::Storage* store_;
   cache::WatchCache* cache_;
   const RegistryOptions options_;
 };

@@ -4,6 +4,7 @@
 #include "api/object.h"
 #include "apiserver/registry/errors.h"
 #include "apiserver/registry/registry.h"
+#include "apiserver/storage/requests.h"
 
 namespace mkube::apiserver::registry {
 namespace {
@@ -113,11 +114,11 @@ absl::StatusOr<std::string> Registry::Update(const UpdateRequest& req, Admit adm
 }
 
 etcdserverpb::TxnRequest Registry::TxnOf(const Write& w) {
-  if (w.remove) return storage::StoreClient::DeleteTxn(w.key, w.revision);
+  if (w.remove) return storage::DeleteTxn(w.key, w.revision);
   api::MutableMetaOf(w.object.get())->clear_resource_version();
   const std::string value = w.object->SerializeAsString();
-  return w.revision == 0 ? storage::StoreClient::CreateTxn(w.key, value)
-                         : storage::StoreClient::UpdateTxn(w.key, w.revision, value);
+  return w.revision == 0 ? storage::CreateTxn(w.key, value)
+                         : storage::UpdateTxn(w.key, w.revision, value);
 }
 
 }  // namespace mkube::apiserver::registry

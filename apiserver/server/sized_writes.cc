@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "api/kinds.h"
 #include "api/object.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/requests.h"
 #include "fmt/format.h"
 
 namespace mkube::apiserver::server {
@@ -77,9 +77,9 @@ absl::Status SizedWrites::Fits(const std::string& resource, const std::string& o
           : fmt::format("/registry/{}/{}", kind->resource, meta->name());
   // The larger of the two transactions a write may be (an update's, with its compare and
   // its read of the key when the compare fails).
-  const size_t request = storage::StoreClient::UpdateTxn(key, std::numeric_limits<int64_t>::max(),
-                                                         obj->SerializeAsString())
-                             .ByteSizeLong();
+  const size_t request =
+      storage::UpdateTxn(key, std::numeric_limits<int64_t>::max(), obj->SerializeAsString())
+          .ByteSizeLong();
   if (request > store_max_request_bytes_) return absl::UnknownError(kRequestTooLarge);
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "grpcpp/alarm.h"
+#include "grpcpp/support/async_stream.h"
 #include "proto/apiserver/apiserver.pb.h"
 #include "proto/grpc_status.h"
 

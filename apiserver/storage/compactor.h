@@ -7,7 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "apiserver/storage/store_client.h"
+#include "apiserver/storage/storage.h"
 
 namespace mkube::apiserver::storage {
 
@@ -20,7 +20,7 @@ inline constexpr char kCompactRevisionKey[] = "compact_rev_key";
 // to bump it compacts, the others follow its count.
 class Compactor {
  public:
-  Compactor(StoreClient* store, std::chrono::milliseconds interval)
+  Compactor(Storage* store, std::chrono::milliseconds interval)
       : store_(store), interval_(interval) {}
   ~Compactor() { Stop(); }
   Compactor(const Compactor&) = delete;
@@ -34,7 +34,7 @@ class Compactor {
   // One step; errors leave the state for the next step to retry.
   absl::Status Step();
 
-  StoreClient* const store_;
+  Storage* const store_;
   const std::chrono::milliseconds interval_;
   // Only the compactor's thread (Step) touches these.
   int64_t seen_version_ = 0;   // kCompactRevisionKey's version after the last step

@@ -1,4 +1,4 @@
-// The gRPC front of the registry, in-process on a real store: a request whose caller has
+// The gRPC front of the registry, on the in-memory storage: a request whose caller has
 // given up while it waited for a worker is not carried out.
 #include "apiserver/server/api_service.h"
 
@@ -12,7 +12,6 @@
 #include "proto/api/core.pb.h"
 #include "tests/apiserver/registry_env.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver::server {
 namespace {
@@ -20,7 +19,7 @@ namespace {
 class ApiServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    auto env = mkube::testing::RegistryEnv::Start();
     ASSERT_TRUE(env.ok()) << env.status();
     env_ = std::move(*env);
     cache_ = env_->cache.get();
@@ -98,7 +97,6 @@ class ApiServiceTest : public ::testing::Test {
     return stub_->List(&ctx, req, &reply).error_code();
   }
 
-  mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
   cache::WatchCache* cache_ = nullptr;
   std::unique_ptr<auth::TokenAuthenticator> authn_;

@@ -1,5 +1,5 @@
 // Deletion with finalizers and propagation policies, the same through the apiserver's registry
-// (on an in-process store) and through the fake clientset: Background goes at once,
+// (on the in-memory storage) and through the fake clientset: Background goes at once,
 // Foreground and Orphan leave the object marked with their finalizer, an update that removes
 // the last finalizer removes the object, no finalizer may be added to an object being deleted,
 // and a pod on a node waits both for its node and for its finalizers.
@@ -11,7 +11,6 @@
 #include "client/testing/fake_client.h"
 #include "proto/api/apps.pb.h"
 #include "tests/apiserver/registry_env.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver {
 namespace {
@@ -28,7 +27,7 @@ class DeletionTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "registry") {
-      auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+      auto env = mkube::testing::RegistryEnv::Start();
       ASSERT_TRUE(env.ok()) << env.status();
       env_ = std::move(*env);
       auto* r = env_->registry.get();
@@ -111,7 +110,6 @@ class DeletionTest : public ::testing::TestWithParam<std::string> {
     return pod;
   }
 
-  mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
   client::testing::FakeClient fake_;
   Backend b_;

@@ -6,7 +6,6 @@
 
 #include "proto/api/apps.pb.h"
 #include "tests/apiserver/registry_env.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver::registry {
 namespace {
@@ -14,7 +13,7 @@ namespace {
 class GenerationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    auto env = mkube::testing::RegistryEnv::Start();
     ASSERT_TRUE(env.ok()) << env.status();
     env_ = std::move(*env);
     registry_ = env_->registry.get();
@@ -78,7 +77,6 @@ class GenerationTest : public ::testing::Test {
     return d;
   }
 
-  mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
   Registry* registry_ = nullptr;
 };

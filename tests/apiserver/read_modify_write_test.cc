@@ -3,9 +3,9 @@
 // behind a write made straight to the store.
 #include <gtest/gtest.h>
 
+#include "apiserver/storage/requests.h"
 #include "proto/api/core.pb.h"
 #include "tests/apiserver/registry_env.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver::registry {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 class ReadModifyWriteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto env = mkube::testing::RegistryEnv::Start(dir_.Sub("store"));
+    auto env = mkube::testing::RegistryEnv::Start();
     ASSERT_TRUE(env.ok()) << env.status();
     env_ = std::move(*env);
     registry_ = env_->registry.get();
@@ -40,8 +40,8 @@ class ReadModifyWriteTest : public ::testing::Test {
     api::Pod bound = created_;
     bound.mutable_spec()->set_node_name("node01");
     bound.mutable_metadata()->clear_resource_version();
-    auto r = env_->store_client->Update(kKey, std::stoll(created_.metadata().resource_version()),
-                                        bound.SerializeAsString());
+    auto r = env_->storage->Txn(storage::UpdateTxn(
+        kKey, std::stoll(created_.metadata().resource_version()), bound.SerializeAsString()));
     ASSERT_TRUE(r.ok() && r->succeeded());
     stored_rv_ = std::to_string(r->header().revision());
   }
@@ -60,7 +60,6 @@ class ReadModifyWriteTest : public ::testing::Test {
   }
 
   static constexpr char kKey[] = "/registry/pods/default/web";
-  mkube::testing::TempDir dir_;
   std::unique_ptr<mkube::testing::RegistryEnv> env_;
   Registry* registry_ = nullptr;
   api::Pod created_;

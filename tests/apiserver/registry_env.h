@@ -1,29 +1,24 @@
 #pragma once
 
 #include <memory>
-#include <string>
 
 #include "absl/status/statusor.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
-#include "apiserver/storage/store_client.h"
-#include "tests/apiserver/in_process_store.h"
+#include "apiserver/storage/testing/memory_storage.h"
 
 namespace mkube::testing {
 
-// The apiserver without a transport: its registry and watch cache on an in-process
-// mkube-store, bootstrapped (the default namespaces exist).
+// The apiserver without a transport: its registry and watch cache on the in-memory storage,
+// bootstrapped (the default namespaces exist).
 struct RegistryEnv {
-  static absl::StatusOr<std::unique_ptr<RegistryEnv>> Start(const std::string& dir) {
+  static absl::StatusOr<std::unique_ptr<RegistryEnv>> Start() {
     auto env = std::make_unique<RegistryEnv>();
-    auto s = StartInProcessStore(dir);
-    if (!s.ok()) return s.status();
-    env->store = std::move(*s);
-    env->store_client = std::make_unique<apiserver::storage::StoreClient>(env->store->address());
-    env->cache = std::make_unique<apiserver::cache::WatchCache>(env->store_client.get());
+    env->storage = std::make_unique<apiserver::storage::testing::MemoryStorage>();
+    env->cache = std::make_unique<apiserver::cache::WatchCache>(env->storage.get());
     if (auto st = env->cache->Start(); !st.ok()) return st;
     env->registry =
-        std::make_unique<apiserver::registry::Registry>(env->store_client.get(), env->cache.get());
+        std::make_unique<apiserver::registry::Registry>(env->storage.get(), env->cache.get());
     if (auto st = env->registry->Bootstrap(); !st.ok()) return st;
     return env;
   }
@@ -31,8 +26,7 @@ struct RegistryEnv {
     if (cache) cache->Stop();
   }
 
-  std::unique_ptr<store::server::StoreServer> store;
-  std::unique_ptr<apiserver::storage::StoreClient> store_client;
+  std::unique_ptr<apiserver::storage::testing::MemoryStorage> storage;
   std::unique_ptr<apiserver::cache::WatchCache> cache;
   std::unique_ptr<apiserver::registry::Registry> registry;
 };

@@ -1,4 +1,4 @@
-// The watch cache against an in-process mkube-store: consistent, paged lists; watches that
+// The watch cache on the in-memory storage: consistent, paged lists; watches that
 // see objects enter and leave their selection the same way live and replayed; the window's
 // "too old" edge; initial events; slow watchers cut off; bookmarks; a sink that blocks holds
 // up nobody else.
@@ -13,10 +13,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "api/object.h"
+#include "apiserver/storage/requests.h"
+#include "apiserver/storage/testing/memory_storage.h"
 #include "proto/api/core.pb.h"
-#include "tests/apiserver/in_process_store.h"
 #include "tests/util/eventually.h"
-#include "tests/util/process.h"
 
 namespace mkube::apiserver::cache {
 namespace {
@@ -107,18 +107,9 @@ class Bounded {
 
 class WatchCacheTest : public ::testing::Test {
  protected:
-  void SetUp() override { StartStore(); }
-
-  void StartStore() {
-    auto s = mkube::testing::StartInProcessStore(dir_.Sub("store"));
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    client_ = std::make_unique<storage::StoreClient>(server_->address());
-  }
-
   void StartCache(CacheOptions options = {}) {
     options.bookmark_interval = bookmark_interval_;
-    cache_ = std::make_unique<WatchCache>(client_.get(), options);
+    cache_ = std::make_unique<WatchCache>(store_.get(), options);
     ASSERT_TRUE(cache_->Start().ok());
   }
 
@@ -130,21 +121,15 @@ class WatchCacheTest : public ::testing::Test {
     pod.mutable_metadata()->set_namespace_(ns);
     for (auto& [k, v] : labels) (*pod.mutable_metadata()->mutable_labels())[k] = v;
     pod.mutable_spec()->set_node_name(node);
-    grpc::ClientContext ctx;
-    etcdserverpb::PutRequest put;
-    put.set_key("/registry/pods/" + ns + "/" + name);
-    put.set_value(pod.SerializeAsString());
-    etcdserverpb::PutResponse resp;
-    EXPECT_TRUE(client_->kv()->Put(&ctx, put, &resp).ok());
-    return resp.header().revision();
+    auto put =
+        store_->Txn(storage::PutTxn("/registry/pods/" + ns + "/" + name, pod.SerializeAsString()));
+    EXPECT_TRUE(put.ok()) << put.status();
+    return put.ok() ? put->header().revision() : 0;
   }
   int64_t DeletePod(const std::string& ns, const std::string& name) {
-    grpc::ClientContext ctx;
-    etcdserverpb::DeleteRangeRequest del;
-    del.set_key("/registry/pods/" + ns + "/" + name);
-    etcdserverpb::DeleteRangeResponse resp;
-    EXPECT_TRUE(client_->kv()->DeleteRange(&ctx, del, &resp).ok());
-    return resp.header().revision();
+    auto del = store_->Txn(storage::DeleteKeyTxn("/registry/pods/" + ns + "/" + name));
+    EXPECT_TRUE(del.ok()) << del.status();
+    return del.ok() ? del->header().revision() : 0;
   }
   void Sync(int64_t rv) { ASSERT_TRUE(cache_->WaitFor(rv, std::chrono::seconds(10)).ok()); }
 
@@ -159,9 +144,7 @@ class WatchCacheTest : public ::testing::Test {
   }
 
   std::chrono::milliseconds bookmark_interval_ = std::chrono::seconds(5);
-  mkube::testing::TempDir dir_;
-  std::unique_ptr<store::server::StoreServer> server_;
-  std::unique_ptr<storage::StoreClient> client_;
+  std::unique_ptr<storage::Storage> store_ = std::make_unique<storage::testing::MemoryStorage>();
   std::unique_ptr<WatchCache> cache_;
 };
 
@@ -294,13 +277,10 @@ TEST_F(WatchCacheTest, TheWindowIsBoundedByTheSizeOfItsObjectsToo) {
     api::Pod pod;
     pod.mutable_metadata()->set_name("big" + std::to_string(i));
     (*pod.mutable_metadata()->mutable_annotations())["blob"] = big;
-    grpc::ClientContext ctx;
-    etcdserverpb::PutRequest put;
-    put.set_key("/registry/pods/default/big" + std::to_string(i));
-    put.set_value(pod.SerializeAsString());
-    etcdserverpb::PutResponse resp;
-    ASSERT_TRUE(client_->kv()->Put(&ctx, put, &resp).ok());
-    revs.push_back(resp.header().revision());
+    auto put = store_->Txn(
+        storage::PutTxn("/registry/pods/default/big" + std::to_string(i), pod.SerializeAsString()));
+    ASSERT_TRUE(put.ok()) << put.status();
+    revs.push_back(put->header().revision());
   }
   Sync(revs.back());
   // 64 KiB hold the last three 20 KiB objects: a watch that needs big6 again is too old.
