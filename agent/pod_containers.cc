@@ -13,7 +13,7 @@
 #include "agent/prober.h"
 #include "agent/sandbox.h"
 #include "api/log.h"
-#include "api/printers.h"
+#include "api/object.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

@@ -4,7 +4,7 @@
 
 #include "agent/pod_run.h"
 #include "api/log.h"
-#include "api/printers.h"
+#include "api/object.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

@@ -4,7 +4,6 @@
 
 #include "api/log.h"
 #include "api/object.h"
-#include "api/printers.h"
 #include "controller/internal/indexes.h"
 #include "fmt/format.h"
 
