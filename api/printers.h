@@ -11,7 +11,9 @@
 namespace mkube::api {
 
 // The kubectl-style tables of each kind: column names and row cells, as `kubectl get` prints
-// them. They live here, not in the CLI, so the apiserver can render the same tables.
+// them. Today mkubectl alone uses them (get; the tables of top, rollout history, config
+// get-contexts and api-resources; describe's ages and roles). They live in api/, not in the
+// CLI, so that a server can render the same tables: kubectl asks for them as Table objects.
 struct TableOptions {
   bool wide = false;             // -o wide: the extra columns
   bool show_labels = false;      // --show-labels: a LABELS column last
