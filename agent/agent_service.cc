@@ -16,9 +16,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "agent/process.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "proto/grpc_status.h"
-#include "base/log.h"
 #include "spdlog/spdlog.h"
 
 namespace mkube::agent {

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "agent/pod_run.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"

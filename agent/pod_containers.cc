@@ -12,8 +12,8 @@
 #include "agent/pod_manager.h"
 #include "agent/prober.h"
 #include "agent/sandbox.h"
+#include "api/object.h"
 #include "base/log.h"
-#include "api/printers.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

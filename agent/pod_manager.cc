@@ -8,8 +8,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

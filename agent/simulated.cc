@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "agent/pod_run.h"
+#include "api/object.h"
 #include "base/log.h"
-#include "api/printers.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

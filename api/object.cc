@@ -74,6 +74,15 @@ std::string Rfc3339(absl::Time t) {
 
 std::string NowRfc3339() { return Rfc3339(absl::Now()); }
 
+std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339) {
+  absl::Time t;
+  std::string err;
+  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) {
+    return std::nullopt;
+  }
+  return t;
+}
+
 std::string NewUid() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const uint64_t a = rng(), b = rng();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -31,6 +32,8 @@ void SetTypeMeta(google::protobuf::Message* obj, const std::string& api_version,
 // RFC 3339 in UTC with seconds, as Kubernetes writes times.
 std::string Rfc3339(absl::Time t);
 std::string NowRfc3339();
+// A timestamp as the API writes it ("2026-11-29T19:10:10Z"); nullopt when empty or malformed.
+std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339);
 std::string NewUid();
 
 }  // namespace mkube::api

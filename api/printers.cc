@@ -258,15 +258,6 @@ const std::map<std::string, Printer>& Printers() {
 
 }  // namespace
 
-std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339) {
-  absl::Time t;
-  std::string err;
-  if (rfc3339.empty() || !absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) {
-    return std::nullopt;
-  }
-  return t;
-}
-
 std::string HumanDuration(absl::Duration d) {
   const int64_t seconds = absl::ToInt64Seconds(d);
   if (seconds < -1) return "<invalid>";

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +11,9 @@
 namespace mkube::api {
 
 // The kubectl-style tables of each kind: column names and row cells, as `kubectl get` prints
-// them. They live here, not in the CLI, so the apiserver can render the same tables.
+// them. Today mkubectl alone uses them (get; the tables of top, rollout history, config
+// get-contexts and api-resources; describe's ages and roles). They live in api/, not in the
+// CLI, so that a server can render the same tables: kubectl asks for them as Table objects.
 struct TableOptions {
   bool wide = false;             // -o wide: the extra columns
   bool show_labels = false;      // --show-labels: a LABELS column last
@@ -34,8 +35,6 @@ Table MakeTable(const KindInfo& kind, const std::vector<const google::protobuf::
 std::string RenderTable(const Table& table, bool headers = true,
                         std::vector<size_t>* widths = nullptr);
 
-// A timestamp as the API writes it ("2026-11-29T19:10:10Z"); nullopt when empty or malformed.
-std::optional<absl::Time> ParseRfc3339(const std::string& rfc3339);
 // kubectl's short durations: "45s", "3m2s", "12m", "4h5m", "2d3h", "400d", "3y20d".
 std::string HumanDuration(absl::Duration d);
 // The age of an RFC 3339 timestamp at `now`; "<unknown>" when there is none.

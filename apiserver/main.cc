@@ -13,7 +13,6 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/log.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
@@ -21,6 +20,7 @@
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/etcd_storage.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 

@@ -2,9 +2,9 @@
 
 #include <random>
 
-#include "base/log.h"
 #include "api/object.h"
 #include "api/printers.h"
+#include "base/log.h"
 #include "fmt/format.h"
 
 namespace mkube::client {

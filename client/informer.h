@@ -13,8 +13,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "client/client.h"
 #include "client/clock.h"
 

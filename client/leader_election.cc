@@ -1,7 +1,7 @@
 #include "client/leader_election.h"
 
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 
 namespace mkube::client {
 namespace {

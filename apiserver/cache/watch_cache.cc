@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "base/log.h"
 #include "api/object.h"
 #include "apiserver/storage/requests.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
 

@@ -2,12 +2,12 @@
 
 #include <atomic>
 
-#include "base/executor.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/metrics.h"
 #include "apiserver/server/sized_writes.h"
 #include "apiserver/server/watch_stream.h"
+#include "base/executor.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
 
 namespace mkube::apiserver::server {

@@ -3,8 +3,8 @@
 #include <set>
 
 #include "absl/synchronization/blocking_counter.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "proto/agent/stats.grpc.pb.h"
 

@@ -4,7 +4,6 @@
 #include <set>
 
 #include "api/object.h"
-#include "api/printers.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
 #include "controller/job/job.h"

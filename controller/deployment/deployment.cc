@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "api/labels.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"

@@ -1,8 +1,8 @@
 // A deployment's status: counts, the Available and Progressing conditions, history cleanup.
 #include <algorithm>
 
+#include "api/object.h"
 #include "controller/deployment/deployment.h"
-#include "api/printers.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::deployment {

@@ -5,7 +5,6 @@
 
 #include "absl/strings/numbers.h"
 #include "api/object.h"
-#include "api/printers.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 

@@ -4,7 +4,6 @@
 
 #include "api/labels.h"
 #include "api/object.h"
-#include "api/printers.h"
 #include "controller/deployment/util.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"

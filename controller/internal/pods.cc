@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/numbers.h"
-#include "api/printers.h"
+#include "api/object.h"
 
 namespace mkube::controller {
 namespace {

@@ -6,7 +6,6 @@
 
 #include "api/labels.h"
 #include "api/object.h"
-#include "api/printers.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"

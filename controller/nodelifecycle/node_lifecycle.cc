@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "base/log.h"
 #include "api/object.h"
-#include "api/printers.h"
+#include "base/log.h"
 #include "controller/internal/indexes.h"
 #include "fmt/format.h"
 

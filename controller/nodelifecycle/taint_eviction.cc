@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "base/log.h"
 #include "api/object.h"
 #include "api/taints.h"
+#include "base/log.h"
 #include "controller/internal/indexes.h"
 #include "fmt/format.h"
 

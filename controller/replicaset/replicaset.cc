@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"

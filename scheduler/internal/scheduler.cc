@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
-#include "base/log.h"
 #include "api/object.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/framework/explain.h"

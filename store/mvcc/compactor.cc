@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "rocksdb/write_batch.h"
 #include "store/mvcc/meta.h"
 

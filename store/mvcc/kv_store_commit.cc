@@ -3,7 +3,7 @@
 
 #include <variant>
 
-#include "api/log.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "store/mvcc/meta.h"
 #include "store/mvcc/validate.h"

@@ -7,7 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/printers.h"
 #include "tests/controller/harness.h"
 
 namespace mkube::controller::cronjob {
