@@ -250,6 +250,21 @@ TEST_P(WatchStreamTest, EveryEventOnceInOrderInBatches) {
   req.set_resource_version("0");  // the existing pod first, then what happens
   auto reader = stub_->Watch(&ctx, req);
   constexpr int kPods = 200;
+  std::vector<std::string> names;
+  int64_t last_rv = 0;
+  WatchBatch batch;
+  // The existing pod comes first, as the watch's initial state. Writes start only once it has
+  // come: the initial state is sent in key order, not in revision order, so pods written before
+  // the watch took its snapshot would come in that order too.
+  ASSERT_TRUE(reader->Read(&batch));
+  ASSERT_EQ(batch.events_size(), 1);
+  ASSERT_EQ(batch.events(0).type(), "ADDED");
+  last_rv = std::stoll(batch.events(0).resource_version());
+  {
+    api::Pod pod;
+    ASSERT_TRUE(pod.ParseFromString(batch.events(0).object()));
+    names.push_back(pod.metadata().name());
+  }
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
@@ -258,9 +273,6 @@ TEST_P(WatchStreamTest, EveryEventOnceInOrderInBatches) {
       }
     });
   }
-  std::vector<std::string> names;
-  int64_t last_rv = 0;
-  WatchBatch batch;
   while (names.size() < kPods + 1 && reader->Read(&batch)) {
     for (const auto& ev : batch.events()) {
       ASSERT_EQ(ev.type(), "ADDED");
