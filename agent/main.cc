@@ -28,7 +28,6 @@
 #include "client/credentials.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
-#include "client/leadership.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 
@@ -41,7 +40,11 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-void WriteReady(const std::string& file) { (void)mkube::daemon::WriteReadyFile(file, "ready"); }
+void WriteReady(const std::string& file) {
+  if (auto st = mkube::daemon::WriteReadyFile(file, "ready"); !st.ok()) {
+    mkube::log::Logger("main").error("{}", std::string(st.message()));
+  }
+}
 
 // --simulated: many nodes, no processes, until a signal.
 int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,

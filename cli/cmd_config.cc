@@ -1,7 +1,5 @@
 // config: view, get-contexts, current-context, use-context, set-context — the kubeconfig
 // file read and rewritten as kubectl does it.
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "api/printers.h"
