@@ -96,15 +96,23 @@ TEST_F(TopTest, PodsAndNodesShowWhatTheAgentMeasured) {
   EXPECT_THAT(lines[3], MatchesRegex(" +[0-9]+m +[0-9]+Mi"));
 
   // The node counts the agent and its containers; the node without an agent is <unknown>.
-  auto nodes = Ctl({"top", "nodes"});
-  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
-  lines = Lines(nodes.out);
-  ASSERT_EQ(lines.size(), 5u) << nodes.out;
+  // The node's figure is measured over a window of its own, apart from the pods': on a busy
+  // machine it can reach the spinning core a round after the pod's (275m once, against 300m),
+  // so it is waited for as the pod's is.
+  CommandResult nodes;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        nodes = Ctl({"top", "nodes"});
+        lines = Lines(nodes.out);
+        return nodes.exit_code == 0 && lines.size() == 5u && Cells(lines[2]).size() > 1 &&
+               Milli(Cells(lines[2])[1]) >= 300;
+      },
+      std::chrono::seconds(30)))
+      << nodes.out << nodes.err;
   EXPECT_THAT(lines[0],
               MatchesRegex("NAME +CPU\\(cores\\) +CPU\\(%\\) +MEMORY\\(bytes\\) +MEMORY\\(%\\)"));
   EXPECT_THAT(lines[1], MatchesRegex("master01 +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%"));
   EXPECT_THAT(lines[2], MatchesRegex("node01 +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%"));
-  EXPECT_GE(Milli(Cells(lines[2])[1]), 300);
   EXPECT_THAT(lines[3], MatchesRegex("node02 +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%"));
   EXPECT_THAT(lines[4], MatchesRegex("lonely +<unknown> +<unknown> +<unknown> +<unknown>"));
   auto busiest = Ctl({"top", "nodes", "--sort-by=cpu", "--no-headers"});
