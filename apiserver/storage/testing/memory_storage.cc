@@ -207,27 +207,26 @@ class MemoryStorage::MemoryWatch final : public WatchStream {
       : state_(std::move(state)), create_(std::move(create)), deadline_(absl::Now() + timeout) {}
 
   bool Read(etcdserverpb::WatchResponse* response) override {
-    State& s = *state_;
-    absl::MutexLock lock(&s.mu);
+    absl::MutexLock lock(&state_->mu);
     response->Clear();
-    if (ended_ || cancelled_ || s.closed) return false;
+    if (ended_ || cancelled_ || state_->closed) return false;
     if (!created_) {
       created_ = true;
-      next_ = create_.start_revision() > 0 ? create_.start_revision() : s.revision + 1;
-      s.Header(response->mutable_header());
+      next_ = create_.start_revision() > 0 ? create_.start_revision() : state_->revision + 1;
+      state_->Header(response->mutable_header());
       response->set_created(true);
       return true;
     }
     for (;;) {
-      if (!s.mu.AwaitWithDeadline(absl::Condition(this, &MemoryWatch::Ready), deadline_) ||
-          cancelled_ || s.closed) {
+      if (!state_->mu.AwaitWithDeadline(absl::Condition(this, &MemoryWatch::Ready), deadline_) ||
+          cancelled_ || state_->closed) {
         ended_ = true;
         return false;
       }
-      s.Header(response->mutable_header());
-      if (next_ < s.compacted) {
+      state_->Header(response->mutable_header());
+      if (next_ < state_->compacted) {
         response->set_canceled(true);
-        response->set_compact_revision(s.compacted);
+        response->set_compact_revision(state_->compacted);
         ended_ = true;
         return true;
       }
@@ -249,11 +248,10 @@ class MemoryStorage::MemoryWatch final : public WatchStream {
   // Adds the events from next_ on that the watch concerns; true if there were any.
   bool Collect(etcdserverpb::WatchResponse* response)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_->mu) {
-    const std::deque<mvccpb::Event>& history = state_->history;
-    auto it = std::partition_point(history.begin(), history.end(), [this](const auto& e) {
-      return e.kv().mod_revision() < next_;
-    });
-    for (; it != history.end(); ++it) {
+    const int64_t from = next_;
+    auto it = std::partition_point(state_->history.begin(), state_->history.end(),
+                                   [from](const auto& e) { return e.kv().mod_revision() < from; });
+    for (; it != state_->history.end(); ++it) {
       if (!InRange(it->kv().key(), create_.key(), create_.range_end())) continue;
       mvccpb::Event* event = response->add_events();
       event->set_type(it->type());
