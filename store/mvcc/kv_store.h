@@ -142,7 +142,14 @@ class KvStore {
 
   KvStore(const StoreOptions& options);
 
+  // Opening (kv_store_recover.cc).
   absl::Status Recover();
+  // Opens the database with every family it has; those of the first format go to legacy.
+  absl::Status OpenDatabase(std::vector<std::string>* legacy);
+  // The store's cluster and member ids, made up for a new store.
+  absl::Status LoadIdentity();
+  // Refuses a format newer than this binary's; migrates an older one.
+  absl::Status UpgradeFormat(const std::vector<std::string>& legacy);
   // Rewrites a store of the first format (three key families) into the history family.
   absl::Status MigrateFormat1(const std::vector<std::string>& legacy, bool convert);
   absl::Status BuildIndex();
