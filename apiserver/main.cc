@@ -26,6 +26,8 @@
 
 namespace {
 
+using mkube::apiserver::server::AgentCredentials;
+
 spdlog::logger& Log() {
   static spdlog::logger& logger = mkube::log::Logger("main");
   return logger;
@@ -50,9 +52,10 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-}  // namespace
+int Fail(const absl::Status& st) { return Fail(std::string(st.message())); }
 
-int main(int argc, char** argv) {
+// What the command line asks for.
+struct Flags {
   std::string listen = "127.0.0.1:6443";
   std::string store_endpoints = "127.0.0.1:2379";
   std::string token_file, address_file, log_level = "info";
@@ -64,145 +67,229 @@ int main(int argc, char** argv) {
   mkube::apiserver::server::ServiceOptions service_options;
   int watch_coalesce_ms = static_cast<int>(service_options.watch_coalesce.count());
   std::string compaction_interval = "5m";
+  mkube::apiserver::registry::RegistryOptions registry_options;
+  size_t window_mib = 128;
+};
 
-  CLI::App app{"mkube-apiserver: the mkube API over gRPC"};
-  app.add_option("--listen", listen, "Address to serve on (port 0: any free port)")
+// Where the server listens, and where its store is.
+void AddEndpointFlags(CLI::App& app, Flags& f) {
+  app.add_option("--listen", f.listen, "Address to serve on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--store-endpoints", store_endpoints,
+  app.add_option("--store-endpoints", f.store_endpoints,
                  "Comma-separated etcd v3 endpoints (mkube-store or an etcd cluster); "
                  "https://host:port for TLS")
       ->capture_default_str();
-  app.add_option("--etcd-cafile", etcd_ca, "CA that the store's certificate must chain to (TLS)")
+  app.add_option("--etcd-cafile", f.etcd_ca, "CA that the store's certificate must chain to (TLS)")
       ->check(CLI::ExistingFile);
-  app.add_option("--etcd-certfile", etcd_cert, "Client certificate presented to the store (TLS)")
+  app.add_option("--etcd-certfile", f.etcd_cert, "Client certificate presented to the store (TLS)")
       ->check(CLI::ExistingFile);
-  app.add_option("--etcd-keyfile", etcd_key, "The client certificate's key")
+  app.add_option("--etcd-keyfile", f.etcd_key, "The client certificate's key")
       ->check(CLI::ExistingFile);
-  app.add_option("--token-file", token_file, "Static bearer tokens: token,user,uid,\"groups\"")
+}
+
+// Who its callers are, and how it proves itself to them and to node agents.
+void AddCredentialFlags(CLI::App& app, Flags& f) {
+  app.add_option("--token-file", f.token_file, "Static bearer tokens: token,user,uid,\"groups\"")
       ->required();
-  app.add_option("--tls-cert-file", tls_cert, "Serving certificate (PEM)");
-  app.add_option("--tls-private-key-file", tls_key, "Serving key (PEM)");
-  app.add_option("--client-ca-file", client_ca, "CA for client certificates (optional)");
-  app.add_option("--agent-client-certificate", agent_cert,
+  app.add_option("--tls-cert-file", f.tls_cert, "Serving certificate (PEM)");
+  app.add_option("--tls-private-key-file", f.tls_key, "Serving key (PEM)");
+  app.add_option("--client-ca-file", f.client_ca, "CA for client certificates (optional)");
+  app.add_option("--agent-client-certificate", f.agent_cert,
                  "Client certificate presented to node agents, for pods' logs, exec, "
                  "port-forward and the nodes' stats (PEM; CN mkube-apiserver-agent-client)");
-  app.add_option("--agent-client-key", agent_key, "Its key (PEM)");
-  app.add_option("--agent-certificate-authority", agent_ca,
+  app.add_option("--agent-client-key", f.agent_key, "Its key (PEM)");
+  app.add_option("--agent-certificate-authority", f.agent_ca,
                  "CA that signed the agents' serving certificates; an agent must present one "
                  "for its node's name");
-  app.add_option("--agent-token-file", agent_token_file,
+  app.add_option("--agent-token-file", f.agent_token_file,
                  "Without the above: file with the token presented to node agents on loopback "
                  "addresses (and to no others)");
-  app.add_flag("--insecure-plaintext", insecure, "Serve without TLS (only when asked for)");
-  app.add_option("--max-request-bytes", max_request_bytes,
+  app.add_flag("--insecure-plaintext", f.insecure, "Serve without TLS (only when asked for)");
+}
+
+// The requests it takes, and the defaults it gives pods.
+void AddRequestFlags(CLI::App& app, Flags& f) {
+  app.add_option("--max-request-bytes", f.max_request_bytes,
                  "Largest request accepted (Kubernetes' limit on a request's body); larger ones "
                  "are refused by gRPC, which clients word as Kubernetes does: \"Request entity "
                  "too large: limit is N\"")
       ->capture_default_str();
-  app.add_option("--store-max-request-bytes", service_options.store_max_request_bytes,
+  app.add_option("--store-max-request-bytes", f.service_options.store_max_request_bytes,
                  "The store's --max-request-bytes: a write it would refuse for its size is "
                  "refused before it is sent, as etcd words it (\"etcdserver: request is too "
                  "large\")")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-waiting-requests", service_options.max_waiting_requests,
+  app.add_option("--max-waiting-requests", f.service_options.max_waiting_requests,
                  "Requests that may wait for a worker (and, besides, writes that may wait for "
                  "the store); more are refused at once with RESOURCE_EXHAUSTED (HTTP 429), as "
                  "by Kubernetes' --max-requests-inflight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  mkube::apiserver::registry::RegistryOptions registry_options;
   app.add_option("--default-not-ready-toleration-seconds",
-                 registry_options.default_not_ready_toleration_seconds,
+                 f.registry_options.default_not_ready_toleration_seconds,
                  "The tolerationSeconds of the not-ready:NoExecute toleration every pod gets "
                  "unless it has one")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--default-unreachable-toleration-seconds",
-                 registry_options.default_unreachable_toleration_seconds,
+                 f.registry_options.default_unreachable_toleration_seconds,
                  "The tolerationSeconds of the unreachable:NoExecute toleration every pod gets "
                  "unless it has one")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--watch-queue-events", service_options.watch_queue,
+}
+
+// The flags of watches, compaction and the process.
+void AddWatchAndProcessFlags(CLI::App& app, Flags& f) {
+  app.add_option("--watch-queue-events", f.service_options.watch_queue,
                  "Events one watch may have waiting before it is closed as too slow")
       ->capture_default_str();
-  size_t window_mib = 128;
-  app.add_option("--watch-cache-window-mib", window_mib,
+  app.add_option("--watch-cache-window-mib", f.window_mib,
                  "Recent events the watch cache keeps for resuming watches, by size of their "
                  "objects (older resourceVersions get \"too old\")")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--watch-coalesce-ms", watch_coalesce_ms,
+  app.add_option("--watch-coalesce-ms", f.watch_coalesce_ms,
                  "Once a watch thread has sent 32 events (per watch) within this many ms, its "
                  "watches wait for the rest of it and send their waiting events together (0: "
                  "send each write as soon as the last is done)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  app.add_option("--watch-threads", service_options.watch_threads,
+  app.add_option("--watch-threads", f.service_options.watch_threads,
                  "Threads that serve watches (each watch is served by one)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--etcd-compaction-interval", compaction_interval,
+  app.add_option("--etcd-compaction-interval", f.compaction_interval,
                  "How often to compact the store's history, keeping about one interval of it "
                  "(a duration such as 5m or 30s; 0 never compacts)")
       ->capture_default_str();
-  app.add_option("--address-file", address_file, "Write the bound address to this file");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+  app.add_option("--address-file", f.address_file, "Write the bound address to this file");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  CLI11_PARSE(app, argc, argv);
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  mkube::log::Setup("apiserver", spdlog::level::from_str(log_level));
+}
+
+absl::StatusOr<absl::Duration> CompactionInterval(const Flags& f) {
   absl::Duration compaction;
-  if (!absl::ParseDuration(compaction_interval, &compaction) || compaction < absl::ZeroDuration()) {
-    return Fail("--etcd-compaction-interval: " + compaction_interval +
-                " is not a duration (such as 5m, 30s or 0)");
+  if (!absl::ParseDuration(f.compaction_interval, &compaction) ||
+      compaction < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--etcd-compaction-interval: " + f.compaction_interval +
+                                      " is not a duration (such as 5m, 30s or 0)");
   }
+  return compaction;
+}
 
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (!tls_cert.empty() || !tls_key.empty()) {
-    if (tls_cert.empty() || tls_key.empty()) {
-      return Fail("--tls-cert-file and --tls-private-key-file go together");
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServingCredentials(const Flags& f) {
+  if (!f.tls_cert.empty() || !f.tls_key.empty()) {
+    if (f.tls_cert.empty() || f.tls_key.empty()) {
+      return absl::InvalidArgumentError("--tls-cert-file and --tls-private-key-file go together");
     }
-    grpc::SslServerCredentialsOptions ssl(client_ca.empty()
-                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_key_cert_pairs.push_back({Slurp(tls_key), Slurp(tls_cert)});
-    if (!client_ca.empty()) ssl.pem_root_certs = Slurp(client_ca);
-    creds = grpc::SslServerCredentials(ssl);
-  } else if (insecure) {
-    creds = grpc::InsecureServerCredentials();
-  } else {
-    return Fail("no TLS certificate given: pass --tls-cert-file and --tls-private-key-file, "
-                "or --insecure-plaintext to serve without TLS");
+    grpc::SslServerCredentialsOptions ssl(
+        f.client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_key_cert_pairs.push_back({Slurp(f.tls_key), Slurp(f.tls_cert)});
+    if (!f.client_ca.empty()) ssl.pem_root_certs = Slurp(f.client_ca);
+    return grpc::SslServerCredentials(ssl);
   }
+  if (f.insecure) return grpc::InsecureServerCredentials();
+  return absl::InvalidArgumentError(
+      "no TLS certificate given: pass --tls-cert-file and --tls-private-key-file, "
+      "or --insecure-plaintext to serve without TLS");
+}
 
-  auto authn = mkube::apiserver::auth::TokenAuthenticator::FromFile(token_file);
-  if (!authn.ok()) return Fail(authn.status().ToString());
-  mkube::apiserver::server::AgentCredentials agent_credentials;
-  if (!agent_cert.empty() || !agent_key.empty() || !agent_ca.empty()) {
-    if (agent_cert.empty() || agent_key.empty() || agent_ca.empty()) {
-      return Fail(
+// How the apiserver proves itself to node agents: a client certificate, a token, or nothing.
+absl::StatusOr<AgentCredentials> AgentCredentialsOf(const Flags& f) {
+  AgentCredentials agent_credentials;
+  if (!f.agent_cert.empty() || !f.agent_key.empty() || !f.agent_ca.empty()) {
+    if (f.agent_cert.empty() || f.agent_key.empty() || f.agent_ca.empty()) {
+      return absl::InvalidArgumentError(
           "--agent-client-certificate, --agent-client-key and --agent-certificate-authority "
           "go together");
     }
     for (auto [flag, path, pem] :
-         {std::tuple{"--agent-client-certificate", &agent_cert, &agent_credentials.cert_pem},
-          std::tuple{"--agent-client-key", &agent_key, &agent_credentials.key_pem},
-          std::tuple{"--agent-certificate-authority", &agent_ca, &agent_credentials.ca_pem}}) {
+         {std::tuple{"--agent-client-certificate", &f.agent_cert, &agent_credentials.cert_pem},
+          std::tuple{"--agent-client-key", &f.agent_key, &agent_credentials.key_pem},
+          std::tuple{"--agent-certificate-authority", &f.agent_ca, &agent_credentials.ca_pem}}) {
       auto text = ReadFlagFile(flag, *path);
-      if (!text.ok()) return Fail(std::string(text.status().message()));
+      if (!text.ok()) return text.status();
       *pem = *std::move(text);
     }
-  } else if (!agent_token_file.empty()) {
-    auto text = ReadFlagFile("--agent-token-file", agent_token_file);
-    if (!text.ok()) return Fail(std::string(text.status().message()));
+  } else if (!f.agent_token_file.empty()) {
+    auto text = ReadFlagFile("--agent-token-file", f.agent_token_file);
+    if (!text.ok()) return text.status();
     agent_credentials.token = std::string(absl::StripTrailingAsciiWhitespace(*text));
     if (agent_credentials.token.empty()) {
-      return Fail("--agent-token-file " + agent_token_file + " is empty");
+      return absl::InvalidArgumentError("--agent-token-file " + f.agent_token_file + " is empty");
     }
   }
+  return agent_credentials;
+}
+
+absl::StatusOr<mkube::apiserver::storage::StoreTls> StoreTlsOf(const Flags& f) {
+  mkube::apiserver::storage::StoreTls store_tls;
+  store_tls.enabled = !f.etcd_ca.empty() || !f.etcd_cert.empty() ||
+                      absl::StrContains(f.store_endpoints, "https://");
+  if (f.etcd_cert.empty() != f.etcd_key.empty()) {
+    return absl::InvalidArgumentError("--etcd-certfile and --etcd-keyfile go together");
+  }
+  if (store_tls.enabled) {
+    store_tls.ca_pem = f.etcd_ca.empty() ? "" : Slurp(f.etcd_ca);
+    store_tls.cert_pem = f.etcd_cert.empty() ? "" : Slurp(f.etcd_cert);
+    store_tls.key_pem = f.etcd_key.empty() ? "" : Slurp(f.etcd_key);
+  }
+  return store_tls;
+}
+
+// Starts the watch cache, waiting up to 30 s for the store to answer.
+absl::Status StartCache(mkube::apiserver::cache::WatchCache& cache) {
+  absl::Status started = cache.Start();
+  for (int i = 0; !started.ok() && i < 60; ++i) {
+    Log().warn("store not ready ({}); retrying", started.ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    started = cache.Start();
+  }
+  return started;
+}
+
+// The gRPC server of the API and of the pods' streams, started; null if it cannot listen.
+std::unique_ptr<grpc::Server> StartServer(const Flags& f,
+                                          std::shared_ptr<grpc::ServerCredentials> creds,
+                                          mkube::apiserver::server::ApiService& service,
+                                          grpc::Service& streams, grpc::Service& port_forward,
+                                          int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(f.listen, std::move(creds), port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(f.max_request_bytes));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  service.Register(&builder);
+  builder.RegisterService(&streams);
+  builder.RegisterService(&port_forward);
+  return builder.BuildAndStart();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"mkube-apiserver: the mkube API over gRPC"};
+  AddEndpointFlags(app, flags);
+  AddCredentialFlags(app, flags);
+  AddRequestFlags(app, flags);
+  AddWatchAndProcessFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  mkube::log::Setup("apiserver", spdlog::level::from_str(flags.log_level));
+  auto compaction = CompactionInterval(flags);
+  if (!compaction.ok()) return Fail(compaction.status());
+  auto creds = ServingCredentials(flags);
+  if (!creds.ok()) return Fail(creds.status());
+  auto authn = mkube::apiserver::auth::TokenAuthenticator::FromFile(flags.token_file);
+  if (!authn.ok()) return Fail(authn.status().ToString());
+  auto agent_credentials = AgentCredentialsOf(flags);
+  if (!agent_credentials.ok()) return Fail(agent_credentials.status());
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -211,60 +298,39 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  mkube::apiserver::storage::StoreTls store_tls;
-  store_tls.enabled =
-      !etcd_ca.empty() || !etcd_cert.empty() || absl::StrContains(store_endpoints, "https://");
-  if (etcd_cert.empty() != etcd_key.empty()) {
-    return Fail("--etcd-certfile and --etcd-keyfile go together");
-  }
-  if (store_tls.enabled) {
-    store_tls.ca_pem = etcd_ca.empty() ? "" : Slurp(etcd_ca);
-    store_tls.cert_pem = etcd_cert.empty() ? "" : Slurp(etcd_cert);
-    store_tls.key_pem = etcd_key.empty() ? "" : Slurp(etcd_key);
-  }
-  mkube::apiserver::storage::EtcdStorage store(store_endpoints, store_tls);
+  auto store_tls = StoreTlsOf(flags);
+  if (!store_tls.ok()) return Fail(store_tls.status());
+  mkube::apiserver::storage::EtcdStorage store(flags.store_endpoints, *store_tls);
   mkube::apiserver::cache::CacheOptions cache_options;
-  cache_options.window_bytes = window_mib << 20;
+  cache_options.window_bytes = flags.window_mib << 20;
   mkube::apiserver::cache::WatchCache cache(&store, cache_options);
-  absl::Status started = cache.Start();
-  for (int i = 0; !started.ok() && i < 60; ++i) {
-    Log().warn("store not ready ({}); retrying", started.ToString());
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    started = cache.Start();
+  if (auto st = StartCache(cache); !st.ok()) {
+    return Fail("cannot reach the store: " + st.ToString());
   }
-  if (!started.ok()) return Fail("cannot reach the store: " + started.ToString());
-  mkube::apiserver::registry::Registry registry(&store, &cache, registry_options);
+  mkube::apiserver::registry::Registry registry(&store, &cache, flags.registry_options);
   if (auto st = registry.Bootstrap(); !st.ok()) return Fail(st.ToString());
-  service_options.watch_coalesce = std::chrono::milliseconds(watch_coalesce_ms);
-  mkube::apiserver::server::Agents agents(std::move(agent_credentials));
+  flags.service_options.watch_coalesce = std::chrono::milliseconds(flags.watch_coalesce_ms);
+  mkube::apiserver::server::Agents agents(*std::move(agent_credentials));
   mkube::apiserver::server::MetricsApi metrics(&registry, &agents);
-  mkube::apiserver::server::ApiService service(&registry, &*authn, service_options, &metrics);
+  mkube::apiserver::server::ApiService service(&registry, &*authn, flags.service_options, &metrics);
   mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, &agents);
   mkube::apiserver::server::PodPortForwardService port_forward(&streams);
 
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, creds, &port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(max_request_bytes));
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  service.Register(&builder);
-  builder.RegisterService(&streams);
-  builder.RegisterService(&port_forward);
-  auto server = builder.BuildAndStart();
-  if (!server || port == 0) return Fail("cannot listen on " + listen);
+  auto server = StartServer(flags, *creds, service, streams, port_forward, &port);
+  if (!server || port == 0) return Fail("cannot listen on " + flags.listen);
   service.StartWatches();
   mkube::apiserver::storage::Compactor compactor(
-      &store, std::chrono::milliseconds(absl::ToInt64Milliseconds(compaction)));
-  if (compaction > absl::ZeroDuration()) compactor.Start();
-  const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
-  if (!address_file.empty()) {
-    std::ofstream(address_file + ".tmp") << address << "\n";
-    std::filesystem::rename(address_file + ".tmp", address_file);
+      &store, std::chrono::milliseconds(absl::ToInt64Milliseconds(*compaction)));
+  if (*compaction > absl::ZeroDuration()) compactor.Start();
+  const std::string address =
+      flags.listen.substr(0, flags.listen.rfind(':')) + ":" + std::to_string(port);
+  if (!flags.address_file.empty()) {
+    std::ofstream(flags.address_file + ".tmp") << address << "\n";
+    std::filesystem::rename(flags.address_file + ".tmp", flags.address_file);
   }
   Log().info("mkube-apiserver serving on {} ({}), store {}", address,
-             insecure && tls_cert.empty() ? "plaintext" : "TLS", store_endpoints);
+             flags.insecure && flags.tls_cert.empty() ? "plaintext" : "TLS", flags.store_endpoints);
   int sig = 0;
   sigwait(&signals, &sig);
   Log().info("signal {}: shutting down", sig);

@@ -192,12 +192,32 @@ class WatchCache {
   };
   using WatcherPtr = std::shared_ptr<Watcher>;
 
+  // What a replay of the store's history found: its events up to the list's revision, or,
+  // when compacted > 0, that the history is kept only from there on.
+  struct History {
+    std::deque<Event> events;
+    int64_t compacted = 0;
+  };
+
   absl::Status Relist() ABSL_LOCKS_EXCLUDED(mu_);
+  // Reads the store's history of up to options_.backfill_revisions before list_revision into
+  // the window.
   absl::Status Backfill(int64_t list_revision) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<History> ReadHistory(int64_t from, int64_t list_revision) ABSL_LOCKS_EXCLUDED(mu_);
+  // A replayed store event as watchers see it; nullopt when it cannot be told (a deletion
+  // whose last state is compacted away, an object that does not decode).
+  static std::optional<Event> Replayed(const mvccpb::Event& ev);
   // Keys under <prefix>~mkube/ are the apiserver's own bookkeeping, not objects.
   static constexpr char kMarkerPrefix[] = "~mkube/";
   bool IsMarker(const std::string& key) const;
   void Feed() ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies the store watch's responses until it ends; true when the store cancelled it for
+  // compaction (the cache must relist). `events` and `ready` are the feed's scratch buffers.
+  bool Follow(storage::WatchStream& stream, std::vector<Event>* events,
+              std::vector<WatcherPtr>* ready) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies one response and hands its events to the watchers, then delivers them.
+  void Dispatch(const etcdserverpb::WatchResponse& resp, std::vector<Event>* events,
+                std::vector<WatcherPtr>* ready) ABSL_LOCKS_EXCLUDED(mu_);
   void Bookmarks() ABSL_LOCKS_EXCLUDED(mu_);
   // Applies one store event; what watchers are to see of it is appended to `out`.
   void Apply(const mvccpb::Event& ev, int64_t revision, std::vector<Event>* out)
