@@ -6,10 +6,11 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/taints.h"
-#include "controller/deployment/util.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
+#include "controller/internal/int_or_percent.h"
 #include "controller/internal/owner.h"
+#include "controller/internal/template_hash.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::daemon {
@@ -136,15 +137,9 @@ void DaemonSetController::EnqueueAll() {
   for (const auto& d : sets_->List()) Enqueue(*d);
 }
 
-DaemonSetController::DaemonSetPtr DaemonSetController::Resolve(
-    const std::string& ns, const api::OwnerReference* ref) const {
-  if (!ref || ref->kind() != "DaemonSet") return nullptr;
-  DaemonSetPtr d = sets_->Get(ns + "/" + ref->name());
-  return d && d->metadata().uid() == ref->uid() ? d : nullptr;
-}
-
 void DaemonSetController::OnPod(const PodPtr& pod, bool added, bool deleted) {
-  DaemonSetPtr d = Resolve(pod->metadata().namespace_(), ControllerOf(pod->metadata()));
+  DaemonSetPtr d = ResolveControllerRef(*sets_, pod->metadata().namespace_(),
+                                        ControllerOf(pod->metadata()), "DaemonSet");
   if (!d) return;
   const std::string key = client::KeyOf(*d);
   if (deleted || !pod->metadata().deletion_timestamp().empty()) {
@@ -187,7 +182,7 @@ absl::Status DaemonSetController::Sync(const std::string& key) {
       return a->metadata().creation_timestamp() < b->metadata().creation_timestamp();
     });
   }
-  const std::string hash = deployment::TemplateHash(ds->spec().template_(), std::nullopt);
+  const std::string hash = TemplateHash(ds->spec().template_(), std::nullopt);
   const auto nodes = nodes_->List();
   if (error.ok() && expectations_.Satisfied(key) && ds->metadata().deletion_timestamp().empty()) {
     error = Manage(*ds, key, hash, by_node, nodes);
@@ -243,7 +238,7 @@ absl::Status DaemonSetController::Manage(
     }
     api::IntOrString mu = ds.spec().update_strategy().rolling_update().max_unavailable();
     if (!ds.spec().update_strategy().rolling_update().has_max_unavailable()) mu.set_int_value(1);
-    const int budget = std::max(1, deployment::Scaled(mu, desired, /*round_up=*/true));
+    const int budget = std::max(1, Scaled(mu, desired, /*round_up=*/true));
     remove = old_unavailable;
     for (const auto& p : old_available) {
       if (unavailable >= budget) break;

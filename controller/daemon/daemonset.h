@@ -43,7 +43,6 @@ class DaemonSetController final : public Controller {
   absl::Status Sync(const std::string& key) override;
 
  private:
-  DaemonSetPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
   void OnPod(const PodPtr& pod, bool added, bool deleted);
   void EnqueueAll();
   absl::Status Manage(const api::DaemonSet& ds, const std::string& key, const std::string& hash,
