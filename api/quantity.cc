@@ -13,19 +13,19 @@ absl::Status Bad(std::string_view text) {
   return absl::InvalidArgumentError(fmt::format("{}: {}", text, kQuantityFormat));
 }
 
-}  // namespace
+absl::Status TooLarge(std::string_view text) {
+  return absl::OutOfRangeError(fmt::format("{}: quantity too large", text));
+}
 
-absl::StatusOr<Quantity> Quantity::Parse(std::string_view text) {
-  std::string_view s = text;
-  if (s.empty()) return Bad(text);
-  bool negative = false;
-  if (s[0] == '+' || s[0] == '-') {
-    negative = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  // Mantissa as an integer with `frac` digits after the point.
-  __int128 mantissa = 0;
+// The number before the suffix, as an integer with `frac` digits after the point.
+struct Mantissa {
+  __int128 value = 0;
   int frac = 0;
+  size_t length = 0;  // characters read
+};
+
+absl::StatusOr<Mantissa> ParseMantissa(std::string_view s, std::string_view text) {
+  Mantissa m;
   bool point = false, digits = false;
   size_t i = 0;
   for (; i < s.size(); ++i) {
@@ -35,19 +35,28 @@ absl::StatusOr<Quantity> Quantity::Parse(std::string_view text) {
       point = true;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       digits = true;
-      if (mantissa > kMax) return absl::OutOfRangeError(fmt::format("{}: quantity too large", text));
-      mantissa = mantissa * 10 + (c - '0');
-      if (point) ++frac;
+      if (m.value > kMax) return TooLarge(text);
+      m.value = m.value * 10 + (c - '0');
+      if (point) ++m.frac;
     } else {
       break;
     }
   }
   if (!digits) return Bad(text);
-  std::string_view suffix = s.substr(i);
+  m.length = i;
+  return m;
+}
 
-  // value = mantissa * 10^-frac * base^exp, computed in milli-units.
-  int64_t binary_shift = 0;   // times 2^binary_shift
-  int decimal_exp = 0;        // times 10^decimal_exp
+// What a suffix multiplies by: 2^binary_shift (Ki ... Ei) or 10^decimal_exp (n ... E, e<N>).
+struct Scale {
+  int64_t binary_shift = 0;
+  int decimal_exp = 0;
+};
+
+absl::StatusOr<Scale> ParseSuffix(std::string_view suffix, std::string_view text) {
+  Scale scale;
+  int64_t& binary_shift = scale.binary_shift;
+  int& decimal_exp = scale.decimal_exp;
   if (suffix.empty()) {
   } else if (suffix.size() == 2 && suffix[1] == 'i') {
     switch (suffix[0]) {
@@ -89,25 +98,47 @@ absl::StatusOr<Quantity> Quantity::Parse(std::string_view text) {
   } else {
     return Bad(text);
   }
+  return scale;
+}
 
-  // milli = mantissa * 10^(decimal_exp + 3 - frac) * 2^binary_shift, rounded up.
-  __int128 value = mantissa;
-  int exp10 = decimal_exp + 3 - frac;
+// milli = mantissa * 10^(decimal_exp + 3 - frac) * 2^binary_shift, rounded up.
+absl::StatusOr<int64_t> Milli(const Mantissa& m, const Scale& scale, std::string_view text) {
+  __int128 value = m.value;
+  int exp10 = scale.decimal_exp + 3 - m.frac;
   const __int128 limit = static_cast<__int128>(INT64_MAX);
-  for (int k = 0; k < binary_shift; ++k) {
+  for (int k = 0; k < scale.binary_shift; ++k) {
     value *= 2;
-    if (value > limit * 1000000000LL) return absl::OutOfRangeError(fmt::format("{}: quantity too large", text));
+    if (value > limit * 1000000000LL) return TooLarge(text);
   }
   for (; exp10 > 0; --exp10) {
     value *= 10;
-    if (value > limit) return absl::OutOfRangeError(fmt::format("{}: quantity too large", text));
+    if (value > limit) return TooLarge(text);
   }
   for (; exp10 < 0; ++exp10) {
     value = (value + 9) / 10;  // round up
   }
-  if (value > limit) return absl::OutOfRangeError(fmt::format("{}: quantity too large", text));
-  const int64_t milli = static_cast<int64_t>(value);
-  return Quantity(negative ? -milli : milli);
+  if (value > limit) return TooLarge(text);
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+absl::StatusOr<Quantity> Quantity::Parse(std::string_view text) {
+  std::string_view s = text;
+  if (s.empty()) return Bad(text);
+  bool negative = false;
+  if (s[0] == '+' || s[0] == '-') {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  absl::StatusOr<Mantissa> mantissa = ParseMantissa(s, text);
+  if (!mantissa.ok()) return mantissa.status();
+  // value = mantissa * 10^-frac * base^exp, computed in milli-units.
+  absl::StatusOr<Scale> scale = ParseSuffix(s.substr(mantissa->length), text);
+  if (!scale.ok()) return scale.status();
+  absl::StatusOr<int64_t> milli = Milli(*mantissa, *scale, text);
+  if (!milli.ok()) return milli.status();
+  return Quantity(negative ? -*milli : *milli);
 }
 
 }  // namespace mkube::api

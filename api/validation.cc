@@ -164,6 +164,75 @@ void ValidateCronJob(const CronJob& cj, FieldErrors* errs) {
   ValidateJobSpec(spec.job_template().spec(), "spec.jobTemplate.spec", errs);
 }
 
+// A node's taints: each with a qualified key, a label value and a known effect; no key and
+// effect twice.
+void ValidateNodeSpec(const NodeSpec& spec, FieldErrors* errs) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < static_cast<size_t>(spec.taints_size()); ++i) {
+    const auto& t = spec.taints(static_cast<int>(i));
+    const std::string tp = At("spec.taints", i);
+    if (t.key().empty()) {
+      errs->Required(tp + ".key");
+    } else {
+      for (const auto& why : QualifiedNameErrors(t.key())) errs->Invalid(tp + ".key", t.key(), why);
+    }
+    if (auto why = LabelValueErrors(t.value()); !why.empty()) {
+      errs->Invalid(tp + ".value", t.value(), absl::StrJoin(why, ";"));
+    }
+    if (t.effect().empty()) {
+      errs->Required(tp + ".effect");
+    } else if (std::find(validation::TaintEffects().begin(), validation::TaintEffects().end(),
+                         t.effect()) == validation::TaintEffects().end()) {
+      errs->Unsupported(tp + ".effect", t.effect(), validation::TaintEffects());
+    }
+    if (!seen.insert({t.key(), t.effect()}).second) {
+      errs->Duplicate(tp, fmt::format("{}:{}", t.key(), t.effect()));
+    }
+  }
+}
+
+// Replicas, selector and template, a known strategy, and pods that restart Always.
+void ValidateDeploymentSpec(const DeploymentSpec& spec, FieldErrors* errs) {
+  ValidateReplicas(spec.has_replicas(), spec.replicas(), "spec.replicas", errs);
+  ValidateWorkload(spec.selector(), spec.template_(), "spec", errs);
+  if (!spec.strategy().type().empty() && spec.strategy().type() != "RollingUpdate" &&
+      spec.strategy().type() != "Recreate") {
+    errs->Unsupported("spec.strategy.type", spec.strategy().type(), {"Recreate", "RollingUpdate"});
+  }
+  if (spec.template_().spec().restart_policy() != "Always") {
+    errs->Unsupported("spec.template.spec.restartPolicy", spec.template_().spec().restart_policy(),
+                      {"Always"});
+  }
+}
+
+// minAvailable or maxUnavailable (not both), each a count or a percentage; a valid selector.
+void ValidateBudgetSpec(const PodDisruptionBudgetSpec& spec, FieldErrors* errs) {
+  if (spec.has_min_available() && spec.has_max_unavailable()) {
+    errs->Invalid("spec", "", "minAvailable and maxUnavailable cannot be both set");
+  }
+  for (const auto& [v, set, path] :
+       {std::tuple{&spec.min_available(), spec.has_min_available(), "spec.minAvailable"},
+        std::tuple{&spec.max_unavailable(), spec.has_max_unavailable(), "spec.maxUnavailable"}}) {
+    if (!set) continue;
+    if (v->has_int_value() && v->int_value() < 0) {
+      errs->Invalid(path, std::to_string(v->int_value()), "must be greater than or equal to 0");
+    }
+    if (v->has_string_value()) {
+      const std::string& s = v->string_value();
+      int pct = -1;
+      if (s.empty() || s.back() != '%' || !absl::SimpleAtoi(s.substr(0, s.size() - 1), &pct) ||
+          pct < 0 || pct > 100) {
+        errs->Invalid(path, s,
+                      "a valid percent string must be a numeric string followed by an "
+                      "ending '%' between 0 and 100");
+      }
+    }
+  }
+  if (auto sel = Selector::FromLabelSelector(spec.selector()); !sel.ok()) {
+    errs->Invalid("spec.selector", "", std::string(sel.status().message()));
+  }
+}
+
 }  // namespace
 
 void FieldErrors::Required(const std::string& path) {
@@ -216,41 +285,9 @@ absl::Status Validate(const Object& obj) {
   if (kind == "Pod") {
     ValidatePodSpec(static_cast<const Pod*>(m)->spec(), "spec", &errs);
   } else if (kind == "Node") {
-    const auto& spec = static_cast<const Node*>(m)->spec();
-    std::set<std::pair<std::string, std::string>> seen;
-    for (size_t i = 0; i < static_cast<size_t>(spec.taints_size()); ++i) {
-      const auto& t = spec.taints(static_cast<int>(i));
-      const std::string tp = At("spec.taints", i);
-      if (t.key().empty()) {
-        errs.Required(tp + ".key");
-      } else {
-        for (const auto& why : QualifiedNameErrors(t.key())) errs.Invalid(tp + ".key", t.key(), why);
-      }
-      if (auto why = LabelValueErrors(t.value()); !why.empty()) {
-        errs.Invalid(tp + ".value", t.value(), absl::StrJoin(why, ";"));
-      }
-      if (t.effect().empty()) {
-        errs.Required(tp + ".effect");
-      } else if (std::find(validation::TaintEffects().begin(), validation::TaintEffects().end(), t.effect()) ==
-                 validation::TaintEffects().end()) {
-        errs.Unsupported(tp + ".effect", t.effect(), validation::TaintEffects());
-      }
-      if (!seen.insert({t.key(), t.effect()}).second) {
-        errs.Duplicate(tp, fmt::format("{}:{}", t.key(), t.effect()));
-      }
-    }
+    ValidateNodeSpec(static_cast<const Node*>(m)->spec(), &errs);
   } else if (kind == "Deployment") {
-    const auto& spec = static_cast<const Deployment*>(m)->spec();
-    ValidateReplicas(spec.has_replicas(), spec.replicas(), "spec.replicas", &errs);
-    ValidateWorkload(spec.selector(), spec.template_(), "spec", &errs);
-    if (!spec.strategy().type().empty() && spec.strategy().type() != "RollingUpdate" &&
-        spec.strategy().type() != "Recreate") {
-      errs.Unsupported("spec.strategy.type", spec.strategy().type(), {"Recreate", "RollingUpdate"});
-    }
-    if (spec.template_().spec().restart_policy() != "Always") {
-      errs.Unsupported("spec.template.spec.restartPolicy", spec.template_().spec().restart_policy(),
-                       {"Always"});
-    }
+    ValidateDeploymentSpec(static_cast<const Deployment*>(m)->spec(), &errs);
   } else if (kind == "ReplicaSet") {
     const auto& spec = static_cast<const ReplicaSet*>(m)->spec();
     ValidateReplicas(spec.has_replicas(), spec.replicas(), "spec.replicas", &errs);
@@ -265,30 +302,7 @@ absl::Status Validate(const Object& obj) {
     const auto& spec = static_cast<const DaemonSet*>(m)->spec();
     ValidateWorkload(spec.selector(), spec.template_(), "spec", &errs);
   } else if (kind == "PodDisruptionBudget") {
-    const auto& spec = static_cast<const PodDisruptionBudget*>(m)->spec();
-    if (spec.has_min_available() && spec.has_max_unavailable()) {
-      errs.Invalid("spec", "", "minAvailable and maxUnavailable cannot be both set");
-    }
-    for (const auto& [v, set, path] :
-         {std::tuple{&spec.min_available(), spec.has_min_available(), "spec.minAvailable"},
-          std::tuple{&spec.max_unavailable(), spec.has_max_unavailable(), "spec.maxUnavailable"}}) {
-      if (!set) continue;
-      if (v->has_int_value() && v->int_value() < 0) {
-        errs.Invalid(path, std::to_string(v->int_value()), "must be greater than or equal to 0");
-      }
-      if (v->has_string_value()) {
-        const std::string& s = v->string_value();
-        int pct = -1;
-        if (s.empty() || s.back() != '%' || !absl::SimpleAtoi(s.substr(0, s.size() - 1), &pct) ||
-            pct < 0 || pct > 100) {
-          errs.Invalid(path, s, "a valid percent string must be a numeric string followed by an "
-                                "ending '%' between 0 and 100");
-        }
-      }
-    }
-    if (auto sel = Selector::FromLabelSelector(spec.selector()); !sel.ok()) {
-      errs.Invalid("spec.selector", "", std::string(sel.status().message()));
-    }
+    ValidateBudgetSpec(static_cast<const PodDisruptionBudget*>(m)->spec(), &errs);
   } else if (kind == "Job") {
     ValidateJobSpec(static_cast<const Job*>(m)->spec(), "spec", &errs);
   } else if (kind == "CronJob") {

@@ -260,9 +260,9 @@ void ValidateToleration(const Toleration& t, const std::string& path, FieldError
   }
 }
 
-}  // namespace
-
-void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* errs) {
+// The pod's volumes: named, each name once, with a valid source. Returns their names.
+std::set<std::string> ValidateVolumes(const PodSpec& spec, const std::string& path,
+                                      FieldErrors* errs) {
   std::set<std::string> volumes;
   for (size_t i = 0; i < static_cast<size_t>(spec.volumes_size()); ++i) {
     const auto& v = spec.volumes(static_cast<int>(i));
@@ -274,6 +274,12 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
     }
     ValidateVolumeSource(v, vp, errs);
   }
+  return volumes;
+}
+
+// Init containers and containers: at least one container, each valid, no name twice.
+void ValidateContainers(const PodSpec& spec, const std::string& path,
+                        const std::set<std::string>& volumes, FieldErrors* errs) {
   if (spec.containers().empty()) errs->Required(path + ".containers");
   std::set<std::string> names;
   auto containers = [&](const google::protobuf::RepeatedPtrField<Container>& list,
@@ -288,16 +294,55 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
   };
   containers(spec.init_containers(), path + ".initContainers");
   containers(spec.containers(), path + ".containers");
-  if (spec.has_security_context()) {
-    const PodSecurityContext& sc = spec.security_context();
-    const std::string sp = path + ".securityContext";
-    ValidateId(sc.has_run_as_user(), sc.run_as_user(), sp + ".runAsUser", errs);
-    ValidateId(sc.has_run_as_group(), sc.run_as_group(), sp + ".runAsGroup", errs);
-    ValidateId(sc.has_fs_group(), sc.fs_group(), sp + ".fsGroup", errs);
-    for (size_t i = 0; i < static_cast<size_t>(sc.supplemental_groups_size()); ++i) {
-      ValidateId(true, sc.supplemental_groups(static_cast<int>(i)),
-                 At(sp + ".supplementalGroups", i), errs);
+}
+
+void ValidatePodSecurityContext(const PodSecurityContext& sc, const std::string& sp,
+                                FieldErrors* errs) {
+  ValidateId(sc.has_run_as_user(), sc.run_as_user(), sp + ".runAsUser", errs);
+  ValidateId(sc.has_run_as_group(), sc.run_as_group(), sp + ".runAsGroup", errs);
+  ValidateId(sc.has_fs_group(), sc.fs_group(), sp + ".fsGroup", errs);
+  for (size_t i = 0; i < static_cast<size_t>(sc.supplemental_groups_size()); ++i) {
+    ValidateId(true, sc.supplemental_groups(static_cast<int>(i)), At(sp + ".supplementalGroups", i),
+               errs);
+  }
+}
+
+void ValidateNodeAffinity(const NodeAffinity& na, const std::string& np, FieldErrors* errs) {
+  if (na.has_required_during_scheduling_ignored_during_execution()) {
+    const auto& ns = na.required_during_scheduling_ignored_during_execution();
+    const std::string rp = np + ".requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    if (ns.node_selector_terms().empty()) {
+      errs->Required(rp + ": must have at least one node selector term");
     }
+    for (size_t i = 0; i < static_cast<size_t>(ns.node_selector_terms_size()); ++i) {
+      ValidateNodeSelectorTerm(ns.node_selector_terms(static_cast<int>(i)), At(rp, i), errs);
+    }
+  }
+  const std::string pp = np + ".preferredDuringSchedulingIgnoredDuringExecution";
+  for (size_t i = 0;
+       i < static_cast<size_t>(na.preferred_during_scheduling_ignored_during_execution_size());
+       ++i) {
+    const auto& term = na.preferred_during_scheduling_ignored_during_execution(static_cast<int>(i));
+    ValidateWeight(term.weight(), At(pp, i) + ".weight", errs);
+    ValidateNodeSelectorTerm(term.preference(), At(pp, i) + ".preference", errs);
+  }
+}
+
+void ValidateAffinity(const Affinity& a, const std::string& ap, FieldErrors* errs) {
+  if (a.has_node_affinity()) ValidateNodeAffinity(a.node_affinity(), ap + ".nodeAffinity", errs);
+  if (a.has_pod_affinity()) ValidatePodAffinity(a.pod_affinity(), ap + ".podAffinity", errs);
+  if (a.has_pod_anti_affinity()) {
+    ValidatePodAffinity(a.pod_anti_affinity(), ap + ".podAntiAffinity", errs);
+  }
+}
+
+}  // namespace
+
+void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* errs) {
+  const std::set<std::string> volumes = ValidateVolumes(spec, path, errs);
+  ValidateContainers(spec, path, volumes, errs);
+  if (spec.has_security_context()) {
+    ValidatePodSecurityContext(spec.security_context(), path + ".securityContext", errs);
   }
   if (!spec.restart_policy().empty() && spec.restart_policy() != "Always" &&
       spec.restart_policy() != "OnFailure" && spec.restart_policy() != "Never") {
@@ -321,32 +366,7 @@ void ValidatePodSpec(const PodSpec& spec, const std::string& path, FieldErrors* 
   }
   ValidateSpreadConstraints(spec.topology_spread_constraints(),
                             path + ".topologySpreadConstraints", errs);
-  if (spec.has_affinity()) {
-    const auto& a = spec.affinity();
-    const std::string ap = path + ".affinity";
-    if (a.has_node_affinity()) {
-      const auto& na = a.node_affinity();
-      const std::string np = ap + ".nodeAffinity";
-      if (na.has_required_during_scheduling_ignored_during_execution()) {
-        const auto& ns = na.required_during_scheduling_ignored_during_execution();
-        const std::string rp = np + ".requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
-        if (ns.node_selector_terms().empty()) errs->Required(rp + ": must have at least one node selector term");
-        for (size_t i = 0; i < static_cast<size_t>(ns.node_selector_terms_size()); ++i) {
-          ValidateNodeSelectorTerm(ns.node_selector_terms(static_cast<int>(i)), At(rp, i), errs);
-        }
-      }
-      const std::string pp = np + ".preferredDuringSchedulingIgnoredDuringExecution";
-      for (size_t i = 0; i < static_cast<size_t>(na.preferred_during_scheduling_ignored_during_execution_size()); ++i) {
-        const auto& term = na.preferred_during_scheduling_ignored_during_execution(static_cast<int>(i));
-        ValidateWeight(term.weight(), At(pp, i) + ".weight", errs);
-        ValidateNodeSelectorTerm(term.preference(), At(pp, i) + ".preference", errs);
-      }
-    }
-    if (a.has_pod_affinity()) ValidatePodAffinity(a.pod_affinity(), ap + ".podAffinity", errs);
-    if (a.has_pod_anti_affinity()) {
-      ValidatePodAffinity(a.pod_anti_affinity(), ap + ".podAntiAffinity", errs);
-    }
-  }
+  if (spec.has_affinity()) ValidateAffinity(spec.affinity(), path + ".affinity", errs);
 }
 
 }  // namespace mkube::api::validation

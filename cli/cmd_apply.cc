@@ -154,6 +154,55 @@ absl::Status ApplyOne(Session& s, Manifest& m, bool create_only) {
   return absl::OkStatus();
 }
 
+// kubectl's --cascade values, with its older true/false spellings, as propagation policies.
+absl::StatusOr<std::string> PropagationPolicy(const std::string& cascade) {
+  if (cascade == "background" || cascade == "true") return "Background";
+  if (cascade == "foreground") return "Foreground";
+  if (cascade == "orphan" || cascade == "false") return "Orphan";
+  return UserError(
+      fmt::format("error: invalid cascade value ({}). Must be \"background\", \"foreground\", or "
+                  "\"orphan\"",
+                  cascade));
+}
+
+struct DeleteTarget {
+  const api::KindInfo* kind;
+  std::string ns, name;
+};
+
+// What delete deletes: the objects of the manifests in -f, those named, or those selected.
+absl::StatusOr<std::vector<DeleteTarget>> DeleteTargets(Session& s,
+                                                        const std::vector<std::string>& args,
+                                                        const DeleteFlags& f) {
+  std::vector<DeleteTarget> todo;
+  if (!f.files.empty()) {
+    MKUBE_ASSIGN_OR_RETURN(auto manifests, ReadManifests(f.files));
+    for (auto& m : manifests) {
+      MKUBE_ASSIGN_OR_RETURN(const std::string ns,
+                             NamespaceFor(s, m.object.message.get(), *m.object.info));
+      todo.push_back({m.object.info, ns, api::MetaOf(*m.object.message).name()});
+    }
+  } else {
+    const bool selected = f.all || !f.labels.empty() || !f.fields.empty();
+    MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, !selected));
+    if (targets[0].name.empty()) {  // types only ("pods", "deploy,po"): what is selected
+      if (!selected)
+        return UserError("error: resource(s) were provided, but no name was specified");
+      bool any = false;
+      for (const auto& t : targets) {
+        MKUBE_ASSIGN_OR_RETURN(auto list,
+                               s.Worded(s.res().List(*t.kind, s.ns(), f.labels, f.fields)));
+        for (const auto& i : list.items) todo.push_back({t.kind, s.ns(), api::MetaOf(*i).name()});
+        any = any || !list.items.empty();
+      }
+      if (!any) NoResources(s, *targets[0].kind, false);
+    } else {
+      for (const auto& t : targets) todo.push_back({t.kind, s.ns(), t.name});
+    }
+  }
+  return todo;
+}
+
 }  // namespace
 
 absl::Status ForEachManifest(const std::vector<std::string>& files,
@@ -185,52 +234,10 @@ absl::Status Delete(Session& s, const std::vector<std::string>& args, const Dele
     }
   }
   MKUBE_ASSIGN_OR_RETURN(const auto timeout, DurationFlag(f.timeout, "--timeout"));
-  // kubectl's --cascade values, with its older true/false spellings.
-  std::string propagation;
-  if (f.cascade == "background" || f.cascade == "true") {
-    propagation = "Background";
-  } else if (f.cascade == "foreground") {
-    propagation = "Foreground";
-  } else if (f.cascade == "orphan" || f.cascade == "false") {
-    propagation = "Orphan";
-  } else {
-    return UserError(fmt::format(
-        "error: invalid cascade value ({}). Must be \"background\", \"foreground\", or "
-        "\"orphan\"",
-        f.cascade));
-  }
-  struct One {
-    const api::KindInfo* kind;
-    std::string ns, name;
-  };
-  std::vector<One> todo;
-  if (!f.files.empty()) {
-    MKUBE_ASSIGN_OR_RETURN(auto manifests, ReadManifests(f.files));
-    for (auto& m : manifests) {
-      MKUBE_ASSIGN_OR_RETURN(const std::string ns,
-                             NamespaceFor(s, m.object.message.get(), *m.object.info));
-      todo.push_back({m.object.info, ns, api::MetaOf(*m.object.message).name()});
-    }
-  } else {
-    const bool selected = f.all || !f.labels.empty() || !f.fields.empty();
-    MKUBE_ASSIGN_OR_RETURN(auto targets, ParseTargets(args, !selected));
-    if (targets[0].name.empty()) {  // types only ("pods", "deploy,po"): what is selected
-      if (!selected)
-        return UserError("error: resource(s) were provided, but no name was specified");
-      bool any = false;
-      for (const auto& t : targets) {
-        MKUBE_ASSIGN_OR_RETURN(auto list,
-                               s.Worded(s.res().List(*t.kind, s.ns(), f.labels, f.fields)));
-        for (const auto& i : list.items) todo.push_back({t.kind, s.ns(), api::MetaOf(*i).name()});
-        any = any || !list.items.empty();
-      }
-      if (!any) NoResources(s, *targets[0].kind, false);
-    } else {
-      for (const auto& t : targets) todo.push_back({t.kind, s.ns(), t.name});
-    }
-  }
+  MKUBE_ASSIGN_OR_RETURN(const std::string propagation, PropagationPolicy(f.cascade));
+  MKUBE_ASSIGN_OR_RETURN(const std::vector<DeleteTarget> todo, DeleteTargets(s, args, f));
   bool failed = false;
-  std::vector<One> deleted;
+  std::vector<DeleteTarget> deleted;
   for (const auto& d : todo) {
     auto r = s.res().Delete(*d.kind, d.ns, d.name, grace, propagation);
     if (!r.ok()) {

@@ -173,6 +173,75 @@ absl::Status StreamLog(Session& s, const api::Pod& pod, const std::string& conta
   return s.Worded(FromGrpc(reader->Finish()));
 }
 
+// The first message of an exec stream: what to run where, and the terminal's size with a TTY.
+agent::ExecInput ExecStart(const std::string& ns, const std::string& pod,
+                           const std::string& container, const std::vector<std::string>& command,
+                           bool with_stdin, bool tty) {
+  agent::ExecInput first;
+  auto* start = first.mutable_start();
+  start->set_namespace_(ns);
+  start->set_pod(pod);
+  start->set_container(container);
+  for (const auto& c : command) start->add_command(c);
+  start->set_stdin(with_stdin);
+  start->set_tty(tty);
+  winsize ws{};
+  if (tty && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+    start->mutable_size()->set_rows(ws.ws_row);
+    start->mutable_size()->set_cols(ws.ws_col);
+  }
+  return first;
+}
+
+using ExecStream = grpc::ClientReaderWriter<agent::ExecInput, agent::ExecOutput>;
+
+// Sends stdin to the stream until it ends (then says so), a write fails, or `stop`.
+void ForwardStdin(ExecStream* stream, const std::atomic<bool>& stop) {
+  char buf[16 * 1024];
+  while (!stop) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+    agent::ExecInput in;
+    if (n <= 0) {
+      in.set_stdin_closed(true);
+      stream->Write(in);
+      return;
+    }
+    in.set_stdin(buf, static_cast<size_t>(n));
+    if (!stream->Write(in)) return;
+  }
+}
+
+// Writes what the command printed to our stdout and stderr.
+void CopyExecOutput(const agent::ExecOutput& out) {
+  if (!out.stdout().empty()) {
+    std::cout.write(out.stdout().data(), static_cast<std::streamsize>(out.stdout().size()));
+    std::cout.flush();
+  }
+  if (!out.stderr().empty()) {
+    std::cerr.write(out.stderr().data(), static_cast<std::streamsize>(out.stderr().size()));
+    std::cerr.flush();
+  }
+}
+
+// What exec returns once the stream is over: the stream's error when the command gave no exit
+// code, else the command's exit code.
+absl::Status ExecResult(Session& s, const grpc::Status& st, std::optional<int> exit_code) {
+  if (!st.ok() && !exit_code) {
+    absl::Status err = FromGrpc(st);
+    if (err.code() == absl::StatusCode::kFailedPrecondition &&
+        absl::string_view(err.message()).find("container not found") != absl::string_view::npos) {
+      return UserError("error: unable to upgrade connection: " + std::string(err.message()));
+    }
+    return s.Worded(err);
+  }
+  if (exit_code.value_or(0) != 0) {
+    return ExitWith(*exit_code, fmt::format("command terminated with exit code {}", *exit_code));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
@@ -250,19 +319,7 @@ absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std:
     tty = false;
   }
 
-  agent::ExecInput first;
-  auto* start = first.mutable_start();
-  start->set_namespace_(s.ns());
-  start->set_pod(name);
-  start->set_container(container);
-  for (const auto& c : command) start->add_command(c);
-  start->set_stdin(f.stdin);
-  start->set_tty(tty);
-  winsize ws{};
-  if (tty && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
-    start->mutable_size()->set_rows(ws.ws_row);
-    start->mutable_size()->set_cols(ws.ws_col);
-  }
+  const agent::ExecInput first = ExecStart(s.ns(), name, container, command, f.stdin, tty);
   grpc::ClientContext ctx;
   auto stream = s.res().client()->Exec(&ctx);
   std::optional<RawTerminal> raw;
@@ -270,22 +327,7 @@ absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std:
   std::atomic<bool> stop{false};
   std::thread input;
   if (stream->Write(first) && f.stdin) {
-    input = std::thread([&] {
-      char buf[16 * 1024];
-      while (!stop) {
-        pollfd p{STDIN_FILENO, POLLIN, 0};
-        if (poll(&p, 1, 100) <= 0) continue;
-        const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-        agent::ExecInput in;
-        if (n <= 0) {
-          in.set_stdin_closed(true);
-          stream->Write(in);
-          return;
-        }
-        in.set_stdin(buf, static_cast<size_t>(n));
-        if (!stream->Write(in)) return;
-      }
-    });
+    input = std::thread([&] { ForwardStdin(stream.get(), stop); });
   }
   auto finish_input = [&] {
     stop = true;
@@ -294,14 +336,7 @@ absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std:
   std::optional<int> exit_code;
   agent::ExecOutput out;
   while (stream->Read(&out)) {
-    if (!out.stdout().empty()) {
-      std::cout.write(out.stdout().data(), static_cast<std::streamsize>(out.stdout().size()));
-      std::cout.flush();
-    }
-    if (!out.stderr().empty()) {
-      std::cerr.write(out.stderr().data(), static_cast<std::streamsize>(out.stderr().size()));
-      std::cerr.flush();
-    }
+    CopyExecOutput(out);
     if (out.has_exit_code()) {
       exit_code = out.exit_code();
       finish_input();
@@ -311,18 +346,7 @@ absl::Status Exec(Session& s, const std::string& pod_arg, const std::vector<std:
   finish_input();
   grpc::Status st = stream->Finish();
   raw.reset();
-  if (!st.ok() && !exit_code) {
-    absl::Status err = FromGrpc(st);
-    if (err.code() == absl::StatusCode::kFailedPrecondition &&
-        absl::string_view(err.message()).find("container not found") != absl::string_view::npos) {
-      return UserError("error: unable to upgrade connection: " + std::string(err.message()));
-    }
-    return s.Worded(err);
-  }
-  if (exit_code.value_or(0) != 0) {
-    return ExitWith(*exit_code, fmt::format("command terminated with exit code {}", *exit_code));
-  }
-  return absl::OkStatus();
+  return ExecResult(s, st, exit_code);
 }
 
 }  // namespace mkube::cli

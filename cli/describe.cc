@@ -249,11 +249,8 @@ void MetaFields(Out& out, const api::ObjectMeta& m, bool namespaced) {
   out.Fields(0, f);
 }
 
-}  // namespace
-
-std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events,
-                        absl::Time now) {
-  Out out;
+// The pod's own fields, down to its controller.
+void PodFields(Out& out, const api::Pod& pod, absl::Time now) {
   const auto& m = pod.metadata();
   const auto& st = pod.status();
   std::string node = pod.spec().node_name().empty() ? "<none>" : pod.spec().node_name();
@@ -288,49 +285,54 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
   for (const auto& o : m.owner_references()) {
     if (o.controller()) out.Fields(0, {{"Controlled By", o.kind() + "/" + o.name()}});
   }
-  out.Line("Containers:");
-  for (const auto& c : pod.spec().containers()) {
-    out.Line("  " + c.name() + ":");
-    const api::ContainerStatus* cs = nullptr;
-    for (const auto& s : st.container_statuses()) {
-      if (s.name() == c.name()) cs = &s;
-    }
-    std::vector<std::string> ports, host_ports;
-    for (const auto& p : c.ports()) {
-      const std::string proto = p.protocol().empty() ? "TCP" : p.protocol();
-      ports.push_back(fmt::format("{}/{}", p.container_port(), proto));
-      host_ports.push_back(fmt::format("{}/{}", p.host_port(), proto));
-    }
-    std::vector<Out::F> cf = {
-        {2, "Container ID", cs ? cs->container_id() : ""},
-        {2, "Image", c.image()},
-        {2, "Image ID", cs ? cs->image_id() : ""},
-        {2, "Port", ports.empty() ? "<none>" : absl::StrJoin(ports, ", ")},
-        {2, "Host Port", host_ports.empty() ? "<none>" : absl::StrJoin(host_ports, ", ")},
-    };
-    if (!c.command().empty()) cf.push_back({2, "Command", absl::StrJoin(c.command(), "\n")});
-    if (!c.args().empty()) cf.push_back({2, "Args", absl::StrJoin(c.args(), "\n")});
-    AddState(cs ? cs->state() : api::ContainerState(), 2, "State", &cf);
-    if (cs && (cs->last_state().has_terminated() || cs->last_state().has_running())) {
-      AddState(cs->last_state(), 2, "Last State", &cf);
-    }
-    cf.push_back({2, "Ready", cs && cs->ready() ? "True" : "False"});
-    cf.push_back({2, "Restart Count", std::to_string(cs ? cs->restart_count() : 0)});
-    if (!c.resources().limits().empty())
-      cf.push_back({2, "Limits", Quantities(c.resources().limits())});
-    if (!c.resources().requests().empty())
-      cf.push_back({2, "Requests", Quantities(c.resources().requests())});
-    std::vector<std::string> env;
-    for (const auto& e : c.env()) env.push_back(e.name() + ":  " + e.value());
-    cf.push_back({2, "Environment", env.empty() ? "<none>" : absl::StrJoin(env, "\n")});
-    std::vector<std::string> mounts;
-    for (const auto& vm : c.volume_mounts()) {
-      mounts.push_back(vm.mount_path() + " from " + vm.name() +
-                       (vm.read_only() ? " (ro)" : " (rw)"));
-    }
-    cf.push_back({2, "Mounts", mounts.empty() ? "<none>" : absl::StrJoin(mounts, "\n")});
-    out.Block(cf);
+}
+
+// One container of the pod, with its status.
+void ContainerFields(Out& out, const api::Container& c, const api::PodStatus& st) {
+  out.Line("  " + c.name() + ":");
+  const api::ContainerStatus* cs = nullptr;
+  for (const auto& s : st.container_statuses()) {
+    if (s.name() == c.name()) cs = &s;
   }
+  std::vector<std::string> ports, host_ports;
+  for (const auto& p : c.ports()) {
+    const std::string proto = p.protocol().empty() ? "TCP" : p.protocol();
+    ports.push_back(fmt::format("{}/{}", p.container_port(), proto));
+    host_ports.push_back(fmt::format("{}/{}", p.host_port(), proto));
+  }
+  std::vector<Out::F> cf = {
+      {2, "Container ID", cs ? cs->container_id() : ""},
+      {2, "Image", c.image()},
+      {2, "Image ID", cs ? cs->image_id() : ""},
+      {2, "Port", ports.empty() ? "<none>" : absl::StrJoin(ports, ", ")},
+      {2, "Host Port", host_ports.empty() ? "<none>" : absl::StrJoin(host_ports, ", ")},
+  };
+  if (!c.command().empty()) cf.push_back({2, "Command", absl::StrJoin(c.command(), "\n")});
+  if (!c.args().empty()) cf.push_back({2, "Args", absl::StrJoin(c.args(), "\n")});
+  AddState(cs ? cs->state() : api::ContainerState(), 2, "State", &cf);
+  if (cs && (cs->last_state().has_terminated() || cs->last_state().has_running())) {
+    AddState(cs->last_state(), 2, "Last State", &cf);
+  }
+  cf.push_back({2, "Ready", cs && cs->ready() ? "True" : "False"});
+  cf.push_back({2, "Restart Count", std::to_string(cs ? cs->restart_count() : 0)});
+  if (!c.resources().limits().empty())
+    cf.push_back({2, "Limits", Quantities(c.resources().limits())});
+  if (!c.resources().requests().empty())
+    cf.push_back({2, "Requests", Quantities(c.resources().requests())});
+  std::vector<std::string> env;
+  for (const auto& e : c.env()) env.push_back(e.name() + ":  " + e.value());
+  cf.push_back({2, "Environment", env.empty() ? "<none>" : absl::StrJoin(env, "\n")});
+  std::vector<std::string> mounts;
+  for (const auto& vm : c.volume_mounts()) {
+    mounts.push_back(vm.mount_path() + " from " + vm.name() + (vm.read_only() ? " (ro)" : " (rw)"));
+  }
+  cf.push_back({2, "Mounts", mounts.empty() ? "<none>" : absl::StrJoin(mounts, "\n")});
+  out.Block(cf);
+}
+
+// Conditions, volumes, QoS class, node selectors and tolerations.
+void PodConditionsAndVolumes(Out& out, const api::Pod& pod) {
+  const auto& st = pod.status();
   if (!st.conditions().empty()) {
     out.Line("Conditions:");
     std::vector<std::vector<std::string>> rows;
@@ -346,6 +348,17 @@ std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& even
               {"QoS Class", st.qos_class().empty() ? "BestEffort" : st.qos_class()},
               {"Node-Selectors", MapLines(pod.spec().node_selector())},
               {"Tolerations", tolerations.empty() ? "<none>" : absl::StrJoin(tolerations, "\n")}});
+}
+
+}  // namespace
+
+std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events,
+                        absl::Time now) {
+  Out out;
+  PodFields(out, pod, now);
+  out.Line("Containers:");
+  for (const auto& c : pod.spec().containers()) ContainerFields(out, c, pod.status());
+  PodConditionsAndVolumes(out, pod);
   EventsBlock(out, events, now);
   return out.str();
 }

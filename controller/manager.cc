@@ -49,6 +49,12 @@ bool Manager::Enabled(const std::string& name) const {
 
 Manager::Manager(client::ApiClient* client, ManagerOptions options)
     : client_(client), options_(std::move(options)) {
+  MakeInformers();
+  // Controllers add their handlers and indexes now, before the informers start.
+  AddControllers();
+}
+
+void Manager::MakeInformers() {
   client::InformerOptions io;
   io.clock = options_.clock;
   pods_ = std::make_unique<client::Informer<api::Pod>>(client_, "pods", io);
@@ -65,95 +71,95 @@ Manager::Manager(client::ApiClient* client, ManagerOptions options)
   daemon_sets_ = std::make_unique<client::Informer<api::DaemonSet>>(client_, "daemonsets", io);
   jobs_ = std::make_unique<client::Informer<api::Job>>(client_, "jobs", io);
   cronjobs_ = std::make_unique<client::Informer<api::CronJob>>(client_, "cronjobs", io);
-  // Controllers add their handlers and indexes now, before the informers start.
+}
+
+void Manager::Add(const std::string& name, std::unique_ptr<Controller> controller, int workers) {
+  controllers_.emplace_back(std::move(controller), workers);
+  names_.push_back(name);
+}
+
+void Manager::AddControllers() {
   if (Enabled("replicaset")) {
-    controllers_.emplace_back(std::make_unique<ReplicaSetControllerImpl>(
-                                  client_, replica_sets_.get(), pods_.get(), Recorder("replicaset-controller"),
-                                  options_.clock, ReplicaSetControllerImpl::Options{}),
-                              options_.replicaset_workers);
-    names_.push_back("replicaset");
+    Add("replicaset",
+        std::make_unique<ReplicaSetControllerImpl>(
+            client_, replica_sets_.get(), pods_.get(), Recorder("replicaset-controller"),
+            options_.clock, ReplicaSetControllerImpl::Options{}),
+        options_.replicaset_workers);
   }
   if (Enabled("replicationcontroller")) {
-    controllers_.emplace_back(std::make_unique<ReplicationManager>(
-                                  client_, replication_controllers_.get(), pods_.get(),
-                                  Recorder("replication-controller"), options_.clock,
-                                  ReplicationManager::Options{}),
-                              options_.replicaset_workers);
-    names_.push_back("replicationcontroller");
+    Add("replicationcontroller",
+        std::make_unique<ReplicationManager>(client_, replication_controllers_.get(), pods_.get(),
+                                             Recorder("replication-controller"), options_.clock,
+                                             ReplicationManager::Options{}),
+        options_.replicaset_workers);
   }
   if (Enabled("deployment")) {
-    controllers_.emplace_back(
-        std::make_unique<deployment::DeploymentController>(client_, deployments_.get(),
-                                                           replica_sets_.get(), pods_.get(),
-                                                           Recorder("deployment-controller"),
-                                                           options_.clock),
+    Add("deployment",
+        std::make_unique<deployment::DeploymentController>(
+            client_, deployments_.get(), replica_sets_.get(), pods_.get(),
+            Recorder("deployment-controller"), options_.clock),
         options_.deployment_workers);
-    names_.push_back("deployment");
   }
   if (Enabled("garbagecollector")) {
-    auto gc = std::make_unique<garbage::GarbageCollector>(client_, options_.clock);
-    gc->Follow(pods_.get(), "pods");
-    gc->Follow(replica_sets_.get(), "replicasets");
-    gc->Follow(replication_controllers_.get(), "replicationcontrollers");
-    gc->Follow(deployments_.get(), "deployments");
-    gc->Follow(daemon_sets_.get(), "daemonsets");
-    gc->Follow(jobs_.get(), "jobs");
-    gc->Follow(cronjobs_.get(), "cronjobs");
-    controllers_.emplace_back(std::move(gc), options_.gc_workers);
-    names_.push_back("garbagecollector");
+    Add("garbagecollector", MakeGarbageCollector(), options_.gc_workers);
   }
   if (Enabled("podgc")) {
-    controllers_.emplace_back(std::make_unique<garbage::PodGC>(client_, nodes_.get(), pods_.get(),
-                                                               options_.clock),
-                              1);
-    names_.push_back("podgc");
+    Add("podgc",
+        std::make_unique<garbage::PodGC>(client_, nodes_.get(), pods_.get(), options_.clock), 1);
   }
   if (Enabled("nodelifecycle")) {
     // One worker: its passes and its node changes write the same nodes.
-    controllers_.emplace_back(std::make_unique<nodelifecycle::NodeLifecycleController>(
-                                  client_, nodes_.get(), leases_.get(), pods_.get(), Recorder("node-controller"),
-                                  options_.clock, options_.node_lifecycle),
-                              1);
-    names_.push_back("nodelifecycle");
+    Add("nodelifecycle",
+        std::make_unique<nodelifecycle::NodeLifecycleController>(
+            client_, nodes_.get(), leases_.get(), pods_.get(), Recorder("node-controller"),
+            options_.clock, options_.node_lifecycle),
+        1);
   }
   if (Enabled("taint-eviction")) {
-    controllers_.emplace_back(std::make_unique<nodelifecycle::TaintEvictionController>(
-                                  client_, nodes_.get(), pods_.get(),
-                                  Recorder("taint-eviction-controller"),
-                                  options_.clock),
-                              4);
-    names_.push_back("taint-eviction");
+    Add("taint-eviction",
+        std::make_unique<nodelifecycle::TaintEvictionController>(
+            client_, nodes_.get(), pods_.get(), Recorder("taint-eviction-controller"),
+            options_.clock),
+        4);
   }
   if (Enabled("disruption")) {
-    controllers_.emplace_back(std::make_unique<disruption::DisruptionController>(
-                                  client_, budgets_.get(), pods_.get(), replica_sets_.get(),
-                                  replication_controllers_.get(), deployments_.get(),
-                                  options_.clock),
-                              2);
-    names_.push_back("disruption");
+    Add("disruption",
+        std::make_unique<disruption::DisruptionController>(
+            client_, budgets_.get(), pods_.get(), replica_sets_.get(),
+            replication_controllers_.get(), deployments_.get(), options_.clock),
+        2);
   }
   if (Enabled("daemonset")) {
-    controllers_.emplace_back(std::make_unique<daemon::DaemonSetController>(
-                                  client_, daemon_sets_.get(), pods_.get(), nodes_.get(),
-                                  Recorder("daemonset-controller"), options_.clock),
-                              2);
-    names_.push_back("daemonset");
+    Add("daemonset",
+        std::make_unique<daemon::DaemonSetController>(
+            client_, daemon_sets_.get(), pods_.get(), nodes_.get(),
+            Recorder("daemonset-controller"), options_.clock),
+        2);
   }
   if (Enabled("job")) {
-    controllers_.emplace_back(
+    Add("job",
         std::make_unique<job::JobController>(client_, jobs_.get(), pods_.get(),
                                              Recorder("job-controller"), options_.clock),
         options_.job_workers);
-    names_.push_back("job");
   }
   if (Enabled("cronjob")) {
-    controllers_.emplace_back(
-        std::make_unique<cronjob::CronJobController>(client_, cronjobs_.get(), jobs_.get(),
-                                                     Recorder("cronjob-controller"),
-                                                     options_.clock),
+    Add("cronjob",
+        std::make_unique<cronjob::CronJobController>(
+            client_, cronjobs_.get(), jobs_.get(), Recorder("cronjob-controller"), options_.clock),
         options_.cronjob_workers);
-    names_.push_back("cronjob");
   }
+}
+
+std::unique_ptr<Controller> Manager::MakeGarbageCollector() {
+  auto gc = std::make_unique<garbage::GarbageCollector>(client_, options_.clock);
+  gc->Follow(pods_.get(), "pods");
+  gc->Follow(replica_sets_.get(), "replicasets");
+  gc->Follow(replication_controllers_.get(), "replicationcontrollers");
+  gc->Follow(deployments_.get(), "deployments");
+  gc->Follow(daemon_sets_.get(), "daemonsets");
+  gc->Follow(jobs_.get(), "jobs");
+  gc->Follow(cronjobs_.get(), "cronjobs");
+  return gc;
 }
 
 Manager::~Manager() { Stop(); }

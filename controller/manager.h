@@ -52,6 +52,12 @@ class Manager {
   std::vector<std::string> Running() const;
 
  private:
+  void MakeInformers();
+  // Makes the controllers --controllers enables, on the informers.
+  void AddControllers();
+  void Add(const std::string& name, std::unique_ptr<Controller> controller, int workers);
+  // The garbage collector, following every kind the controllers own.
+  std::unique_ptr<Controller> MakeGarbageCollector();
   bool Enabled(const std::string& name) const;
   client::EventRecorder* Recorder(const std::string& component);
 

@@ -5,8 +5,8 @@
 
 #include "api/object.h"
 #include "controller/internal/indexes.h"
+#include "controller/internal/job_status.h"
 #include "controller/internal/owner.h"
-#include "controller/job/job.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::cronjob {
@@ -14,7 +14,7 @@ namespace {
 
 // "Complete" or "Failed" for a finished Job, else empty.
 std::string Finished(const api::Job& job) {
-  const api::Condition* c = job::FinishedCondition(job.status());
+  const api::Condition* c = FinishedCondition(job.status());
   return c ? c->type() : "";
 }
 
@@ -90,10 +90,10 @@ CronJobController::CronJobController(client::ApiClient* client,
 }
 
 void CronJobController::OnJob(const JobPtr& job) {
-  const api::OwnerReference* ref = ControllerOf(job->metadata());
-  if (!ref || ref->kind() != "CronJob") return;
-  CronJobPtr cj = cronjobs_->Get(job->metadata().namespace_() + "/" + ref->name());
-  if (cj && cj->metadata().uid() == ref->uid()) Enqueue(*cj);
+  if (CronJobPtr cj = ResolveControllerRef(*cronjobs_, job->metadata().namespace_(),
+                                           ControllerOf(job->metadata()), "CronJob")) {
+    Enqueue(*cj);
+  }
 }
 
 absl::Status CronJobController::Sync(const std::string& key) {

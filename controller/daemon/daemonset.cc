@@ -6,10 +6,11 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/taints.h"
-#include "controller/deployment/util.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
+#include "controller/internal/int_or_percent.h"
 #include "controller/internal/owner.h"
+#include "controller/internal/template_hash.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::daemon {
@@ -89,6 +90,74 @@ bool ShouldRun(const api::PodTemplateSpec& tmpl, const api::Node& node) {
   return true;
 }
 
+namespace {
+
+// What a sync does node by node: where a daemon pod is missing, and which pods go (failed
+// ones, extras, and those on nodes that should not run one).
+struct NodesPlan {
+  std::vector<std::string> create_on;
+  std::vector<PodPtr> remove;
+};
+
+NodesPlan PlanNodes(const api::DaemonSet& ds,
+                    const std::map<std::string, std::vector<PodPtr>>& by_node,
+                    const std::vector<std::shared_ptr<const api::Node>>& nodes) {
+  NodesPlan p;
+  for (const auto& node : nodes) {
+    const std::string& name = node->metadata().name();
+    auto it = by_node.find(name);
+    const std::vector<PodPtr> none;
+    const std::vector<PodPtr>& pods = it == by_node.end() ? none : it->second;
+    std::vector<PodPtr> alive;
+    for (const auto& pod : pods) {
+      // A failed daemon pod is replaced, as Kubernetes does.
+      (pod->status().phase() == "Failed" ? p.remove : alive).push_back(pod);
+    }
+    if (!ShouldRun(ds.spec().template_(), *node)) {
+      p.remove.insert(p.remove.end(), alive.begin(), alive.end());
+    } else if (alive.empty()) {
+      p.create_on.push_back(name);
+    } else {
+      p.remove.insert(p.remove.end(), alive.begin() + 1, alive.end());  // the oldest stays
+    }
+  }
+  return p;
+}
+
+// Rolling update: old pods go node by node, at most maxUnavailable nodes down at once.
+std::vector<PodPtr> RollingUpdateRemovals(
+    const api::DaemonSet& ds, const std::string& hash,
+    const std::map<std::string, std::vector<PodPtr>>& by_node,
+    const std::vector<std::shared_ptr<const api::Node>>& nodes, absl::Time now) {
+  int desired = 0, unavailable = 0;
+  std::vector<PodPtr> old_available, old_unavailable;
+  for (const auto& node : nodes) {
+    if (!ShouldRun(ds.spec().template_(), *node)) continue;
+    ++desired;
+    auto it = by_node.find(node->metadata().name());
+    if (it == by_node.end() || it->second.empty()) continue;
+    const PodPtr& p = it->second.front();
+    const bool available = IsAvailable(*p, ds.spec().min_ready_seconds(), now);
+    if (!available) ++unavailable;
+    auto h = p->metadata().labels().find(kRevisionHash);
+    if (h == p->metadata().labels().end() || h->second != hash) {
+      (available ? old_available : old_unavailable).push_back(p);
+    }
+  }
+  api::IntOrString mu = ds.spec().update_strategy().rolling_update().max_unavailable();
+  if (!ds.spec().update_strategy().rolling_update().has_max_unavailable()) mu.set_int_value(1);
+  const int budget = std::max(1, Scaled(mu, desired, /*round_up=*/true));
+  std::vector<PodPtr> remove = old_unavailable;
+  for (const auto& p : old_available) {
+    if (unavailable >= budget) break;
+    remove.push_back(p);
+    ++unavailable;
+  }
+  return remove;
+}
+
+}  // namespace
+
 DaemonSetController::DaemonSetController(client::ApiClient* client,
                                          client::Informer<api::DaemonSet>* sets,
                                          client::Informer<api::Pod>* pods,
@@ -136,15 +205,9 @@ void DaemonSetController::EnqueueAll() {
   for (const auto& d : sets_->List()) Enqueue(*d);
 }
 
-DaemonSetController::DaemonSetPtr DaemonSetController::Resolve(
-    const std::string& ns, const api::OwnerReference* ref) const {
-  if (!ref || ref->kind() != "DaemonSet") return nullptr;
-  DaemonSetPtr d = sets_->Get(ns + "/" + ref->name());
-  return d && d->metadata().uid() == ref->uid() ? d : nullptr;
-}
-
 void DaemonSetController::OnPod(const PodPtr& pod, bool added, bool deleted) {
-  DaemonSetPtr d = Resolve(pod->metadata().namespace_(), ControllerOf(pod->metadata()));
+  DaemonSetPtr d = ResolveControllerRef(*sets_, pod->metadata().namespace_(),
+                                        ControllerOf(pod->metadata()), "DaemonSet");
   if (!d) return;
   const std::string key = client::KeyOf(*d);
   if (deleted || !pod->metadata().deletion_timestamp().empty()) {
@@ -187,7 +250,7 @@ absl::Status DaemonSetController::Sync(const std::string& key) {
       return a->metadata().creation_timestamp() < b->metadata().creation_timestamp();
     });
   }
-  const std::string hash = deployment::TemplateHash(ds->spec().template_(), std::nullopt);
+  const std::string hash = TemplateHash(ds->spec().template_(), std::nullopt);
   const auto nodes = nodes_->List();
   if (error.ok() && expectations_.Satisfied(key) && ds->metadata().deletion_timestamp().empty()) {
     error = Manage(*ds, key, hash, by_node, nodes);
@@ -200,71 +263,34 @@ absl::Status DaemonSetController::Manage(
     const api::DaemonSet& ds, const std::string& key, const std::string& hash,
     const std::map<std::string, std::vector<PodPtr>>& by_node,
     const std::vector<std::shared_ptr<const api::Node>>& nodes) {
-  std::vector<std::string> create_on;
-  std::vector<PodPtr> remove;
-  std::set<std::string> known;
-  for (const auto& node : nodes) {
-    const std::string& name = node->metadata().name();
-    known.insert(name);
-    auto it = by_node.find(name);
-    const std::vector<PodPtr> none;
-    const std::vector<PodPtr>& pods = it == by_node.end() ? none : it->second;
-    std::vector<PodPtr> alive;
-    for (const auto& p : pods) {
-      // A failed daemon pod is replaced, as Kubernetes does.
-      (p->status().phase() == "Failed" ? remove : alive).push_back(p);
-    }
-    if (!ShouldRun(ds.spec().template_(), *node)) {
-      remove.insert(remove.end(), alive.begin(), alive.end());
-    } else if (alive.empty()) {
-      create_on.push_back(name);
-    } else {
-      remove.insert(remove.end(), alive.begin() + 1, alive.end());  // the oldest stays
-    }
-  }
-  // Rolling update: old pods go node by node, at most maxUnavailable nodes down at once.
+  auto [create_on, remove] = PlanNodes(ds, by_node, nodes);
   if (remove.empty() && create_on.empty() &&
       ds.spec().update_strategy().type() != "OnDelete") {
-    int desired = 0, unavailable = 0;
-    std::vector<PodPtr> old_available, old_unavailable;
-    const absl::Time now = clock_->Now();
-    for (const auto& node : nodes) {
-      if (!ShouldRun(ds.spec().template_(), *node)) continue;
-      ++desired;
-      auto it = by_node.find(node->metadata().name());
-      if (it == by_node.end() || it->second.empty()) continue;
-      const PodPtr& p = it->second.front();
-      const bool available = IsAvailable(*p, ds.spec().min_ready_seconds(), now);
-      if (!available) ++unavailable;
-      auto h = p->metadata().labels().find(kRevisionHash);
-      if (h == p->metadata().labels().end() || h->second != hash) {
-        (available ? old_available : old_unavailable).push_back(p);
-      }
-    }
-    api::IntOrString mu = ds.spec().update_strategy().rolling_update().max_unavailable();
-    if (!ds.spec().update_strategy().rolling_update().has_max_unavailable()) mu.set_int_value(1);
-    const int budget = std::max(1, deployment::Scaled(mu, desired, /*round_up=*/true));
-    remove = old_unavailable;
-    for (const auto& p : old_available) {
-      if (unavailable >= budget) break;
-      remove.push_back(p);
-      ++unavailable;
-    }
+    remove = RollingUpdateRemovals(ds, hash, by_node, nodes, clock_->Now());
   }
-  if (!remove.empty()) {
-    std::set<std::string> keys;
-    for (const auto& p : remove) keys.insert(client::KeyOf(*p));
-    expectations_.ExpectDeletions(key, keys);
-    absl::Status error;
-    for (const auto& p : remove) {
-      if (auto st = pod_control_.Delete(ds, *p); !st.ok()) {
-        expectations_.DeletionObserved(key, client::KeyOf(*p));
-        if (error.ok()) error = st;
-      }
-    }
-    return error;  // new pods come in the next sync
-  }
+  if (!remove.empty()) return DeletePods(ds, key, remove);  // new pods come in the next sync
   if (create_on.empty()) return absl::OkStatus();
+  return CreatePods(ds, key, hash, create_on);
+}
+
+absl::Status DaemonSetController::DeletePods(const api::DaemonSet& ds, const std::string& key,
+                                             const std::vector<PodPtr>& remove) {
+  std::set<std::string> keys;
+  for (const auto& p : remove) keys.insert(client::KeyOf(*p));
+  expectations_.ExpectDeletions(key, keys);
+  absl::Status error;
+  for (const auto& p : remove) {
+    if (auto st = pod_control_.Delete(ds, *p); !st.ok()) {
+      expectations_.DeletionObserved(key, client::KeyOf(*p));
+      if (error.ok()) error = st;
+    }
+  }
+  return error;
+}
+
+absl::Status DaemonSetController::CreatePods(const api::DaemonSet& ds, const std::string& key,
+                                             const std::string& hash,
+                                             const std::vector<std::string>& create_on) {
   api::PodTemplateSpec tmpl = ds.spec().template_();
   (*tmpl.mutable_metadata()->mutable_labels())[kRevisionHash] = hash;
   const api::Pod base = PodFromTemplate(tmpl, ds.metadata().namespace_(), ds.metadata().name(),

@@ -43,12 +43,16 @@ class DaemonSetController final : public Controller {
   absl::Status Sync(const std::string& key) override;
 
  private:
-  DaemonSetPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
   void OnPod(const PodPtr& pod, bool added, bool deleted);
   void EnqueueAll();
   absl::Status Manage(const api::DaemonSet& ds, const std::string& key, const std::string& hash,
                       const std::map<std::string, std::vector<PodPtr>>& by_node,
                       const std::vector<std::shared_ptr<const api::Node>>& nodes);
+  absl::Status DeletePods(const api::DaemonSet& ds, const std::string& key,
+                          const std::vector<PodPtr>& remove);
+  // Daemon pods on the nodes named, bound there by node affinity; in slow-start batches.
+  absl::Status CreatePods(const api::DaemonSet& ds, const std::string& key, const std::string& hash,
+                          const std::vector<std::string>& create_on);
   absl::Status WriteStatus(const api::DaemonSet& ds, const std::string& hash,
                            const std::map<std::string, std::vector<PodPtr>>& by_node,
                            const std::vector<std::shared_ptr<const api::Node>>& nodes);

@@ -8,6 +8,7 @@
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
+#include "controller/internal/template_hash.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::deployment {
@@ -88,20 +89,13 @@ DeploymentController::DeploymentController(client::ApiClient* client,
       .on_update = [this](const RSPtr& old_rs, const RSPtr& rs) { OnReplicaSet(old_rs, rs); },
       .on_delete =
           [this](const RSPtr& rs) {
-            if (auto d = Resolve(rs->metadata().namespace_(), ControllerOf(rs->metadata()))) {
+            if (auto d = ResolveControllerRef(*deployments_, rs->metadata().namespace_(),
+                                              ControllerOf(rs->metadata()), "Deployment")) {
               Enqueue(*d);
             }
           },
   });
   pods_->AddHandlers({.on_delete = [this](const PodPtr& p) { OnPodDeleted(p); }});
-}
-
-DeploymentController::DeploymentPtr DeploymentController::Resolve(
-    const std::string& ns, const api::OwnerReference* ref) const {
-  if (!ref || ref->kind() != "Deployment") return nullptr;
-  DeploymentPtr d = deployments_->Get(ns + "/" + ref->name());
-  if (!d || d->metadata().uid() != ref->uid()) return nullptr;
-  return d;
 }
 
 std::vector<DeploymentController::DeploymentPtr> DeploymentController::Selecting(
@@ -123,11 +117,11 @@ void DeploymentController::OnReplicaSet(const RSPtr& old_rs, const RSPtr& rs) {
   if (old_rs) {
     const api::OwnerReference* old_ref = ControllerOf(old_rs->metadata());
     if (old_ref && (!ref || old_ref->uid() != ref->uid())) {
-      if (auto d = Resolve(ns, old_ref)) Enqueue(*d);
+      if (auto d = ResolveControllerRef(*deployments_, ns, old_ref, "Deployment")) Enqueue(*d);
     }
   }
   if (ref) {
-    if (auto d = Resolve(ns, ref)) Enqueue(*d);
+    if (auto d = ResolveControllerRef(*deployments_, ns, ref, "Deployment")) Enqueue(*d);
     return;
   }
   // An orphan: the deployments that may adopt it.
@@ -140,7 +134,8 @@ void DeploymentController::OnPodDeleted(const PodPtr& pod) {
   if (!ref || ref->kind() != "ReplicaSet") return;
   RSPtr rs = replica_sets_->Get(pod->metadata().namespace_() + "/" + ref->name());
   if (!rs) return;
-  DeploymentPtr d = Resolve(rs->metadata().namespace_(), ControllerOf(rs->metadata()));
+  DeploymentPtr d = ResolveControllerRef(*deployments_, rs->metadata().namespace_(),
+                                         ControllerOf(rs->metadata()), "Deployment");
   if (d && d->spec().strategy().type() == "Recreate") Enqueue(*d);
 }
 

@@ -43,7 +43,6 @@ class DeploymentController final : public Controller {
 
   void OnReplicaSet(const RSPtr& old_rs, const RSPtr& rs);
   void OnPodDeleted(const PodPtr& pod);
-  DeploymentPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
   std::vector<DeploymentPtr> Selecting(const api::ReplicaSet& rs) const;
 
   absl::StatusOr<std::vector<RSPtr>> ClaimReplicaSets(const api::Deployment& d);

@@ -5,22 +5,9 @@
 
 #include "absl/strings/numbers.h"
 #include "api/object.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "controller/internal/int_or_percent.h"
 
 namespace mkube::controller::deployment {
-
-int32_t Scaled(const api::IntOrString& value, int32_t total, bool round_up) {
-  if (value.has_int_value()) return value.int_value();
-  const std::string& s = value.string_value();
-  int32_t percent = 0;
-  if (s.empty() || s.back() != '%' || !absl::SimpleAtoi(s.substr(0, s.size() - 1), &percent)) {
-    return 0;
-  }
-  const int64_t scaled = static_cast<int64_t>(percent) * total;
-  return static_cast<int32_t>(round_up ? (scaled + 99) / 100 : scaled / 100);
-}
-
 namespace {
 
 bool IsRollingUpdate(const api::Deployment& d) {
@@ -46,31 +33,6 @@ int32_t MaxSurge(const api::Deployment& d) {
 int32_t MaxUnavailable(const api::Deployment& d) {
   if (!IsRollingUpdate(d) || d.spec().replicas() == 0) return 0;
   return std::min(Fenceposts(d).second, d.spec().replicas());
-}
-
-std::string TemplateHash(const api::PodTemplateSpec& tmpl, std::optional<int32_t> collision_count) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);
-    tmpl.SerializeToCodedStream(&coded);
-  }
-  uint32_t h = 2166136261u;
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 16777619u;
-  };
-  for (unsigned char c : bytes) mix(c);
-  if (collision_count) {
-    const uint32_t n = static_cast<uint32_t>(*collision_count);
-    for (int i = 0; i < 4; ++i) mix(static_cast<unsigned char>(n >> (8 * i)));
-  }
-  // Kubernetes' SafeEncodeString of the decimal number: no vowels, no look-alike characters.
-  static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-  std::string out = std::to_string(h);
-  for (auto& c : out) c = kAlphabet[static_cast<unsigned char>(c) % (sizeof(kAlphabet) - 1)];
-  return out;
 }
 
 bool EqualIgnoreHash(const api::PodTemplateSpec& a, const api::PodTemplateSpec& b) {

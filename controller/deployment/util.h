@@ -9,8 +9,9 @@
 #include "proto/api/apps.pb.h"
 
 // The pure arithmetic of Kubernetes' deployment controller (deployment/util): revisions,
-// template hashes, surge and unavailability, how many replicas the new ReplicaSet may have,
-// and when a rollout counts as complete, progressing or timed out. Table-tested on its own.
+// templates compared but for their hash, surge and unavailability, how many replicas the new
+// ReplicaSet may have, and when a rollout counts as complete, progressing or timed out.
+// Table-tested on its own.
 namespace mkube::controller::deployment {
 
 inline constexpr char kRevision[] = "deployment.kubernetes.io/revision";
@@ -30,17 +31,12 @@ inline constexpr char kResumed[] = "DeploymentResumed";
 
 using RSPtr = std::shared_ptr<const api::ReplicaSet>;
 
-// An int-or-percent of `total` ("25%" of 10: 3 rounded up, 2 down); a bad percentage is 0.
-int32_t Scaled(const api::IntOrString& value, int32_t total, bool round_up);
 // The most pods above spec.replicas a rolling update may run (0 for Recreate).
 int32_t MaxSurge(const api::Deployment& d);
 // The most replicas a rolling update may have unavailable: never more than spec.replicas,
 // and 1 when both this and maxSurge would be 0 (a rollout must be able to move).
 int32_t MaxUnavailable(const api::Deployment& d);
 
-// The pod-template-hash of a template: FNV-1a of its deterministic encoding and the collision
-// count, spelled in the consonants and digits Kubernetes uses for generated names.
-std::string TemplateHash(const api::PodTemplateSpec& tmpl, std::optional<int32_t> collision_count);
 // Whether two templates are the same but for the pod-template-hash label.
 bool EqualIgnoreHash(const api::PodTemplateSpec& a, const api::PodTemplateSpec& b);
 

@@ -4,8 +4,8 @@
 
 #include "api/labels.h"
 #include "api/object.h"
-#include "controller/deployment/util.h"
 #include "controller/internal/indexes.h"
+#include "controller/internal/int_or_percent.h"
 #include "controller/internal/owner.h"
 #include "fmt/format.h"
 
@@ -61,21 +61,18 @@ absl::StatusOr<int32_t> DisruptionController::ControllersScale(
           fmt::format("found no controllers for pod \"{}\"", pod->metadata().name()));
     }
     if (ref->kind() == "ReplicaSet") {
-      auto rs = replica_sets_->Get(ns + "/" + ref->name());
-      if (!rs || rs->metadata().uid() != ref->uid()) continue;
+      auto rs = ResolveControllerRef(*replica_sets_, ns, ref, "ReplicaSet");
+      if (!rs) continue;
       // A Deployment's ReplicaSet: the Deployment's scale counts.
-      const api::OwnerReference* owner = ControllerOf(rs->metadata());
-      if (owner && owner->kind() == "Deployment") {
-        auto d = deployments_->Get(ns + "/" + owner->name());
-        if (d && d->metadata().uid() == owner->uid()) {
-          scale[owner->uid()] = d->spec().replicas();
-          continue;
-        }
+      if (auto d =
+              ResolveControllerRef(*deployments_, ns, ControllerOf(rs->metadata()), "Deployment")) {
+        scale[d->metadata().uid()] = d->spec().replicas();
+        continue;
       }
       scale[ref->uid()] = rs->spec().replicas();
     } else if (ref->kind() == "ReplicationController") {
-      auto rc = replication_controllers_->Get(ns + "/" + ref->name());
-      if (rc && rc->metadata().uid() == ref->uid()) scale[ref->uid()] = rc->spec().replicas();
+      auto rc = ResolveControllerRef(*replication_controllers_, ns, ref, "ReplicationController");
+      if (rc) scale[ref->uid()] = rc->spec().replicas();
     } else {
       return absl::FailedPreconditionError(fmt::format(
           "the scale of a {} is not known, for pod \"{}\"", ref->kind(), pod->metadata().name()));
@@ -122,9 +119,9 @@ absl::Status DisruptionController::Sync(const std::string& key) {
       scale_error = scale.status();
     }
     desired = spec.has_max_unavailable()
-                  ? std::max(0, expected - deployment::Scaled(spec.max_unavailable(), expected,
-                                                              /*round_up=*/true))
-                  : deployment::Scaled(spec.min_available(), expected, /*round_up=*/true);
+                  ? std::max(0, expected - Scaled(spec.max_unavailable(), expected,
+                                                  /*round_up=*/true))
+                  : Scaled(spec.min_available(), expected, /*round_up=*/true);
   } else if (spec.has_min_available()) {
     desired = spec.min_available().int_value();
   }

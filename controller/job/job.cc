@@ -8,18 +8,12 @@
 #include "api/object.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
+#include "controller/internal/job_status.h"
 #include "controller/internal/owner.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::job {
 namespace {
-
-const api::Condition* JobCondition(const api::JobStatus& status, const std::string& type) {
-  for (const auto& c : status.conditions()) {
-    if (c.type() == type && c.status() == "True") return &c;
-  }
-  return nullptr;
-}
 
 bool Finished(const api::JobStatus& status) { return FinishedCondition(status) != nullptr; }
 
@@ -47,11 +41,6 @@ std::optional<absl::Time> FinishTime(const api::Pod& pod) {
 }
 
 }  // namespace
-
-const api::Condition* FinishedCondition(const api::JobStatus& status) {
-  const api::Condition* c = JobCondition(status, "Complete");
-  return c ? c : JobCondition(status, "Failed");
-}
 
 absl::Duration FailureBackoff(const std::vector<PodPtr>& pods, absl::Time now) {
   std::optional<absl::Time> last_success, last_failure;
@@ -107,15 +96,9 @@ JobController::JobController(client::ApiClient* client, client::Informer<api::Jo
   });
 }
 
-JobController::JobPtr JobController::Resolve(const std::string& ns,
-                                             const api::OwnerReference* ref) const {
-  if (!ref || ref->kind() != "Job") return nullptr;
-  JobPtr j = jobs_->Get(ns + "/" + ref->name());
-  return j && j->metadata().uid() == ref->uid() ? j : nullptr;
-}
-
 void JobController::OnPod(const PodPtr& pod, bool added, bool deleted) {
-  JobPtr j = Resolve(pod->metadata().namespace_(), ControllerOf(pod->metadata()));
+  JobPtr j = ResolveControllerRef(*jobs_, pod->metadata().namespace_(),
+                                  ControllerOf(pod->metadata()), "Job");
   if (!j) return;
   const std::string key = client::KeyOf(*j);
   if (deleted || !pod->metadata().deletion_timestamp().empty()) {

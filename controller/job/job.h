@@ -15,9 +15,6 @@
 
 namespace mkube::controller::job {
 
-// The Complete or Failed condition (status True) of a finished Job; null while it runs.
-const api::Condition* FinishedCondition(const api::JobStatus& status);
-
 // How long failed pods hold their replacement back, as Kubernetes' Job controller: 10 s after
 // the last failure, doubling with each failure since the last success, at most 10 minutes.
 inline constexpr absl::Duration kFailureBackoff = absl::Seconds(10);
@@ -43,7 +40,6 @@ class JobController final : public Controller {
   absl::Status Sync(const std::string& key) override;
 
  private:
-  JobPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
   // Its pods, orphans that match adopted (as client-go's ControllerRefManager).
   std::vector<PodPtr> ClaimPods(const api::Job& job, const api::Selector& selector,
                                 absl::Status* error);

@@ -43,15 +43,6 @@ ReplicaSetController<T>::ReplicaSetController(client::ApiClient* client, client:
 }
 
 template <typename T>
-typename ReplicaSetController<T>::SetPtr ReplicaSetController<T>::Resolve(
-    const std::string& ns, const api::OwnerReference* ref) const {
-  if (!ref || ref->kind() != SetKind<T>::kKind) return nullptr;
-  SetPtr set = sets_->Get(ns + "/" + ref->name());
-  if (!set || set->metadata().uid() != ref->uid()) return nullptr;
-  return set;
-}
-
-template <typename T>
 std::vector<typename ReplicaSetController<T>::SetPtr> ReplicaSetController<T>::SetsSelecting(
     const api::Pod& pod) const {
   std::vector<SetPtr> out;
@@ -71,7 +62,8 @@ void ReplicaSetController<T>::AddPod(const PodPtr& pod) {
     return;
   }
   if (const api::OwnerReference* ref = ControllerOf(pod->metadata())) {
-    if (SetPtr set = Resolve(pod->metadata().namespace_(), ref)) {
+    if (SetPtr set =
+            ResolveControllerRef(*sets_, pod->metadata().namespace_(), ref, SetKind<T>::kKind)) {
       expectations_.CreationObserved(client::KeyOf(*set));
       Enqueue(*set);
     }
@@ -95,10 +87,13 @@ void ReplicaSetController<T>::UpdatePod(const PodPtr& old_pod, const PodPtr& pod
   const bool ref_changed = (old_ref == nullptr) != (ref == nullptr) ||
                            (old_ref && ref && old_ref->uid() != ref->uid());
   if (ref_changed && old_ref) {
-    if (SetPtr old_set = Resolve(old_pod->metadata().namespace_(), old_ref)) Enqueue(*old_set);
+    if (SetPtr old_set = ResolveControllerRef(*sets_, old_pod->metadata().namespace_(), old_ref,
+                                              SetKind<T>::kKind)) {
+      Enqueue(*old_set);
+    }
   }
   if (ref) {
-    SetPtr set = Resolve(pod->metadata().namespace_(), ref);
+    SetPtr set = ResolveControllerRef(*sets_, pod->metadata().namespace_(), ref, SetKind<T>::kKind);
     if (!set) return;
     Enqueue(*set);
     // Available only minReadySeconds after it became ready: look again then.
@@ -115,7 +110,8 @@ void ReplicaSetController<T>::UpdatePod(const PodPtr& old_pod, const PodPtr& pod
 
 template <typename T>
 void ReplicaSetController<T>::DeletePod(const PodPtr& pod) {
-  SetPtr set = Resolve(pod->metadata().namespace_(), ControllerOf(pod->metadata()));
+  SetPtr set = ResolveControllerRef(*sets_, pod->metadata().namespace_(),
+                                    ControllerOf(pod->metadata()), SetKind<T>::kKind);
   if (!set) return;
   const std::string key = client::KeyOf(*set);
   expectations_.DeletionObserved(key, client::KeyOf(*pod));

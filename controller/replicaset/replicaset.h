@@ -69,8 +69,6 @@ class ReplicaSetController final : public Controller {
   void AddPod(const PodPtr& pod);
   void UpdatePod(const PodPtr& old_pod, const PodPtr& pod);
   void DeletePod(const PodPtr& pod);
-  // The set a controller reference names, if it is one of ours and still the same object.
-  SetPtr Resolve(const std::string& ns, const api::OwnerReference* ref) const;
   // The sets whose selector matches an orphan's labels.
   std::vector<SetPtr> SetsSelecting(const api::Pod& pod) const;
 

@@ -137,6 +137,68 @@ Points PointsOf(const Plugin& p) {
           dynamic_cast<const ScorePlugin*>(&p) != nullptr};
 }
 
+// A profile's plugins: what each extension point enables and disables, applied to `set`.
+absl::Status ParsePlugins(const YAML::Node& plugins, const std::string& ppath,
+                          const PluginSet& defaults, PluginSet* set) {
+  if (auto st = CheckKeys(plugins, ppath, {"multiPoint", "filter", "score"}); !st.ok()) {
+    return st;
+  }
+  for (const char* point : {"multiPoint", "filter", "score"}) {
+    if (!plugins[point]) continue;
+    const std::string p = point;
+    auto change = ParsePoint(plugins[point], ppath + "." + p, p != "filter");
+    if (!change.ok()) return change.status();
+    if (p != "score") {
+      PointChange filters = *change;
+      if (p == "multiPoint") {  // only the plugins that filter
+        std::erase_if(filters.enabled, [](const auto& e) {
+          auto made = PluginRegistry().at(e.first).make(YAML::Node(), nullptr);
+          return !made.ok() || !PointsOf(**made).filter;
+        });
+      }
+      ApplyFilters(filters, set->filters);
+    }
+    if (p != "filter") {
+      PointChange scores = *change;
+      auto scores_not = [](const std::string& name) {
+        auto made = PluginRegistry().at(name).make(YAML::Node(), nullptr);
+        return !made.ok() || !PointsOf(**made).score;
+      };
+      for (size_t i = 0; p == "score" && i < change->enabled.size(); ++i) {
+        if (scores_not(change->enabled[i].first)) {
+          return Invalid(change->enabled_at[i],
+                         fmt::format("{}.score.enabled[{}]: {} does not score", ppath, i,
+                                     change->enabled[i].first));
+        }
+      }
+      std::erase_if(scores.enabled, [&](const auto& e) { return scores_not(e.first); });
+      ApplyScores(scores, defaults, set->scores);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A profile's pluginConfig: the args of each plugin named, by name.
+absl::StatusOr<std::map<std::string, YAML::Node>> ParsePluginConfig(const YAML::Node& config,
+                                                                    const std::string& cpath) {
+  std::map<std::string, YAML::Node> args;
+  if (!config.IsSequence()) return Invalid(config, cpath + ": expected a list");
+  for (size_t i = 0; i < config.size(); ++i) {
+    const std::string ipath = fmt::format("{}[{}]", cpath, i);
+    if (auto st = CheckKeys(config[i], ipath, {"name", "args"}); !st.ok()) return st;
+    auto n = String(config[i]["name"], ipath + ".name");
+    if (!n.ok()) return n.status();
+    if (!PluginRegistry().contains(*n)) {
+      return Invalid(config[i]["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, *n));
+    }
+    if (args.contains(*n)) {
+      return Invalid(config[i]["name"], fmt::format("{}.name: \"{}\" configured twice", ipath, *n));
+    }
+    args[*n] = config[i]["args"] ? config[i]["args"] : YAML::Node(YAML::NodeType::Map);
+  }
+  return args;
+}
+
 absl::StatusOr<Profile> ParseProfile(const YAML::Node& node, const std::string& path,
                                      int percentage, const Handle* handle) {
   if (auto st = CheckKeys(node, path,
@@ -153,61 +215,13 @@ absl::StatusOr<Profile> ParseProfile(const YAML::Node& node, const std::string& 
   const PluginSet defaults = DefaultPlugins();
   PluginSet set = defaults;
   if (const YAML::Node plugins = node["plugins"]) {
-    const std::string ppath = path + ".plugins";
-    if (auto st = CheckKeys(plugins, ppath, {"multiPoint", "filter", "score"}); !st.ok()) {
-      return st;
-    }
-    for (const char* point : {"multiPoint", "filter", "score"}) {
-      if (!plugins[point]) continue;
-      const std::string p = point;
-      auto change = ParsePoint(plugins[point], ppath + "." + p, p != "filter");
-      if (!change.ok()) return change.status();
-      if (p != "score") {
-        PointChange filters = *change;
-        if (p == "multiPoint") {  // only the plugins that filter
-          std::erase_if(filters.enabled, [](const auto& e) {
-            auto made = PluginRegistry().at(e.first).make(YAML::Node(), nullptr);
-            return !made.ok() || !PointsOf(**made).filter;
-          });
-        }
-        ApplyFilters(filters, set.filters);
-      }
-      if (p != "filter") {
-        PointChange scores = *change;
-        auto scores_not = [](const std::string& name) {
-          auto made = PluginRegistry().at(name).make(YAML::Node(), nullptr);
-          return !made.ok() || !PointsOf(**made).score;
-        };
-        for (size_t i = 0; p == "score" && i < change->enabled.size(); ++i) {
-          if (scores_not(change->enabled[i].first)) {
-            return Invalid(change->enabled_at[i],
-                           fmt::format("{}.score.enabled[{}]: {} does not score", ppath, i,
-                                       change->enabled[i].first));
-          }
-        }
-        std::erase_if(scores.enabled, [&](const auto& e) { return scores_not(e.first); });
-        ApplyScores(scores, defaults, set.scores);
-      }
-    }
+    if (auto st = ParsePlugins(plugins, path + ".plugins", defaults, &set); !st.ok()) return st;
   }
   std::map<std::string, YAML::Node> args;
   if (const YAML::Node config = node["pluginConfig"]) {
-    const std::string cpath = path + ".pluginConfig";
-    if (!config.IsSequence()) return Invalid(config, cpath + ": expected a list");
-    for (size_t i = 0; i < config.size(); ++i) {
-      const std::string ipath = fmt::format("{}[{}]", cpath, i);
-      if (auto st = CheckKeys(config[i], ipath, {"name", "args"}); !st.ok()) return st;
-      auto n = String(config[i]["name"], ipath + ".name");
-      if (!n.ok()) return n.status();
-      if (!PluginRegistry().contains(*n)) {
-        return Invalid(config[i]["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, *n));
-      }
-      if (args.contains(*n)) {
-        return Invalid(config[i]["name"],
-                       fmt::format("{}.name: \"{}\" configured twice", ipath, *n));
-      }
-      args[*n] = config[i]["args"] ? config[i]["args"] : YAML::Node(YAML::NodeType::Map);
-    }
+    auto parsed = ParsePluginConfig(config, path + ".pluginConfig");
+    if (!parsed.ok()) return parsed.status();
+    args = std::move(*parsed);
   }
   auto profile = MakeProfile(name, set, args, handle);
   if (!profile.ok()) return profile.status();

@@ -136,6 +136,82 @@ struct ScoreState : framework::CycleState::Data {
   std::vector<double> weights;
 };
 
+// The domains of the nodes being scored, each counted from 0 (those of the hostname key
+// counted at once, node by node), and each constraint's weight: the log of its domain count.
+void CollectDomains(ScoreState* s, const std::vector<const NodeInfo*>& nodes, bool require_all,
+                    const std::string& ns, std::vector<GroupMemo>& memos) {
+  std::vector<int64_t> sizes(s->constraints.size(), 0);
+  for (const NodeInfo* node : nodes) {
+    const bool ignored = require_all && !HasAllKeys(*node, s->constraints);
+    s->ignored_at.push_back(ignored);
+    if (ignored) {
+      s->ignored.insert(node->name());
+      continue;
+    }
+    for (size_t i = 0; i < s->constraints.size(); ++i) {
+      const std::string& key = s->constraints[i].topology_key;
+      if (key == kHostnameLabel) {
+        s->per_node[i][node] = CountMatching(*node, s->constraints[i], ns, &memos[i]);
+        continue;
+      }
+      const std::string* value = node->Label(key);
+      if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
+    }
+  }
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const int64_t size = s->constraints[i].topology_key == kHostnameLabel
+                             ? static_cast<int64_t>(nodes.size() - s->ignored.size())
+                             : sizes[i];
+    s->weights.push_back(std::log(static_cast<double>(size + 2)));
+  }
+}
+
+// Counts the pods of each domain from the snapshot's domain sums where every node of a domain
+// is included; returns which constraints were counted so, and whether any other is left to
+// count node by node.
+std::vector<bool> CountFromDomainSums(ScoreState* s, const framework::Snapshot& snapshot,
+                                      const RequiredNodeAffinity* required, bool require_all,
+                                      const std::string& ns, std::vector<GroupMemo>& memos,
+                                      bool* node_by_node) {
+  std::vector<bool> from_sums(s->constraints.size());
+  for (size_t i = 0; i < s->constraints.size(); ++i) {
+    const Constraint& c = s->constraints[i];
+    if (c.topology_key == kHostnameLabel) continue;
+    from_sums[i] = EveryNodeIncluded(c, required) && (!require_all || s->constraints.size() == 1);
+    *node_by_node = *node_by_node || !from_sums[i];
+    if (!from_sums[i]) continue;
+    // Only the domains of the nodes being scored are counted.
+    const framework::Domains& domains = snapshot.DomainsOf(c.topology_key);
+    for (auto& [value, count] : s->counts[i]) {
+      if (auto it = domains.by_value.find(value); it != domains.by_value.end()) {
+        count += CountMatching(it->second, c, ns, &memos[i]);
+      }
+      // Without every key required, a node without this one is in the "" domain.
+      if (value.empty() && !require_all) count += CountMatching(domains.missing, c, ns, &memos[i]);
+    }
+  }
+  return from_sums;
+}
+
+// Counts the pods of the domains not counted from the sums, over the nodes included.
+void CountNodeByNode(ScoreState* s, const api::Pod& pod, const framework::Snapshot& snapshot,
+                     const std::vector<bool>& from_sums, const RequiredNodeAffinity* required,
+                     bool require_all, const std::string& ns, std::vector<GroupMemo>& memos) {
+  for (const auto& node : snapshot.nodes()) {
+    if (require_all && !HasAllKeys(*node, s->constraints)) continue;
+    for (size_t i = 0; i < s->constraints.size(); ++i) {
+      const Constraint& c = s->constraints[i];
+      if (c.topology_key == kHostnameLabel || from_sums[i] ||
+          !Included(c, pod, node->node(), required)) {
+        continue;
+      }
+      const std::string* value = node->Label(c.topology_key);
+      auto it = s->counts[i].find(value ? *value : "");
+      if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Constraint>> PodTopologySpread::ConstraintsOf(const api::Pod& pod,
@@ -265,69 +341,18 @@ framework::Status PodTopologySpread::PreScore(framework::CycleState& state, cons
   s->constraints = std::move(*constraints);
   s->counts.resize(s->constraints.size());
   s->per_node.resize(s->constraints.size());
-  std::vector<int64_t> sizes(s->constraints.size(), 0);
   const std::string& ns = pod.metadata().namespace_();
   std::vector<GroupMemo> memos(s->constraints.size());
-  for (const NodeInfo* node : nodes) {
-    const bool ignored = require_all && !HasAllKeys(*node, s->constraints);
-    s->ignored_at.push_back(ignored);
-    if (ignored) {
-      s->ignored.insert(node->name());
-      continue;
-    }
-    for (size_t i = 0; i < s->constraints.size(); ++i) {
-      const std::string& key = s->constraints[i].topology_key;
-      if (key == kHostnameLabel) {
-        s->per_node[i][node] = CountMatching(*node, s->constraints[i], ns, &memos[i]);
-        continue;
-      }
-      const std::string* value = node->Label(key);
-      if (s->counts[i].try_emplace(value ? *value : "", 0).second) ++sizes[i];
-    }
-  }
-  for (size_t i = 0; i < s->constraints.size(); ++i) {
-    const int64_t size = s->constraints[i].topology_key == kHostnameLabel
-                             ? static_cast<int64_t>(nodes.size() - s->ignored.size())
-                             : sizes[i];
-    s->weights.push_back(std::log(static_cast<double>(size + 2)));
-  }
+  CollectDomains(s.get(), nodes, require_all, ns, memos);
   auto affinity = RequiredNodeAffinity::Of(pod);
   const RequiredNodeAffinity* required = affinity.ok() ? &*affinity : nullptr;
   // Which constraints are counted from the snapshot's domain sums: with every key required,
   // only a lone constraint (a node without its key has no domain and counts for none).
-  std::vector<bool> from_sums(s->constraints.size());
   bool node_by_node = false;
-  for (size_t i = 0; i < s->constraints.size(); ++i) {
-    const Constraint& c = s->constraints[i];
-    if (c.topology_key == kHostnameLabel) continue;
-    from_sums[i] =
-        EveryNodeIncluded(c, required) && (!require_all || s->constraints.size() == 1);
-    node_by_node = node_by_node || !from_sums[i];
-    if (!from_sums[i]) continue;
-    // Only the domains of the nodes being scored are counted.
-    const framework::Domains& domains = snapshot.DomainsOf(c.topology_key);
-    for (auto& [value, count] : s->counts[i]) {
-      if (auto it = domains.by_value.find(value); it != domains.by_value.end()) {
-        count += CountMatching(it->second, c, ns, &memos[i]);
-      }
-      // Without every key required, a node without this one is in the "" domain.
-      if (value.empty() && !require_all) count += CountMatching(domains.missing, c, ns, &memos[i]);
-    }
-  }
+  const std::vector<bool> from_sums =
+      CountFromDomainSums(s.get(), snapshot, required, require_all, ns, memos, &node_by_node);
   if (node_by_node) {
-    for (const auto& node : snapshot.nodes()) {
-      if (require_all && !HasAllKeys(*node, s->constraints)) continue;
-      for (size_t i = 0; i < s->constraints.size(); ++i) {
-        const Constraint& c = s->constraints[i];
-        if (c.topology_key == kHostnameLabel || from_sums[i] ||
-            !Included(c, pod, node->node(), required)) {
-          continue;
-        }
-        const std::string* value = node->Label(c.topology_key);
-        auto it = s->counts[i].find(value ? *value : "");
-        if (it != s->counts[i].end()) it->second += CountMatching(*node, c, ns, &memos[i]);
-      }
-    }
+    CountNodeByNode(s.get(), pod, snapshot, from_sums, required, require_all, ns, memos);
   }
   state.Write(kScoreKey, std::move(s));
   return {};

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "controller/internal/owner.h"
+#include "controller/internal/template_hash.h"
 #include "tests/controller/harness.h"
 
 namespace mkube::controller::deployment {

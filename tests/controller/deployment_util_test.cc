@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "api/object.h"
+#include "controller/internal/int_or_percent.h"
+#include "controller/internal/template_hash.h"
 #include "tests/controller/harness.h"
 
 namespace mkube::controller::deployment {
