@@ -10,15 +10,15 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/agent_service.h"
-#include "agent/image.h"
-#include "agent/node_status.h"
-#include "agent/pod_manager.h"
-#include "agent/port_forward.h"
-#include "agent/process_runner.h"
-#include "agent/sandbox.h"
-#include "agent/serving.h"
+#include "agent/node/node_status.h"
 #include "agent/simulated.h"
+#include "agent/pods/pod_manager.h"
+#include "agent/runtime/image.h"
+#include "agent/runtime/process_runner.h"
+#include "agent/runtime/sandbox.h"
+#include "agent/server/agent_service.h"
+#include "agent/server/port_forward.h"
+#include "agent/server/serving.h"
 #include "api/labels.h"
 #include "api/log.h"
 #include "api/quantity.h"
@@ -43,10 +43,9 @@ int Fail(const std::string& what) {
 void WriteReady(const std::string& file) { mkube::client::WriteReadyFile(file, "ready"); }
 
 // --simulated: many nodes, no processes, until a signal.
-int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,
-                 const mkube::agent::NodeOptions& node, int count, int zones,
-                 const std::string& capacity, const std::string& ready_file,
-                 sigset_t signals) {
+int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::runtime::ImageStore* images,
+                 const mkube::agent::node::NodeOptions& node, int count, int zones,
+                 const std::string& capacity, const std::string& ready_file, sigset_t signals) {
   mkube::agent::SimulatedOptions o;
   o.count = count;
   o.prefix = node.name;
@@ -101,7 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--root-dir", root_dir, "The node's folder: pods, images, logs")->required();
   app.add_option("--image-registry", registry_dir, "Folder of images (<name>/<tag>/) to pull from");
   app.add_option("--pod-cidr", pod_cidr, "Pod addresses come from here")->capture_default_str();
-  mkube::agent::ServingFlags serving_flags;
+  mkube::agent::server::ServingFlags serving_flags;
   app.add_option("--tls-cert-file", serving_flags.cert_file,
                  "This node's serving certificate (for its name and address, from the cluster "
                  "CA): the agent's port is served with TLS");
@@ -164,7 +163,7 @@ int main(int argc, char** argv) {
   mkube::log::Setup("agent " + node_name, spdlog::level::from_str(log_level));
   spdlog::logger& log = mkube::log::Logger("main");
 
-  mkube::agent::NodeOptions node;
+  mkube::agent::node::NodeOptions node;
   node.name = node_name;
   node.ip = node_ip;
   node.pod_cidr = pod_cidr;
@@ -196,9 +195,9 @@ int main(int argc, char** argv) {
   if (listen.empty()) listen = node_ip + ":10250";
   serving_flags.listen = listen;
   serving_flags.token_file = agent_token_file;
-  absl::StatusOr<mkube::agent::Serving> serving = mkube::agent::Serving{};
+  absl::StatusOr<mkube::agent::server::Serving> serving = mkube::agent::server::Serving{};
   // Simulated nodes serve no port.
-  if (simulated == 0) serving = mkube::agent::ServingFromFlags(serving_flags);
+  if (simulated == 0) serving = mkube::agent::server::ServingFromFlags(serving_flags);
   if (!serving.ok()) return Fail(std::string(serving.status().message()));
   std::error_code ec;
   std::filesystem::create_directories(root_dir, ec);
@@ -214,7 +213,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   mkube::client::GrpcClient client(*copts);
-  mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
+  mkube::agent::runtime::ImageStore images(registry_dir, root_dir + "/images");
   if (simulated > 0) {
     return RunSimulated(&client, &images, node, simulated, simulated_zones, simulated_capacity,
                         ready_file, signals);
@@ -225,17 +224,17 @@ int main(int argc, char** argv) {
   // The node's folder holds its pods' files and its token: its owner's alone.
   std::filesystem::permissions(root_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
-  mkube::agent::HostIsolation isolation;
+  mkube::agent::runtime::HostIsolation isolation;
   if (isolation_mode == "auto") {
-    isolation = mkube::agent::DetectIsolation();
-    if (isolation.root) isolation.cgroups = mkube::agent::DetectCgroups(node_name);
+    isolation = mkube::agent::runtime::DetectIsolation();
+    if (isolation.root) isolation.cgroups = mkube::agent::runtime::DetectCgroups(node_name);
   }
   log.info("container isolation: {}", isolation.Describe());
   for (const auto& missing : isolation.Missing()) {
     log.warn("containers are not protected here by: {}", missing);
   }
   node.annotations["mkube.io/isolation"] = isolation.Describe();
-  mkube::agent::PodManagerOptions pm;
+  mkube::agent::pods::PodManagerOptions pm;
   pm.isolation = isolation;
   pm.pod_max_pids = pod_max_pids;
   pm.node_name = node_name;
@@ -243,14 +242,14 @@ int main(int argc, char** argv) {
   pm.root_dir = root_dir;
   pm.pod_cidr = pod_cidr;
   mkube::client::EventRecorder events(&client, "kubelet", node_name);
-  mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
-  mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
-  mkube::agent::AgentService service(&manager, &serving->auth);
-  mkube::agent::UsageSampler usage([&manager] { return manager.RunningContainers(); },
-                                   mkube::agent::ProcReader(), mkube::client::RealClock(),
-                                   getpid());
-  mkube::agent::StatsService stats(&usage, &serving->auth);
-  mkube::agent::PortForwardService forward(&manager, &serving->auth);
+  mkube::agent::runtime::ProcessRunnerPtr runner = mkube::agent::runtime::NewProcessRunner();
+  mkube::agent::pods::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
+  mkube::agent::server::AgentService service(&manager, &serving->auth);
+  mkube::agent::node::UsageSampler usage([&manager] { return manager.RunningContainers(); },
+                                         mkube::agent::node::ProcReader(),
+                                         mkube::client::RealClock(), getpid());
+  mkube::agent::server::StatsService stats(&usage, &serving->auth);
+  mkube::agent::server::PortForwardService forward(&manager, &serving->auth);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, serving->credentials, &port);
@@ -262,7 +261,7 @@ int main(int argc, char** argv) {
   node.agent_port = port;
   const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
 
-  mkube::agent::NodeStatusManager status(&client, &images, &events, node);
+  mkube::agent::node::NodeStatusManager status(&client, &images, &events, node);
   absl::Status registered = status.Register();
   for (int i = 0; !registered.ok() && i < 60; ++i) {
     log.warn("cannot register the node yet ({}); retrying", registered.ToString());

@@ -1,7 +1,7 @@
 // The pod loop's decisions, on the fake clientset, clock and processes: restart policy by
 // exit code, the crash-loop back-off, graceful deletion, adoption of what an earlier agent
 // left running, image pull failures, and a loop driven by keys rather than by rescans.
-#include "agent/pod_manager.h"
+#include "agent/pods/pod_manager.h"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/testing/fake_process_runner.h"
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
-#include "tests/agent/fake_process_runner.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
-namespace mkube::agent {
+namespace mkube::agent::pods {
 namespace {
 
 using mkube::testing::Eventually;
@@ -109,7 +109,7 @@ class PodManagerTest : public ::testing::Test {
   // when the informer has seen every write.
   client::testing::FakeClient event_sink_{&clock_};
   client::EventRecorder events_{&event_sink_, "kubelet", "node01", 1000, &clock_};
-  ImageStore images_{dir_.Sub("registry"), dir_.Sub("node/images")};
+  runtime::ImageStore images_{dir_.Sub("registry"), dir_.Sub("node/images")};
   testing::FakeProcessRunner runner_;
   std::unique_ptr<client::Informer<api::Pod>> pods_;
   std::unique_ptr<PodManager> manager_;
@@ -327,4 +327,4 @@ TEST_F(PodManagerTest, TheLoopSyncsOnlyTheKeysThatAreDue) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::pods
