@@ -11,14 +11,16 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/node/node_status.h"
-#include "agent/simulated.h"
-#include "agent/pods/pod_manager.h"
+#include "agent/pods/pod_network.h"
+#include "agent/pods/pod_workers.h"
+#include "agent/runtime/container_runtime.h"
 #include "agent/runtime/image.h"
 #include "agent/runtime/process_runner.h"
 #include "agent/runtime/sandbox.h"
 #include "agent/server/agent_service.h"
 #include "agent/server/port_forward.h"
 #include "agent/server/serving.h"
+#include "agent/simulated.h"
 #include "api/labels.h"
 #include "api/log.h"
 #include "api/quantity.h"
@@ -234,16 +236,16 @@ int main(int argc, char** argv) {
     log.warn("containers are not protected here by: {}", missing);
   }
   node.annotations["mkube.io/isolation"] = isolation.Describe();
-  mkube::agent::pods::PodManagerOptions pm;
-  pm.isolation = isolation;
-  pm.pod_max_pids = pod_max_pids;
+  mkube::agent::pods::PodWorkersOptions pm;
   pm.node_name = node_name;
   pm.node_ip = node_ip;
   pm.root_dir = root_dir;
-  pm.pod_cidr = pod_cidr;
   mkube::client::EventRecorder events(&client, "kubelet", node_name);
   mkube::agent::runtime::ProcessRunnerPtr runner = mkube::agent::runtime::NewProcessRunner();
-  mkube::agent::pods::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
+  mkube::agent::runtime::ContainerRuntime runtime(
+      &images, runner.get(), {.isolation = isolation, .pod_max_pids = pod_max_pids});
+  mkube::agent::pods::PodNetwork network(node_ip, pod_cidr, &events);
+  mkube::agent::pods::PodWorkers manager(&client, &pods, &runtime, &network, &events, pm);
   mkube::agent::server::AgentService service(&manager, &serving->auth);
   mkube::agent::node::UsageSampler usage([&manager] { return manager.RunningContainers(); },
                                          mkube::agent::node::ProcReader(),

@@ -1,6 +1,6 @@
-// The pod manager's containers: adopting what an earlier agent left running, starting
-// instances (planned under the lock, carried out without it), noticing exits, restarting by
-// policy with back-off, probes, and stopping.
+// The pod workers' plans for each pod's containers: adopting what an earlier agent left
+// running, starting instances (planned under the lock, carried out by the runtime without it),
+// noticing exits, restarting by policy with back-off, and stopping.
 #include <signal.h>
 
 #include <algorithm>
@@ -8,10 +8,8 @@
 #include <system_error>
 
 #include "absl/strings/str_join.h"
-#include "agent/pods/pod_manager.h"
-#include "agent/pods/prober.h"
+#include "agent/pods/pod_workers.h"
 #include "agent/runtime/container_spec.h"
-#include "agent/runtime/sandbox.h"
 #include "api/log.h"
 #include "api/printers.h"
 #include "fmt/format.h"
@@ -51,66 +49,76 @@ std::string UnmountableVolumes(const api::Pod& pod) {
                      absl::StrJoin(names, " "), absl::StrJoin(kinds, ", "));
 }
 
+// A terminated state for the container's instance that ran from `started` to `finished`.
+api::ContainerStateTerminated Terminated(const ContainerRun& c, int exit_code,
+                                         const std::string& reason, absl::Time started,
+                                         absl::Time finished) {
+  api::ContainerStateTerminated t;
+  t.set_exit_code(exit_code);
+  t.set_reason(reason);
+  t.set_started_at(Rfc3339(started));
+  t.set_finished_at(Rfc3339(finished));
+  t.set_container_id(c.container_id);
+  return t;
+}
+
 }  // namespace
 
-PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now) {
+void PodWorkers::Plan(const std::string& key, const std::shared_ptr<const api::Pod>& pod,
+                      absl::Time now, SyncWork* work) {
+  const bool ours = pod && pod->spec().node_name() == options_.node_name;
+  std::vector<PodRun*> runs;
+  for (auto& [uid, run] : runs_) {
+    if (run.ns + "/" + run.name != key) continue;
+    if ((!ours || uid != pod->metadata().uid()) && !run.gone) {
+      run.gone = true;  // deleted outright (grace 0, or --force): stop what runs
+      if (!run.terminating) {
+        BeginTerminating(&run, run.pod->spec().termination_grace_period_seconds(), now);
+      }
+    }
+    runs.push_back(&run);
+  }
+  if (ours) {
+    const bool deleting = !pod->metadata().deletion_timestamp().empty();
+    auto it = runs_.find(pod->metadata().uid());
+    const bool ran_here = it != runs_.end() || fs::exists(PodDir(pod->metadata().uid()));
+    if (deleting && !ran_here) {
+      // Deleted before this node ran anything of it: it just goes.
+      work->updates.push_back({ApiUpdate::kDelete, pod, {}});
+    } else {
+      // (A pod deleted while the agent was away is adopted too, so that what it left
+      // running is stopped before it goes.)
+      PodRun* run = it == runs_.end() ? Adopt(pod, now) : &it->second;
+      if (it == runs_.end()) runs.push_back(run);
+      run->pod = pod;
+      if (deleting && !run->terminating) {
+        BeginTerminating(run, pod->metadata().deletion_grace_period_seconds(), now);
+      }
+    }
+  }
+  for (PodRun* run : runs) SyncContainers(run, now, work);
+  runtime_->ReapMonitors();
+}
+
+PodRun* PodWorkers::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time now) {
   const auto& meta = pod->metadata();
   PodRun& run = runs_[meta.uid()];
   run.uid = meta.uid();
   run.ns = meta.namespace_();
   run.name = meta.name();
   run.pod = pod;
-  run.sandbox = SandboxOf(meta.uid());
+  run.pod_dir = PodDir(meta.uid());
   run.start_time = now;
   if (auto t = api::ParseRfc3339(pod->status().start_time())) run.start_time = *t;
-  run.ip = pod->spec().host_network() ? options_.node_ip : AllocateIp(pod->status().pod_ip());
+  run.ip =
+      pod->spec().host_network() ? options_.node_ip : network_->AllocateIp(pod->status().pod_ip());
   std::error_code ec;
-  fs::create_directories(fs::path(run.sandbox) / "root", ec);
+  fs::create_directories(fs::path(run.pod_dir) / "root", ec);
   for (const auto& spec : pod->spec().containers()) {
-    ContainerRun c;
-    c.name = spec.name();
-    c.log_dir = (fs::path(run.sandbox) / "logs" / spec.name()).string();
-    fs::create_directories(c.log_dir, ec);
-    // A pod this node ran before it restarted keeps counting its restarts; a finished one
-    // stays finished (its logs are still here).
-    for (const auto& cs : pod->status().container_statuses()) {
-      if (cs.name() != c.name) continue;
-      c.restart_count = cs.restart_count();
-      c.container_id = cs.container_id();
-      c.image_id = cs.image_id();
-      if (Terminal(*pod) && cs.state().has_terminated()) {
-        c.last = cs.state().terminated();
-        if (cs.last_state().has_terminated()) c.previous = cs.last_state().terminated();
-      }
-    }
-    if (Terminal(*pod)) {
-      c.done = true;
-    } else if (auto rec = runner_->ReadRecord(c.RecordPath(c.restart_count));
-               rec.ok() && (runner_->Alive(*rec) || runner_->ReadExit(c.ExitPath(c.restart_count)))) {
-      // Started by this node before the agent restarted: still running (or ended while the
-      // agent was away, which the next round reports).
-      c.pid = rec->pid;
-      c.monitor = rec->monitor;
-      c.adopted = true;
-      c.started_at = absl::FromUnixSeconds(rec->started_unix);
-      c.env = rec->env;
-      c.dir = rec->dir;
-      c.isolated = rec->isolated;
-      c.identity = rec->identity;
-      c.cgroups = rec->cgroups;
-      // Probed again at once: it has been running all along (so it has started).
-      c.startup.ok = c.liveness.ok = true;
-      c.startup.next = c.liveness.next = c.readiness.next = now;
-      Log().info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
-    }
-    run.containers.push_back(std::move(c));
+    run.containers.push_back(AdoptContainer(run, spec, now));
   }
-  if (auto pause = runner_->ReadRecord(run.sandbox + "/pause.pid");
-      pause.ok() && runner_->Alive(*pause)) {
-    run.pause = *pause;
-    run.pause_adopted = true;
-  }
-  if (!Terminal(*pod)) OpenHostPorts(&run);
+  runtime_->AddPod(run.uid, run.pod_dir);
+  if (!Terminal(*pod)) network_->OpenHostPorts(*pod, run.ip);
   run.mount_error = UnmountableVolumes(*pod);
   if (!run.mount_error.empty() && !Terminal(*pod)) {
     for (auto& c : run.containers) c.waiting_message = run.mount_error;
@@ -121,147 +129,69 @@ PodRun* PodManager::Adopt(const std::shared_ptr<const api::Pod>& pod, absl::Time
   return &run;
 }
 
-void PodManager::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now) {
+ContainerRun PodWorkers::AdoptContainer(const PodRun& run, const api::Container& spec,
+                                        absl::Time now) {
+  const api::Pod& pod = *run.pod;
+  ContainerRun c;
+  c.name = spec.name();
+  c.log_dir = (fs::path(run.pod_dir) / "logs" / spec.name()).string();
+  std::error_code ec;
+  fs::create_directories(c.log_dir, ec);
+  // A pod this node ran before it restarted keeps counting its restarts; a finished one
+  // stays finished (its logs are still here).
+  for (const auto& cs : pod.status().container_statuses()) {
+    if (cs.name() != c.name) continue;
+    c.restart_count = cs.restart_count();
+    c.container_id = cs.container_id();
+    c.image_id = cs.image_id();
+    if (Terminal(pod) && cs.state().has_terminated()) {
+      c.last = cs.state().terminated();
+      if (cs.last_state().has_terminated()) c.previous = cs.last_state().terminated();
+    }
+  }
+  if (Terminal(pod)) {
+    c.done = true;
+  } else if (auto rec = runtime_->FindInstance(c.RecordPath(c.restart_count),
+                                               c.ExitPath(c.restart_count))) {
+    // Started by this node before the agent restarted: still running (or ended while the
+    // agent was away, which the next round reports).
+    c.pid = rec->pid;
+    c.monitor = rec->monitor;
+    c.adopted = true;
+    c.started_at = absl::FromUnixSeconds(rec->started_unix);
+    c.env = rec->env;
+    c.dir = rec->dir;
+    c.isolated = rec->isolated;
+    c.identity = rec->identity;
+    c.cgroups = rec->cgroups;
+    ProbeManager::ResumeProbing(&c, now);
+    Log().info("pod {}/{}: container {} adopted (pid {})", run.ns, run.name, c.name, c.pid);
+  }
+  return c;
+}
+
+void PodWorkers::BeginTerminating(PodRun* run, int64_t grace_seconds, absl::Time now) {
   run->terminating = true;
   run->kill_at = now + absl::Seconds(std::max<int64_t>(0, grace_seconds));
   for (auto& c : run->containers) {
     if (!c.Running()) continue;
-    runner_->Signal(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
+    runtime_->Signal(c.pid, grace_seconds > 0 ? SIGTERM : SIGKILL);
     if (!run->gone) events_->Record(*run->pod, "Normal", "Killing", "Stopping container " + c.name);
   }
   Log().info("pod {}/{}: stopping (grace {}s)", run->ns, run->name, grace_seconds);
 }
 
-void PodManager::ProbeLoop() {
-  struct Due {
-    std::string uid, container, kind;
-    pid_t pid;
-    api::Probe probe;
-    api::Container spec;
-    ProbeTarget target;
-  };
-  const auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-  for (;;) {
-    std::vector<Due> due;
-    std::set<std::string> probed;  // keys of the pods probed
-    {
-      absl::MutexLock lock(&mu_);
-      if (clock_->AwaitWithTimeout(&mu_, absl::Condition(&stopping), absl::Milliseconds(100))) {
-        return;
-      }
-      const absl::Time now = clock_->Now();
-      for (auto& entry : runs_) {
-        // Not a structured binding: `add` below captures these.
-        const std::string& uid = entry.first;
-        PodRun& run = entry.second;
-        if (run.terminating || run.gone) continue;
-        for (auto& c : run.containers) {
-          if (!c.Running() || c.kill_at != absl::InfiniteFuture()) continue;  // not while killed
-          const api::Container* spec = run.Spec(c.name);
-          if (!spec) continue;
-          auto add = [&](const char* kind, const api::Probe& probe) {
-            Due d{uid,
-                  c.name,
-                  kind,
-                  c.pid,
-                  probe,
-                  *spec,
-                  {run.ip, {c.env, c.dir, c.pid, c.isolated, c.identity, c.cgroups}, nullptr}};
-            due.push_back(std::move(d));
-          };
-          if (spec->has_startup_probe() && !c.startup.ok) {
-            if (now >= c.startup.next) add("Startup", spec->startup_probe());
-            continue;  // the others wait until it succeeds
-          }
-          if (spec->has_liveness_probe() && now >= c.liveness.next) add("Liveness", spec->liveness_probe());
-          if (spec->has_readiness_probe() && now >= c.readiness.next) add("Readiness", spec->readiness_probe());
-        }
-      }
-    }
-    for (auto& d : due) {
-      d.target.container = &d.spec;
-      const absl::Status result = RunProbe(d.probe, d.target);
-      absl::MutexLock lock(&mu_);
-      auto it = runs_.find(d.uid);
-      if (it == runs_.end()) continue;
-      ContainerRun* c = it->second.Find(d.container);
-      if (!c || c->pid != d.pid) continue;  // that instance is gone: its result is moot
-      ApplyProbe(c, &it->second, d.kind, d.probe, result, clock_->Now());
-      probed.insert(it->second.ns + "/" + it->second.name);
-    }
-    for (const auto& key : probed) queue_.Add(key);
-    // Monitors exit just after their container: reaped here too, as pods that are done are
-    // not synced again.
-    absl::MutexLock lock(&mu_);
-    ReapMonitors();
-  }
+std::optional<runtime::ExitInfo> PodWorkers::ExitOf(const ContainerRun& c) {
+  return runtime_->ExitOf(c.name, c.ExitPath(c.restart_count), c.monitor, c.adopted);
 }
 
-void PodManager::ApplyProbe(ContainerRun* c, PodRun* run, const std::string& kind,
-                            const api::Probe& probe, const absl::Status& result, absl::Time now) {
-  ProbeState& st = kind == "Startup" ? c->startup : kind == "Liveness" ? c->liveness : c->readiness;
-  const ProbeTiming timing = TimingOf(probe);
-  st.next = now + timing.period;
-  if (result.ok()) {
-    st.failures = 0;
-    if (++st.successes >= timing.success_threshold) st.ok = true;
-    return;
-  }
-  st.successes = 0;
-  ++st.failures;
-  events_->Record(*run->pod, "Warning", "Unhealthy",
-                  fmt::format("{} probe failed: {}", kind, std::string(result.message())));
-  if (st.failures < timing.failure_threshold) return;
-  st.ok = false;
-  if (kind == "Readiness") return;
-  // A failed liveness or startup probe: the container is killed, and restarted by its policy.
-  const int64_t grace = probe.has_termination_grace_period_seconds()
-                            ? probe.termination_grace_period_seconds()
-                            : run->pod->spec().termination_grace_period_seconds();
-  events_->Record(*run->pod, "Normal", "Killing",
-                  fmt::format("Container {} failed {} probe, will be restarted", c->name,
-                              kind == "Liveness" ? "liveness" : "startup"));
-  runner_->Signal(c->pid, grace > 0 ? SIGTERM : SIGKILL);
-  c->kill_at = now + absl::Seconds(std::max<int64_t>(0, grace));
-}
-
-std::optional<runtime::ExitInfo> PodManager::Ended(ContainerRun* c) {
-  if (auto exit = runner_->ReadExit(c->ExitPath(c->restart_count))) {
-    if (!c->adopted) monitors_.push_back(c->monitor);  // it exits right after writing
-    return exit;
-  }
-  // No record: the monitor still waits for it, unless the monitor itself was killed (and the
-  // container with it).
-  if (!runner_->MonitorGone(c->monitor, c->adopted)) return std::nullopt;
-  if (auto exit = runner_->ReadExit(c->ExitPath(c->restart_count))) return exit;
-  Log().warn("container {}: its monitor (pid {}) is gone without an exit record", c->name,
-               c->monitor);
-  return runtime::ExitInfo{.exit_code = 128 + SIGKILL, .signal = SIGKILL};
-}
-
-void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
+void PodWorkers::SyncContainers(PodRun* run, absl::Time now, SyncWork* work) {
   for (auto& c : run->containers) {
     if (c.Running()) {
-      if (auto exit = Ended(&c)) {
-        runner_->Signal(c.pid, SIGKILL);  // the container ends with its first process
-        api::ContainerStateTerminated t;
-        t.set_exit_code(exit->exit_code);
-        t.set_signal(exit->signal);
-        t.set_reason(!exit->reason.empty()    ? exit->reason
-                     : !exit->message.empty() ? "StartError"
-                     : exit->exit_code == 0   ? "Completed"
-                                              : "Error");
-        t.set_message(exit->message);
-        t.set_started_at(Rfc3339(c.started_at));
-        t.set_finished_at(Rfc3339(now));
-        t.set_container_id(c.container_id);
-        c.Ended(std::move(t));
-        c.pid = 0;
-        Log().info("pod {}/{}: container {} exited with {}", run->ns, run->name, c.name,
-                     exit->exit_code);
-        AfterExit(run, &c, now);
+      if (auto exit = ExitOf(c)) {
+        RecordExit(run, &c, *exit, now);
       } else if ((run->terminating && now >= run->kill_at) || now >= c.kill_at) {
-        runner_->Signal(c.pid, SIGKILL);
+        runtime_->Signal(c.pid, SIGKILL);
       }
     }
     if (run->terminating) {
@@ -282,7 +212,24 @@ void PodManager::Step(PodRun* run, absl::Time now, Work* work) {
   }
 }
 
-void PodManager::AfterExit(PodRun* run, ContainerRun* c, absl::Time now) {
+void PodWorkers::RecordExit(PodRun* run, ContainerRun* c, const runtime::ExitInfo& exit,
+                            absl::Time now) {
+  runtime_->Signal(c->pid, SIGKILL);  // the container ends with its first process
+  api::ContainerStateTerminated t = Terminated(*c, exit.exit_code,
+                                               !exit.reason.empty()    ? exit.reason
+                                               : !exit.message.empty() ? "StartError"
+                                               : exit.exit_code == 0   ? "Completed"
+                                                                       : "Error",
+                                               c->started_at, now);
+  t.set_signal(exit.signal);
+  t.set_message(exit.message);
+  c->Ended(std::move(t));
+  c->pid = 0;
+  Log().info("pod {}/{}: container {} exited with {}", run->ns, run->name, c->name, exit.exit_code);
+  PlanRestart(run, c, now);
+}
+
+void PodWorkers::PlanRestart(PodRun* run, ContainerRun* c, absl::Time now) {
   if (run->terminating) {
     c->done = true;
     return;
@@ -310,17 +257,11 @@ void PodManager::AfterExit(PodRun* run, ContainerRun* c, absl::Time now) {
   c->backoff = std::min(c->backoff * 2, options_.backoff.max);
 }
 
-void PodManager::ReapMonitors() {
-  std::erase_if(monitors_, [this](pid_t m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return runner_->MonitorGone(m, false);
-  });
-}
-
-void PodManager::PlanStart(PodRun* run, ContainerRun* c, absl::Time now, Work* work) {
+void PodWorkers::PlanStart(PodRun* run, ContainerRun* c, absl::Time now, SyncWork* work) {
   const api::Container* spec = run->Spec(c->name);
   if (!spec) return;
   const std::string& policy = spec->image_pull_policy();
-  const bool present = images_->Present(spec->image());
+  const bool present = runtime_->ImagePresent(spec->image());
   if (policy == "Never" && !present) {
     c->waiting_reason = "ErrImageNeverPull";
     c->waiting_message = fmt::format(
@@ -329,144 +270,42 @@ void PodManager::PlanStart(PodRun* run, ContainerRun* c, absl::Time now, Work* w
     events_->Record(*run->pod, "Warning", "ErrImageNeverPull", c->waiting_message);
     return;
   }
-  Launch l;
-  l.uid = run->uid;
-  l.pod = run->pod;
-  l.sandbox = run->sandbox;
-  l.container = c->name;
-  l.spec = *spec;
-  l.always = policy == "Always";
-  l.pull = l.always || !present;
-  if (l.pull) {
-    events_->Record(*run->pod, "Normal", "Pulling", fmt::format("Pulling image \"{}\"", spec->image()));
+  runtime::ContainerStart s;
+  s.uid = run->uid;
+  s.pod = run->pod;
+  s.pod_dir = run->pod_dir;
+  s.container = c->name;
+  s.spec = *spec;
+  s.always = policy == "Always";
+  s.pull = s.always || !present;
+  if (s.pull) {
+    events_->Record(*run->pod, "Normal", "Pulling",
+                    fmt::format("Pulling image \"{}\"", spec->image()));
   }
-  l.pod_name = run->name;
-  l.ip = run->ip;
-  l.instance = c->last ? c->restart_count + 1 : c->restart_count;
-  l.process.dir = runtime::ContainerDir(*spec, (fs::path(run->sandbox) / "root").string());
-  l.process.log_path = c->LogPath(l.instance);
-  l.record_path = c->RecordPath(l.instance);
-  l.exit_path = c->ExitPath(l.instance);
-  work->launches.push_back(std::move(l));
+  s.pod_name = run->name;
+  s.ip = run->ip;
+  s.instance = c->last ? c->restart_count + 1 : c->restart_count;
+  s.process.dir = runtime::ContainerDir(*spec, (fs::path(run->pod_dir) / "root").string());
+  s.process.log_path = c->LogPath(s.instance);
+  s.record_path = c->RecordPath(s.instance);
+  s.exit_path = c->ExitPath(s.instance);
+  work->starts.push_back(std::move(s));
 }
 
-void PodManager::Carry(Launch* l) {
-  const absl::Time began = clock_->Now();
-  l->image = images_->Pull(l->spec.image(), l->always);
-  l->pull_took = clock_->Now() - began;
-  if (!l->image.ok()) return;
-  const runtime::HostIsolation& host = options_.isolation;
-  // Isolated, the image's files are at the root of the container's own filesystem.
-  runtime::Image seen = *l->image;
-  if (host.mount_ns) seen.root = "/";
-  l->process.argv = runtime::ContainerArgv(l->spec, seen);
-  l->process.env = runtime::ContainerEnv(l->spec, seen, l->pod_name, l->ip);
-  if (auto st = Sandbox(l, host); !st.ok()) {
-    l->config = st;
-    return;
-  }
-  if (host.mount_ns && !l->process.argv.empty()) {
-    // Looked up where the container will look (not found: a StartError, as a runtime says).
-    auto program =
-        runtime::ResolveInSandbox(l->process.argv[0], l->process.env, l->process.sandbox);
-    if (!program.ok()) {
-      l->record = program.status();
-      return;
-    }
-    l->process.program = *program;
-  }
-  std::error_code ec;
-  if (!host.mount_ns) fs::create_directories(l->process.dir, ec);
-  l->record = runner_->Start(l->process, l->record_path, l->exit_path);
-}
-
-pid_t PodManager::EnsurePause(const std::string& uid, const std::string& sandbox,
-                              const api::Pod& pod) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = runs_.find(uid);
-    if (it == runs_.end()) return 0;
-    if (it->second.pause.pid > 0 && runner_->Alive(it->second.pause)) return it->second.pause.pid;
-  }
-  runtime::ProcessSpec spec;
-  spec.argv = {"pause"};
-  spec.program = "pause";
-  spec.pause = true;
-  spec.dir = "/";
-  spec.log_path = sandbox + "/pause.log";
-  spec.sandbox.isolated = true;
-  spec.sandbox.root = sandbox + "/rootfs/.pause";
-  spec.sandbox.hostname = pod.metadata().name();
-  spec.sandbox.identity.uid = spec.sandbox.identity.gid = runtime::kDefaultUid;
-  spec.sandbox.identity.limit_capabilities = true;
-  std::error_code ec;
-  fs::create_directories(spec.sandbox.root, ec);
-  auto rec = runner_->Start(spec, sandbox + "/pause.pid", sandbox + "/pause.exit");
-  if (!rec.ok()) {
-    Log().warn("pod {}: cannot start the holder of its PID namespace: {}", uid,
-               rec.status().ToString());
-    return 0;
-  }
-  absl::MutexLock lock(&mu_);
-  auto it = runs_.find(uid);
-  if (it == runs_.end()) {
-    runner_->Signal(rec->pid, SIGKILL);
-    monitors_.push_back(rec->monitor);
-    return 0;
-  }
-  it->second.pause = *rec;
-  it->second.pause_adopted = false;
-  return rec->pid;
-}
-
-absl::Status PodManager::Sandbox(Launch* l, const runtime::HostIsolation& host) {
-  auto identity = runtime::ResolveIdentity(*l->pod, l->spec, *l->image, host);
-  if (!identity.ok()) return identity.status();
-  l->process.sandbox.identity = *identity;
-  if (host.cgroups.Any()) {
-    const runtime::CgroupPlan plan =
-        runtime::PlanCgroups(host.cgroups, *l->pod, l->spec, options_.pod_max_pids);
-    if (auto st = runtime::ApplyCgroups(plan); !st.ok()) return st;
-    l->process.sandbox.cgroups = plan.join;
-    l->process.sandbox.memory_cgroup = plan.memory;
-  }
-  if (!host.mount_ns) return absl::OkStatus();
-  runtime::SandboxInputs in;
-  in.pod = l->pod.get();
-  in.container = &l->spec;
-  in.image = &*l->image;
-  in.root = (fs::path(l->sandbox) / "rootfs" / l->container).string();
-  in.volumes_dir = (fs::path(l->sandbox) / "volumes").string();
-  in.pod_ip = l->ip;
-  in.identity = *identity;
-  in.overlay = host.overlay;
-  auto sandbox = runtime::BuildSandbox(in);
-  if (!sandbox.ok()) return sandbox.status();
-  std::error_code ec;
-  fs::create_directories(in.root, ec);
-  if (ec) return absl::InternalError(fmt::format("mkdir {}: {}", in.root, ec.message()));
-  if (l->pause > 0) sandbox->join_pid_ns = fmt::format("/proc/{}/ns/pid", l->pause);
-  sandbox->cgroups = std::move(l->process.sandbox.cgroups);
-  sandbox->memory_cgroup = std::move(l->process.sandbox.memory_cgroup);
-  l->process.sandbox = std::move(*sandbox);
-  l->process.dir = runtime::ContainerDir(l->spec, "/");
-  return absl::OkStatus();
-}
-
-void PodManager::Launched(Launch& l, absl::Time now) {
-  auto it = runs_.find(l.uid);
+void PodWorkers::RecordStart(runtime::ContainerStart& s, absl::Time now) {
+  auto it = runs_.find(s.uid);
   if (it == runs_.end()) return;
   PodRun* run = &it->second;
-  ContainerRun* c = run->Find(l.container);
+  ContainerRun* c = run->Find(s.container);
   if (!c) return;
-  const std::string& image = l.spec.image();
-  if (!l.image.ok()) {
+  const std::string& image = s.spec.image();
+  if (!s.image.ok()) {
     c->pull_backoff = c->pull_backoff == absl::ZeroDuration()
                           ? options_.backoff.initial
                           : std::min(c->pull_backoff * 2, options_.backoff.max);
     c->waiting_reason = "ErrImagePull";
     c->waiting_message = fmt::format("Failed to pull image \"{}\": {}", image,
-                                     std::string(l.image.status().message()));
+                                     std::string(s.image.status().message()));
     c->pull_failed_at = now;
     c->next_start = now + c->pull_backoff;
     events_->Record(*run->pod, "Warning", "Failed", c->waiting_message);
@@ -476,57 +315,44 @@ void PodManager::Launched(Launch& l, absl::Time now) {
   }
   events_->Record(
       *run->pod, "Normal", "Pulled",
-      l.pull ? fmt::format("Successfully pulled image \"{}\" in {}", image,
-                           absl::FormatDuration(absl::Trunc(l.pull_took, absl::Milliseconds(1))))
+      s.pull ? fmt::format("Successfully pulled image \"{}\" in {}", image,
+                           absl::FormatDuration(absl::Trunc(s.pull_took, absl::Milliseconds(1))))
              : fmt::format("Container image \"{}\" already present on machine", image));
   c->pull_backoff = absl::ZeroDuration();
-  c->image_id = l.image->ref.String();
-  if (!l.config.ok()) {
+  c->image_id = s.image->ref.String();
+  if (!s.config.ok()) {
     // As the kubelet: the container is not made; the pod is looked at again after a while.
     c->waiting_reason = "CreateContainerConfigError";
-    c->waiting_message = std::string(l.config.message());
+    c->waiting_message = std::string(s.config.message());
     c->next_start = now + options_.backoff.initial;
     events_->Record(*run->pod, "Warning", "Failed", "Error: " + c->waiting_message);
     Log().info("pod {}/{}: container {}: {}", run->ns, run->name, c->name, c->waiting_message);
     return;
   }
-  c->restart_count = l.instance;
+  c->restart_count = s.instance;
   c->container_id = fmt::format("mkube://{}/{}/{}", run->uid, c->name, c->restart_count);
-  c->env = l.process.env;
-  c->dir = l.process.dir;
-  c->isolated = l.process.sandbox.isolated;
-  c->identity = l.process.sandbox.identity;
-  c->cgroups = l.process.sandbox.cgroups;
+  c->env = s.process.env;
+  c->dir = s.process.dir;
+  c->isolated = s.process.sandbox.isolated;
+  c->identity = s.process.sandbox.identity;
+  c->cgroups = s.process.sandbox.cgroups;
   c->started_at = now;
-  if (!l.record.ok()) {
-    api::ContainerStateTerminated t;
-    t.set_exit_code(128);
-    t.set_reason("StartError");
-    t.set_message(std::string(l.record.status().message()));
-    t.set_started_at(Rfc3339(now));
-    t.set_finished_at(Rfc3339(now));
-    t.set_container_id(c->container_id);
+  if (!s.record.ok()) {
+    api::ContainerStateTerminated t = Terminated(*c, 128, "StartError", now, now);
+    t.set_message(std::string(s.record.status().message()));
     c->Ended(std::move(t));
     Log().info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
-                 l.record.status().ToString());
+               s.record.status().ToString());
     events_->Record(*run->pod, "Warning", "Failed",
-                    "Error: " + std::string(l.record.status().message()));
-    AfterExit(run, c, now);
+                    "Error: " + std::string(s.record.status().message()));
+    PlanRestart(run, c, now);
     return;
   }
-  c->pid = l.record->pid;
-  c->monitor = l.record->monitor;
+  c->pid = s.record->pid;
+  c->monitor = s.record->monitor;
   c->adopted = false;
   c->kill_at = absl::InfiniteFuture();
-  auto arm = [&](ProbeState* st, const api::Probe* probe, bool ok) {
-    *st = ProbeState();
-    st->ok = ok;
-    if (probe) st->next = now + TimingOf(*probe).initial_delay;
-  };
-  const api::Container& spec = l.spec;
-  arm(&c->startup, spec.has_startup_probe() ? &spec.startup_probe() : nullptr, false);
-  arm(&c->liveness, spec.has_liveness_probe() ? &spec.liveness_probe() : nullptr, true);
-  arm(&c->readiness, spec.has_readiness_probe() ? &spec.readiness_probe() : nullptr, false);
+  ProbeManager::StartProbing(c, s.spec, now);
   events_->Record(*run->pod, "Normal", "Created", "Created container " + c->name);
   events_->Record(*run->pod, "Normal", "Started", "Started container " + c->name);
   c->waiting_reason.clear();

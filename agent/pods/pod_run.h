@@ -8,8 +8,6 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/runtime/image.h"
-#include "agent/runtime/process.h"
 #include "agent/runtime/sandbox_spec.h"
 #include "api/object.h"
 #include "client/client.h"
@@ -77,7 +75,7 @@ struct ContainerRun {
 struct PodRun {
   std::string uid, ns, name;
   std::shared_ptr<const api::Pod> pod;  // the newest version seen
-  std::string sandbox;                  // the pod's folder on this node
+  std::string pod_dir;                  // the pod's folder on this node
   std::string ip;
   absl::Time start_time;
   std::vector<ContainerRun> containers;
@@ -90,12 +88,6 @@ struct PodRun {
   // Why the pod's volumes cannot be set up here (empty when they can): its containers wait
   // in ContainerCreating, as the kubelet's do when a mount fails.
   std::string mount_error;
-  // The process holding the pod's PID namespace when its containers share one
-  // (shareProcessNamespace), and its monitor.
-  runtime::ProcessRecord pause;  // pid 0: none
-  bool pause_adopted = false;
-  // The hostPorts forwarded to it (PortProxy ids).
-  std::vector<std::string> host_ports;
 
   ContainerRun* Find(const std::string& container);
   const ContainerRun* Find(const std::string& container) const;

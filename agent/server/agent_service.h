@@ -3,7 +3,7 @@
 #include <string>
 
 #include "agent/node/usage.h"
-#include "agent/pods/pod_manager.h"
+#include "agent/pods/pod_workers.h"
 #include "agent/server/serving.h"
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/agent/stats.grpc.pb.h"
@@ -14,7 +14,7 @@ namespace mkube::agent::server {
 // who may). Only the apiserver may call (see ApiserverAuth).
 class AgentService final : public Agent::Service {
  public:
-  AgentService(pods::PodManager* pods, const ApiserverAuth* auth) : pods_(pods), auth_(auth) {}
+  AgentService(pods::PodWorkers* pods, const ApiserverAuth* auth) : pods_(pods), auth_(auth) {}
 
   grpc::Status Logs(grpc::ServerContext* ctx, const LogRequest* req,
                     grpc::ServerWriter<LogChunk>* writer) override;
@@ -22,7 +22,7 @@ class AgentService final : public Agent::Service {
                     grpc::ServerReaderWriter<ExecOutput, ExecInput>* stream) override;
 
  private:
-  pods::PodManager* pods_;
+  pods::PodWorkers* pods_;
   const ApiserverAuth* auth_;
 };
 

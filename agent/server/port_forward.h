@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "agent/pods/pod_manager.h"
+#include "agent/pods/pod_workers.h"
 #include "agent/server/serving.h"
 #include "proto/agent/port_forward.grpc.pb.h"
 
@@ -13,14 +13,14 @@ namespace mkube::agent::server {
 // one read's worth per message, each side's end passed on as a half-close.
 class PortForwardService final : public PortForward::Service {
  public:
-  PortForwardService(pods::PodManager* pods, const ApiserverAuth* auth)
+  PortForwardService(pods::PodWorkers* pods, const ApiserverAuth* auth)
       : pods_(pods), auth_(auth) {}
 
   grpc::Status Forward(grpc::ServerContext* ctx,
                        grpc::ServerReaderWriter<PortForwardData, PortForwardData>* stream) override;
 
  private:
-  pods::PodManager* pods_;
+  pods::PodWorkers* pods_;
   const ApiserverAuth* auth_;
 };
 

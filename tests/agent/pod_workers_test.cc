@@ -1,7 +1,7 @@
 // The pod loop's decisions, on the fake clientset, clock and processes: restart policy by
 // exit code, the crash-loop back-off, graceful deletion, adoption of what an earlier agent
 // left running, image pull failures, and a loop driven by keys rather than by rescans.
-#include "agent/pods/pod_manager.h"
+#include "agent/pods/pod_workers.h"
 
 #include <gtest/gtest.h>
 
@@ -20,28 +20,32 @@ namespace {
 
 using mkube::testing::Eventually;
 
-class PodManagerTest : public ::testing::Test {
+class PodWorkersTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::filesystem::create_directories(dir_.Sub("registry/busybox/latest"));
     std::ofstream(dir_.Sub("registry/busybox/latest/image.json")) << R"({"entrypoint": ["sh"]})";
   }
   void TearDown() override {
-    if (manager_) manager_->Stop(absl::ZeroDuration());
+    if (workers_) workers_->Stop(absl::ZeroDuration());
     if (pods_) pods_->Stop();
   }
-  // Without waiting for the pod cache to sync (and for the manager to settle) when told not to.
+  // Without waiting for the pod cache to sync (and for the pod workers to settle) when told not to.
   void Start(bool wait = true) {
     pods_ = std::make_unique<client::Informer<api::Pod>>(
         &fake_, "pods", client::InformerOptions{.field_selector = "spec.nodeName=node01", .clock = &clock_});
-    PodManagerOptions o;
+    PodWorkersOptions o;
     o.node_name = "node01";
     o.node_ip = "127.1.2.1";
     o.root_dir = dir_.Sub("node");
     o.clock = &clock_;
-    manager_ = std::make_unique<PodManager>(&fake_, pods_.get(), &images_, &events_, &runner_, o);
-    pods_->AddHandlers(manager_->Handlers());
-    // Runs after the manager's handlers: once it has seen a version, the manager has queued
+    runtime_ = std::make_unique<runtime::ContainerRuntime>(
+        &images_, &runner_, runtime::RuntimeOptions{.clock = &clock_});
+    network_ = std::make_unique<PodNetwork>(o.node_ip, "127.1.0.0/24", &events_);
+    workers_ = std::make_unique<PodWorkers>(&fake_, pods_.get(), runtime_.get(), network_.get(),
+                                            &events_, o);
+    pods_->AddHandlers(workers_->Handlers());
+    // Runs after the pod workers' handlers: once it has seen a version, they have queued
     // its key.
     auto seen = [this](const client::Informer<api::Pod>::Ptr& pod) {
       const int64_t rv = std::stoll(pod->metadata().resource_version());
@@ -54,11 +58,11 @@ class PodManagerTest : public ::testing::Test {
     ASSERT_TRUE(pods_->WaitForCacheSync(std::chrono::seconds(10)));
     ASSERT_TRUE(Settle());
   }
-  // Syncs until the manager has been told of every write and no key is due at this time.
+  // Syncs until the pod workers have been told of every write and no key is due at this time.
   [[nodiscard]] bool Settle() {
     return Eventually([&] {
-      manager_->SyncReady();
-      return seen_rv_ == fake_.resource_version() && manager_->SyncReady() == 0;
+      workers_->SyncReady();
+      return seen_rv_ == fake_.resource_version() && workers_->SyncReady() == 0;
     });
   }
   [[nodiscard]] bool Advance(absl::Duration d) {
@@ -112,11 +116,13 @@ class PodManagerTest : public ::testing::Test {
   runtime::ImageStore images_{dir_.Sub("registry"), dir_.Sub("node/images")};
   testing::FakeProcessRunner runner_;
   std::unique_ptr<client::Informer<api::Pod>> pods_;
-  std::unique_ptr<PodManager> manager_;
+  std::unique_ptr<runtime::ContainerRuntime> runtime_;
+  std::unique_ptr<PodNetwork> network_;
+  std::unique_ptr<PodWorkers> workers_;
   std::atomic<int64_t> seen_rv_{1};  // the fake starts at version 1, with nothing in it
 };
 
-TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) {
+TEST_F(PodWorkersTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) {
   struct Case {
     std::string policy;
     int exit_code;
@@ -145,7 +151,7 @@ TEST_F(PodManagerTest, TheRestartPolicyDecidesWhetherAnEndedContainerRunsAgain) 
   }
 }
 
-TEST_F(PodManagerTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfter10) {
+TEST_F(PodWorkersTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfter10) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Create("crash", "Always");
   ASSERT_TRUE(Settle());
@@ -186,7 +192,7 @@ TEST_F(PodManagerTest, ACrashingContainerBacksOffDoublingTo5MinutesAndResetsAfte
   EXPECT_TRUE(backoff_event) << "one BackOff event, counted";
 }
 
-TEST_F(PodManagerTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenGoes) {
+TEST_F(PodWorkersTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenGoes) {
   ASSERT_NO_FATAL_FAILURE(Start());
   const api::Pod pod = Create("slow", "Always");
   ASSERT_TRUE(Settle());
@@ -212,7 +218,7 @@ TEST_F(PodManagerTest, ADeletedPodGetsSigtermThenSigkillAfterItsGracePeriodThenG
   EXPECT_EQ(runner_.Starts("slow-c"), 1) << "never restarted while terminating";
 }
 
-TEST_F(PodManagerTest, APodThatStopsOnSigtermGoesWithoutWaitingForItsGrace) {
+TEST_F(PodWorkersTest, APodThatStopsOnSigtermGoesWithoutWaitingForItsGrace) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Create("quick", "Always");
   ASSERT_TRUE(Settle());
@@ -226,7 +232,7 @@ TEST_F(PodManagerTest, APodThatStopsOnSigtermGoesWithoutWaitingForItsGrace) {
             absl::StatusCode::kNotFound);
 }
 
-TEST_F(PodManagerTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
+TEST_F(PodWorkersTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
   api::Pod pod = Create("kept", "Always");
   // The pod's status as the earlier agent left it: restarted 3 times, running.
   api::Pod status = pod;
@@ -248,7 +254,7 @@ TEST_F(PodManagerTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
   EXPECT_EQ(Restarts("kept"), 4) << "counting on from where it was";
 }
 
-TEST_F(PodManagerTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
+TEST_F(PodWorkersTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Create("nope", "Always", "no/such:image");
   ASSERT_TRUE(Settle());
@@ -263,7 +269,7 @@ TEST_F(PodManagerTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   EXPECT_EQ(runner_.Running("nope-c"), 1);
 }
 
-TEST_F(PodManagerTest, ANetworkDiskCannotBeMountedSoThePodWaitsInContainerCreating) {
+TEST_F(PodWorkersTest, ANetworkDiskCannotBeMountedSoThePodWaitsInContainerCreating) {
   ASSERT_NO_FATAL_FAILURE(Start());
   api::Pod pod;
   pod.mutable_metadata()->set_name("disk");
@@ -288,7 +294,7 @@ TEST_F(PodManagerTest, ANetworkDiskCannotBeMountedSoThePodWaitsInContainerCreati
   EXPECT_TRUE(Eventually([&] { return !fake_.Get<api::Pod>("pods", "default", "disk").ok(); }));
 }
 
-TEST_F(PodManagerTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
+TEST_F(PodWorkersTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
   const api::Pod live = Create("live", "Always");
   const std::string gone = dir_.Sub("node/pods/gone-uid");
   runner_.Preexisting(gone + "/logs/old-c/0.pid", gone + "/logs/old-c/0.exit");
@@ -298,7 +304,7 @@ TEST_F(PodManagerTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
   fake_.FailNext("list", "pods", absl::UnavailableError("apiserver down"));
   ASSERT_NO_FATAL_FAILURE(Start(/*wait=*/false));
   ASSERT_TRUE(clock_.WaitForWaiters(1)) << "the informer backs off";
-  manager_->SyncReady();
+  workers_->SyncReady();
   EXPECT_EQ(runner_.Running("old-c"), 1);
   EXPECT_TRUE(std::filesystem::exists(gone));
   clock_.Advance(absl::Seconds(4));
@@ -311,19 +317,19 @@ TEST_F(PodManagerTest, WhatDeletedPodsLeftIsStoppedOnceThePodCacheHasSynced) {
   EXPECT_EQ(runner_.Running("live-c"), 1);
 }
 
-TEST_F(PodManagerTest, TheLoopSyncsOnlyTheKeysThatAreDue) {
+TEST_F(PodWorkersTest, TheLoopSyncsOnlyTheKeysThatAreDue) {
   ASSERT_NO_FATAL_FAILURE(Start());
   for (const char* name : {"a", "b", "c"}) Create(name, "Always");
   ASSERT_TRUE(Settle());
   ASSERT_TRUE(Settle());
   ASSERT_EQ(runner_.Running("a-c") + runner_.Running("b-c") + runner_.Running("c-c"), 3);
-  EXPECT_EQ(manager_->SyncReady(), 0) << "nothing is looked at until something is due";
+  EXPECT_EQ(workers_->SyncReady(), 0) << "nothing is looked at until something is due";
   clock_.Advance(absl::Milliseconds(100));
-  EXPECT_EQ(manager_->SyncReady(), 3) << "each running pod, once, for exits";
+  EXPECT_EQ(workers_->SyncReady(), 3) << "each running pod, once, for exits";
   Create("d", "Never");
   ASSERT_TRUE(Settle());
   clock_.Advance(absl::Milliseconds(50));
-  EXPECT_EQ(manager_->SyncReady(), 0);
+  EXPECT_EQ(workers_->SyncReady(), 0);
 }
 
 }  // namespace
