@@ -47,6 +47,177 @@ class Fd {
   int fd_;
 };
 
+using ExecStream = grpc::ServerReaderWriter<ExecOutput, ExecInput>;
+
+// An exec's standard descriptors: with a terminal, one pty for everything; else pipes (stdin
+// only if asked). The agent keeps its ends; the command's are held until it has them.
+struct ExecStdio {
+  bool tty = false;
+  Fd in_w, out_r, err_r, master;                                // the agent's ends
+  Fd slave_keep, in_r_keep, out_w_keep, err_w_keep, null_keep;  // the command's
+  runtime::StdFds child;  // what the command gets as 0, 1 and 2
+
+  grpc::Status Open(const ExecStart& start) {
+    tty = start.tty();
+    if (tty) return OpenTerminal(start.size());
+    int p[2];
+    if (start.stdin()) {
+      if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
+      in_r_keep.Reset(p[0]);
+      in_w.Reset(p[1]);
+      child.in = p[0];
+    } else {
+      null_keep.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+      child.in = null_keep.get();
+    }
+    if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
+    out_r.Reset(p[0]);
+    out_w_keep.Reset(p[1]);
+    child.out = p[1];
+    if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
+    err_r.Reset(p[0]);
+    err_w_keep.Reset(p[1]);
+    child.err = p[1];
+    return grpc::Status::OK;
+  }
+
+  grpc::Status OpenTerminal(const TerminalSize& size) {
+    int m = -1, s = -1;
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(size.rows() ? size.rows() : 24);
+    ws.ws_col = static_cast<unsigned short>(size.cols() ? size.cols() : 80);
+    if (openpty(&m, &s, nullptr, nullptr, &ws) != 0) {
+      return {grpc::StatusCode::INTERNAL, fmt::format("openpty: {}", std::strerror(errno))};
+    }
+    fcntl(m, F_SETFD, FD_CLOEXEC);
+    fcntl(s, F_SETFD, FD_CLOEXEC);
+    master.Reset(m);
+    slave_keep.Reset(s);
+    child.in = child.out = child.err = s;
+    child.tty = true;
+    char name[64] = "";
+    ptsname_r(master.get(), name, sizeof name);
+    child.tty_path = name;
+    return grpc::Status::OK;
+  }
+
+  void CloseChildEnds() {
+    slave_keep.Reset();
+    in_r_keep.Reset();
+    out_w_keep.Reset();
+    err_w_keep.Reset();
+    null_keep.Reset();
+  }
+};
+
+// Writes all of `data` to fd (stopping at an error).
+void WriteFully(int fd, const std::string& data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// The caller's input (stdin, terminal resizes, the end of its input) passed on to the
+// command, on a thread of its own so that a quiet client does not hold up the output.
+class InputPump {
+ public:
+  InputPump(ExecStream* stream, ExecStdio* io) : thread_([this, stream, io] { Run(stream, io); }) {}
+
+  // Whether the caller has half-closed, waiting up to `timeout` for it.
+  bool AwaitHangUp(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
+  }
+  void Join() { thread_.join(); }
+
+ private:
+  void Run(ExecStream* stream, ExecStdio* io) ABSL_LOCKS_EXCLUDED(mu_) {
+    const int input_fd = io->tty ? io->master.get() : io->in_w.get();
+    ExecInput in;
+    while (stream->Read(&in)) {
+      if (in.has_resize() && io->tty) {
+        winsize ws{};
+        ws.ws_row = static_cast<unsigned short>(in.resize().rows());
+        ws.ws_col = static_cast<unsigned short>(in.resize().cols());
+        ioctl(io->master.get(), TIOCSWINSZ, &ws);
+      }
+      if (!in.stdin().empty() && input_fd >= 0) WriteFully(input_fd, in.stdin());
+      if (in.stdin_closed()) {
+        if (io->tty) {
+          const char eot = 4;  // ^D: end of input on a terminal
+          (void)!write(io->master.get(), &eot, 1);
+        } else {
+          io->in_w.Reset();
+        }
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+  }
+
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: it starts once the rest is there
+};
+
+// The command's output passed on until its ends are closed; false when the caller went away.
+bool CopyOutput(grpc::ServerContext* ctx, ExecStream* stream, const ExecStdio& io) {
+  std::vector<std::pair<int, bool>> outs;  // fd, is stderr
+  if (io.tty) {
+    outs.push_back({io.master.get(), false});
+  } else {
+    outs.push_back({io.out_r.get(), false});
+    outs.push_back({io.err_r.get(), true});
+  }
+  std::string buf(kChunk, '\0');
+  while (!outs.empty()) {
+    std::vector<pollfd> pfds;
+    for (auto [fd, err] : outs) pfds.push_back({fd, POLLIN, 0});
+    const int r = poll(pfds.data(), pfds.size(), 200);
+    if (ctx->IsCancelled()) return false;
+    if (r <= 0) continue;
+    bool cancelled = false;
+    for (size_t i = pfds.size(); i-- > 0;) {
+      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = read(pfds[i].fd, buf.data(), buf.size());
+      if (n <= 0) {  // EOF (EIO on a pty whose other side is gone)
+        outs.erase(outs.begin() + static_cast<long>(i));
+        continue;
+      }
+      ExecOutput out;
+      if (outs[i].second) {
+        out.set_stderr(buf.data(), static_cast<size_t>(n));
+      } else {
+        out.set_stdout(buf.data(), static_cast<size_t>(n));
+      }
+      if (!stream->Write(out)) cancelled = true;
+    }
+    if (cancelled) return false;
+  }
+  return true;
+}
+
+// Waits for the command (killed first when the caller went away) and whatever it left running
+// in its group; a caller still there gets its exit code.
+void FinishCommand(pid_t pid, bool cancelled, ExecStream* stream) {
+  int status = 0;
+  if (cancelled) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return;
+  }
+  waitpid(pid, &status, 0);
+  kill(-pid, SIGKILL);  // whatever it left running in its group
+  ExecOutput last;
+  last.set_exit_code(runtime::ExitFromWaitStatus(status).exit_code);
+  stream->Write(last);
+}
 
 }  // namespace
 
@@ -113,8 +284,7 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
   }
 }
 
-grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
-                                grpc::ServerReaderWriter<ExecOutput, ExecInput>* stream) {
+grpc::Status AgentService::Exec(grpc::ServerContext* ctx, ExecStream* stream) {
   if (auto st = auth_->Check(ctx); !st.ok()) return st;
   ExecInput first;
   if (!stream->Read(&first) || !first.has_start()) {
@@ -128,48 +298,9 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
   if (!target.ok()) return ToGrpc(target.status());
   std::vector<std::string> argv(start.command().begin(), start.command().end());
 
-  // Descriptors: with a terminal, one pty for everything; else pipes (stdin only if asked).
-  Fd in_w, out_r, err_r, master;
-  int child_in = -1, child_out = -1, child_err = -1;
-  Fd slave_keep, in_r_keep, out_w_keep, err_w_keep, null_keep;
-  if (start.tty()) {
-    int m = -1, s = -1;
-    winsize ws{};
-    ws.ws_row = static_cast<unsigned short>(start.size().rows() ? start.size().rows() : 24);
-    ws.ws_col = static_cast<unsigned short>(start.size().cols() ? start.size().cols() : 80);
-    if (openpty(&m, &s, nullptr, nullptr, &ws) != 0) {
-      return {grpc::StatusCode::INTERNAL, fmt::format("openpty: {}", std::strerror(errno))};
-    }
-    fcntl(m, F_SETFD, FD_CLOEXEC);
-    fcntl(s, F_SETFD, FD_CLOEXEC);
-    master.Reset(m);
-    slave_keep.Reset(s);
-    child_in = child_out = child_err = s;
-  } else {
-    int p[2];
-    if (start.stdin()) {
-      if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
-      in_r_keep.Reset(p[0]);
-      in_w.Reset(p[1]);
-      child_in = p[0];
-    } else {
-      null_keep.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-      child_in = null_keep.get();
-    }
-    if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
-    out_r.Reset(p[0]);
-    out_w_keep.Reset(p[1]);
-    child_out = p[1];
-    if (pipe2(p, O_CLOEXEC) != 0) return {grpc::StatusCode::INTERNAL, "pipe"};
-    err_r.Reset(p[0]);
-    err_w_keep.Reset(p[1]);
-    child_err = p[1];
-  }
-  const bool tty = start.tty();
-  char tty_name[64] = "";
-  if (tty) ptsname_r(master.get(), tty_name, sizeof tty_name);
-  auto spawned =
-      runtime::SpawnInContainer(*target, argv, {child_in, child_out, child_err, tty, tty_name});
+  ExecStdio io;
+  if (auto st = io.Open(start); !st.ok()) return st;
+  auto spawned = runtime::SpawnInContainer(*target, argv, io.child);
   if (!spawned.ok()) {
     // As a runtime reports it: the command could not be started at all.
     const auto code = absl::IsInternal(spawned.status()) ? grpc::StatusCode::INTERNAL
@@ -178,110 +309,17 @@ grpc::Status AgentService::Exec(grpc::ServerContext* ctx,
             fmt::format("OCI runtime exec failed: {}", std::string(spawned.status().message()))};
   }
   const pid_t pid = *spawned;
-  // The child's ends belong to it now.
-  slave_keep.Reset();
-  in_r_keep.Reset();
-  out_w_keep.Reset();
-  err_w_keep.Reset();
-  null_keep.Reset();
+  io.CloseChildEnds();  // the child's ends belong to it now
   Log().info("exec in {}/{} [{}]: {}", start.namespace_(), start.pod(), start.container(), argv[0]);
   // An empty first message: the command runs (errors before it come as the call's status).
   stream->Write(ExecOutput());
 
-  // Input: its own thread, so a quiet client does not hold up the output.
-  // Locals cannot carry ABSL_GUARDED_BY: input_done is guarded by mu (set by the input thread,
-  // awaited below).
-  absl::Mutex mu;
-  bool input_done = false;
-  const int input_fd = tty ? master.get() : in_w.get();
-  std::thread input([&] {
-    ExecInput in;
-    while (stream->Read(&in)) {
-      if (in.has_resize() && tty) {
-        winsize ws{};
-        ws.ws_row = static_cast<unsigned short>(in.resize().rows());
-        ws.ws_col = static_cast<unsigned short>(in.resize().cols());
-        ioctl(master.get(), TIOCSWINSZ, &ws);
-      }
-      if (!in.stdin().empty() && input_fd >= 0) {
-        const char* p = in.stdin().data();
-        size_t left = in.stdin().size();
-        while (left > 0) {
-          const ssize_t n = write(input_fd, p, left);
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) break;
-          p += n;
-          left -= static_cast<size_t>(n);
-        }
-      }
-      if (in.stdin_closed()) {
-        if (tty) {
-          const char eot = 4;  // ^D: end of input on a terminal
-          (void)!write(master.get(), &eot, 1);
-        } else {
-          in_w.Reset();
-        }
-      }
-    }
-    absl::MutexLock lock(&mu);
-    input_done = true;
-  });
-
-  // Output until the command's ends are closed.
-  std::vector<std::pair<int, bool>> outs;  // fd, is stderr
-  if (tty) {
-    outs.push_back({master.get(), false});
-  } else {
-    outs.push_back({out_r.get(), false});
-    outs.push_back({err_r.get(), true});
-  }
-  std::string buf(kChunk, '\0');
-  bool cancelled = false;
-  while (!outs.empty()) {
-    std::vector<pollfd> pfds;
-    for (auto [fd, err] : outs) pfds.push_back({fd, POLLIN, 0});
-    const int r = poll(pfds.data(), pfds.size(), 200);
-    if (ctx->IsCancelled()) {
-      cancelled = true;
-      break;
-    }
-    if (r <= 0) continue;
-    for (size_t i = pfds.size(); i-- > 0;) {
-      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = read(pfds[i].fd, buf.data(), buf.size());
-      if (n <= 0) {  // EOF (EIO on a pty whose other side is gone)
-        outs.erase(outs.begin() + static_cast<long>(i));
-        continue;
-      }
-      ExecOutput out;
-      if (outs[i].second) {
-        out.set_stderr(buf.data(), static_cast<size_t>(n));
-      } else {
-        out.set_stdout(buf.data(), static_cast<size_t>(n));
-      }
-      if (!stream->Write(out)) cancelled = true;
-    }
-    if (cancelled) break;
-  }
-  int status = 0;
-  if (cancelled) {
-    kill(-pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  } else {
-    waitpid(pid, &status, 0);
-    kill(-pid, SIGKILL);  // whatever it left running in its group
-    ExecOutput last;
-    last.set_exit_code(runtime::ExitFromWaitStatus(status).exit_code);
-    stream->Write(last);
-  }
+  InputPump input(stream, &io);
+  const bool cancelled = !CopyOutput(ctx, stream, io);
+  FinishCommand(pid, cancelled, stream);
   // The client half-closes once it has the exit code; one that does not is cut off.
-  bool hung_up;
-  {
-    absl::MutexLock lock(&mu);
-    hung_up = mu.AwaitWithTimeout(absl::Condition(&input_done), absl::Seconds(2));
-  }
-  if (!hung_up) ctx->TryCancel();
-  input.join();
+  if (!input.AwaitHangUp(absl::Seconds(2))) ctx->TryCancel();
+  input.Join();
   return cancelled ? grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away")
                    : grpc::Status::OK;
 }
