@@ -21,7 +21,7 @@
 namespace mkube::agent::runtime {
 namespace fs = std::filesystem;
 
-PreparedIdentity Prepare(const Identity& id) {
+PreparedIdentity PrepareIdentity(const Identity& id) {
   PreparedIdentity p;
   p.change_uid = id.uid >= 0;
   p.change_gid = id.gid >= 0;
@@ -340,7 +340,7 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     }
   }
   const char* step = nullptr;
-  if (!ApplyIdentity(Prepare(spec.identity), &step)) {
+  if (!ApplyIdentity(PrepareIdentity(spec.identity), &step)) {
     *error = Errno(step);
     return false;
   }

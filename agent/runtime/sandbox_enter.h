@@ -28,7 +28,7 @@ struct PreparedIdentity {
   uint64_t kept = 0;  // capability bits
   int last_cap = 40;  // /proc/sys/kernel/cap_last_cap
 };
-PreparedIdentity Prepare(const Identity& id);
+PreparedIdentity PrepareIdentity(const Identity& id);
 
 // Becomes the identity: bounding set, groups, gid, uid, the kept capabilities (ambient for a
 // non-root user), no_new_privs. System calls only; on failure `*step` names what failed.
