@@ -102,7 +102,7 @@ bool LoadSandbox(const char* path, mkube::agent::runtime::SandboxSpec* spec, std
 }
 
 // Execs the program in DIR; on failure says why on `report`.
-[[noreturn]] void Exec(int report, const char* dir, const char* program, char** argv) {
+[[noreturn]] void ExecProgram(int report, const char* dir, const char* program, char** argv) {
   if (chdir(dir) != 0)
     StartFailed(report, std::string("chdir to ") + dir + ": " + std::strerror(errno));
   execve(program, argv, environ);
@@ -110,7 +110,7 @@ bool LoadSandbox(const char* path, mkube::agent::runtime::SandboxSpec* spec, std
 }
 
 // Pid 1 of a pod's shared PID namespace: holds it and reaps its orphans until killed.
-[[noreturn]] void Pause(int report) {
+[[noreturn]] void HoldPidNamespace(int report) {
   prctl(PR_SET_NAME, "pause");
   signal(SIGCHLD, [](int) {});  // so that pause() returns when there is an orphan to reap
   close(report);                // started: nothing more to say
@@ -121,7 +121,7 @@ bool LoadSandbox(const char* path, mkube::agent::runtime::SandboxSpec* spec, std
 
 // Pid 1 of the container's PID namespace: forks the program, reaps every process until the
 // program ends, then reports its end ("X<code> <signal>") and returns (ending the namespace).
-[[noreturn]] void Init(int report, const char* dir, const char* program, char** argv) {
+[[noreturn]] void RunAsInit(int report, const char* dir, const char* program, char** argv) {
   prctl(PR_SET_NAME, "mkube-init");
   int started[2];
   if (pipe2(started, O_CLOEXEC) != 0)
@@ -131,7 +131,7 @@ bool LoadSandbox(const char* path, mkube::agent::runtime::SandboxSpec* spec, std
   if (child == 0) {
     close(report);
     close(started[0]);
-    Exec(started[1], dir, program, argv);
+    ExecProgram(started[1], dir, program, argv);
   }
   close(started[1]);
   const std::string failure = ReadAll(started[0]);
@@ -158,76 +158,119 @@ bool LoadSandbox(const char* path, mkube::agent::runtime::SandboxSpec* spec, std
   _exit(code);
 }
 
+// The command line: mkube-monitor [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 [ARGS...]
+struct Args {
+  bool pause = false;
+  const char* sandbox_file = nullptr;
+  std::string exit_path;
+  const char* dir = nullptr;
+  const char* program = nullptr;
+  char** argv = nullptr;  // the program's, ending with a null
+};
+
+bool ParseArgs(int argc, char** argv, Args* args) {
+  if (argc > 1 && std::strcmp(argv[1], "--pause") == 0) {
+    args->pause = true;
+    argv += 1;
+    argc -= 1;
+  }
+  if (argc > 2 && std::strcmp(argv[1], "--sandbox") == 0) {
+    args->sandbox_file = argv[2];
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc < 5) return false;
+  args->exit_path = argv[1];
+  args->dir = argv[2];
+  args->program = argv[3];
+  args->argv = argv + 4;
+  return true;
+}
+
+// The container's PID namespace: the next child is its pid 1 (true); or the pod's, joined.
+// What fails is said in `error`.
+bool SetUpPidNamespace(const mkube::agent::runtime::SandboxSpec& spec, bool loaded,
+                       std::string* error) {
+  const bool own_pid_ns = loaded && spec.isolated && spec.join_pid_ns.empty();
+  if (own_pid_ns && unshare(CLONE_NEWPID) != 0) {
+    *error = std::string("unshare a PID namespace: ") + std::strerror(errno);
+  }
+  if (loaded && spec.isolated && !spec.join_pid_ns.empty()) {
+    const int ns = open(spec.join_pid_ns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWPID) != 0) {
+      *error = "join the pod's PID namespace " + spec.join_pid_ns + ": " + std::strerror(errno);
+    }
+    if (ns >= 0) close(ns);
+  }
+  return own_pid_ns;
+}
+
+// The container's process, forked: waits for the agent's "g", then sets the sandbox up and
+// runs the program (or holds the pod's PID namespace), telling `report` why when it cannot.
+[[noreturn]] void RunContainer(const Args& args, const mkube::agent::runtime::SandboxSpec& spec,
+                               const std::string& load_error, bool own_pid_ns, pid_t monitor,
+                               int report) {
+  close(3);
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != monitor && !spec.isolated) _exit(127);
+  char go = 0;
+  ssize_t n;
+  while ((n = read(4, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1 || go != 'g') _exit(126);  // the agent went away before recording it
+  close(4);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (!load_error.empty()) StartFailed(report, "cannot set up the container: " + load_error);
+  std::string error;
+  if (args.sandbox_file && !mkube::agent::runtime::EnterSandbox(spec, &error)) {
+    StartFailed(report, "cannot set up the container: " + error);
+  }
+  if (args.pause) HoldPidNamespace(report);
+  if (own_pid_ns) RunAsInit(report, args.dir, args.program, args.argv);
+  ExecProgram(report, args.dir, args.program, args.argv);
+}
+
+// "<exit code> <signal>[ OOMKilled]", then why it could not start, if it could not, written
+// through a temporary file so that a reader never sees half of it.
+void WriteExitRecord(const std::string& exit_path, int code, int sig, bool oom,
+                     const std::string& failure) {
+  const std::string tmp = exit_path + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%d %d%s\n", code, sig, oom ? " OOMKilled" : "");
+    if (!failure.empty()) std::fprintf(f, "%s\n", failure.c_str());
+    std::fclose(f);
+    std::rename(tmp.c_str(), exit_path.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Nothing in this process is worth reading, but /proc/<pid>/root of a root process leads to
   // the node's files: only the node's root may look.
   prctl(PR_SET_DUMPABLE, 0);
-  const char* sandbox_file = nullptr;
-  bool pause = false;
-  if (argc > 1 && std::strcmp(argv[1], "--pause") == 0) {
-    pause = true;
-    argv += 1;
-    argc -= 1;
-  }
-  if (argc > 2 && std::strcmp(argv[1], "--sandbox") == 0) {
-    sandbox_file = argv[2];
-    argv += 2;
-    argc -= 2;
-  }
-  if (argc < 5) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: mkube-monitor [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 "
                  "[ARGS...]\n");
     return 2;
   }
-  const std::string exit_path = argv[1];
-  const char* dir = argv[2];
-  const char* program = argv[3];
   mkube::agent::runtime::SandboxSpec spec;
   std::string load_error;
-  const bool loaded = !sandbox_file || LoadSandbox(sandbox_file, &spec, &load_error);
-  // The container's PID namespace: the next child is its pid 1; or the pod's, joined.
-  const bool own_pid_ns = loaded && spec.isolated && spec.join_pid_ns.empty();
-  if (own_pid_ns && unshare(CLONE_NEWPID) != 0) {
-    load_error = std::string("unshare a PID namespace: ") + std::strerror(errno);
-  }
-  if (loaded && spec.isolated && !spec.join_pid_ns.empty()) {
-    const int ns = open(spec.join_pid_ns.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ns < 0 || setns(ns, CLONE_NEWPID) != 0) {
-      load_error = "join the pod's PID namespace " + spec.join_pid_ns + ": " + std::strerror(errno);
-    }
-    if (ns >= 0) close(ns);
-  }
+  const bool loaded = !args.sandbox_file || LoadSandbox(args.sandbox_file, &spec, &load_error);
+  const bool own_pid_ns = SetUpPidNamespace(spec, loaded, &load_error);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return 1;
   const pid_t self = getpid();
   const pid_t child = fork();
   if (child < 0) return 1;
   if (child == 0) {
-    close(3);
     close(report[0]);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != self && !spec.isolated) _exit(127);
-    char go = 0;
-    ssize_t n;
-    while ((n = read(4, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (n != 1 || go != 'g') _exit(126);  // the agent went away before recording it
-    close(4);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!load_error.empty()) StartFailed(report[1], "cannot set up the container: " + load_error);
-    std::string error;
-    if (sandbox_file && !mkube::agent::runtime::EnterSandbox(spec, &error)) {
-      StartFailed(report[1], "cannot set up the container: " + error);
-    }
-    if (pause) Pause(report[1]);
-    if (own_pid_ns) Init(report[1], dir, program, argv + 4);
-    Exec(report[1], dir, program, argv + 4);
+    RunContainer(args, spec, load_error, own_pid_ns, self, report[1]);
   }
   close(report[1]);
   setpgid(child, child);
@@ -254,13 +297,7 @@ int main(int argc, char** argv) {
   }
   // Failed, and the kernel's count of OOM kills in its memory cgroup went up: its limit did it.
   const bool oom = code != 0 && oom_before >= 0 && OomKills(spec.memory_cgroup) > oom_before;
-  const std::string tmp = exit_path + ".tmp";
-  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::fprintf(f, "%d %d%s\n", code, sig, oom ? " OOMKilled" : "");
-    if (!failure.empty()) std::fprintf(f, "%s\n", failure.c_str());
-    std::fclose(f);
-    std::rename(tmp.c_str(), exit_path.c_str());
-  }
+  WriteExitRecord(args.exit_path, code, sig, oom, failure);
   // Without exit handlers: its stderr is the container's log, and nothing of this process is
   // left to clean up (a leak checker in a sanitized build could not inspect a process that
   // is not dumpable, and would say so in that log).
