@@ -150,6 +150,83 @@ std::string DefaultMonitorPath() {
   return (std::filesystem::path(self).parent_path() / "mkube-monitor").string();
 }
 
+namespace {
+
+// The monitor's command line: [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV...
+std::vector<std::string> MonitorArgs(const std::string& monitor_path, const ProcessSpec& spec,
+                                     const std::string& program, const std::string& sandbox_path,
+                                     const std::string& exit_path) {
+  std::vector<std::string> args = {monitor_path};
+  if (spec.pause) args.push_back("--pause");
+  if (!sandbox_path.empty()) args.insert(args.end(), {"--sandbox", sandbox_path});
+  args.insert(args.end(), {exit_path, spec.dir, program});
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  return args;
+}
+
+// Spawns the monitor (no copy of this process's memory, none of its descriptors beyond
+// these five), in a session of its own so it outlives the agent: its 1 and 2 the log, 3 the
+// pipe it says the container's pid on, 4 the one it waits for the go on. An errno on failure.
+int SpawnMonitor(const std::string& monitor_path, std::vector<std::string> args,
+                 const std::vector<std::string>& env, int log_fd, int pid_w, int go_r,
+                 pid_t* monitor) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
+  posix_spawn_file_actions_adddup2(&fa, pid_w, 3);
+  posix_spawn_file_actions_adddup2(&fa, go_r, 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const int err = posix_spawn(monitor, monitor_path.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  return err;
+}
+
+// The container's pid, as its monitor says it on `fd` (0 when it does not).
+pid_t ReadChildPid(int fd) {
+  pid_t child = 0;
+  size_t got = 0;
+  while (got < sizeof child) {
+    const ssize_t n = read(fd, reinterpret_cast<char*>(&child) + got, sizeof child - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got == sizeof child ? child : 0;
+}
+
+ProcessRecord RecordOf(const ProcessSpec& spec, pid_t child, pid_t monitor) {
+  ProcessRecord r;
+  r.pid = child;
+  r.monitor = monitor;
+  r.start_ticks = StartTicks(child).value_or(0);
+  r.started_unix = absl::ToUnixSeconds(absl::Now());
+  r.env = spec.env;
+  r.dir = spec.dir;
+  r.isolated = spec.sandbox.isolated;
+  r.identity = spec.sandbox.identity;
+  r.cgroups = spec.sandbox.cgroups;
+  return r;
+}
+
+}  // namespace
+
 absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
                                              const ProcessSpec& spec,
                                              const std::string& record_path,
@@ -161,7 +238,7 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   const Identity& id = spec.sandbox.identity;
   const bool sandboxed = spec.sandbox.isolated || id.uid >= 0 || id.gid >= 0 ||
                          id.limit_capabilities || id.no_new_privs || !spec.sandbox.cgroups.empty();
-  const std::string sandbox_path = record_path + ".sandbox.json";
+  const std::string sandbox_path = sandboxed ? record_path + ".sandbox.json" : "";
   if (sandboxed) {
     std::ofstream out(sandbox_path, std::ios::trunc);
     out << ToJson(spec.sandbox).dump() << "\n";
@@ -172,82 +249,34 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
     return absl::InternalError(fmt::format("open {}: {}", spec.log_path, std::strerror(errno)));
   }
   int pid_pipe[2] = {-1, -1}, go_pipe[2] = {-1, -1};
-  auto close_all = [&] {
+  if (pipe2(pid_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
     for (int fd : {log_fd, pid_pipe[0], pid_pipe[1], go_pipe[0], go_pipe[1]}) {
       if (fd >= 0) close(fd);
     }
-  };
-  if (pipe2(pid_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
-    const int err = errno;
-    close_all();
     return absl::InternalError(fmt::format("pipe: {}", std::strerror(err)));
   }
-  // The monitor is spawned (no copy of this process's memory, none of its descriptors beyond
-  // these five), in a session of its own so it outlives the agent.
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
-  posix_spawn_file_actions_adddup2(&fa, pid_pipe[1], 3);
-  posix_spawn_file_actions_adddup2(&fa, go_pipe[0], 4);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> args = {monitor_path};
-  if (spec.pause) args.push_back("--pause");
-  if (sandboxed) args.insert(args.end(), {"--sandbox", sandbox_path});
-  args.insert(args.end(), {exit_path, spec.dir, *exe});
-  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   pid_t monitor = -1;
-  const int err = posix_spawn(&monitor, monitor_path.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  const int err =
+      SpawnMonitor(monitor_path, MonitorArgs(monitor_path, spec, *exe, sandbox_path, exit_path),
+                   spec.env, log_fd, pid_pipe[1], go_pipe[0], &monitor);
   close(pid_pipe[1]);
   close(go_pipe[0]);
   close(log_fd);
-  pid_pipe[1] = go_pipe[0] = -1;
   if (err != 0) {
     close(pid_pipe[0]);
     close(go_pipe[1]);
     return absl::InternalError(fmt::format("spawn {}: {}", monitor_path, std::strerror(err)));
   }
-  pid_t child = 0;
-  size_t got = 0;
-  while (got < sizeof child) {
-    const ssize_t n = read(pid_pipe[0], reinterpret_cast<char*>(&child) + got, sizeof child - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const pid_t child = ReadChildPid(pid_pipe[0]);
   close(pid_pipe[0]);
   auto fail = [&](const std::string& why) {
     close(go_pipe[1]);  // the container sees no go and exits; its monitor follows at once
     waitpid(monitor, nullptr, 0);
     return absl::InternalError(why);
   };
-  if (got != sizeof child || child <= 0) return fail("the container's monitor did not start it");
-  ProcessRecord r;
-  r.pid = child;
-  r.monitor = monitor;
-  r.start_ticks = StartTicks(child).value_or(0);
-  r.started_unix = absl::ToUnixSeconds(absl::Now());
-  r.env = spec.env;
-  r.dir = spec.dir;
-  r.isolated = spec.sandbox.isolated;
-  r.identity = spec.sandbox.identity;
-  r.cgroups = spec.sandbox.cgroups;
+  if (child <= 0) return fail("the container's monitor did not start it");
+  ProcessRecord r = RecordOf(spec, child, monitor);
   if (auto st = WriteRecord(record_path, r); !st.ok()) return fail(std::string(st.message()));
   const char go = 'g';
   WriteAll(go_pipe[1], &go, 1);
