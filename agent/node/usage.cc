@@ -49,7 +49,7 @@ ProcReader::ProcReader(std::string root)
       tick_ns_(1'000'000'000 / std::max<long>(sysconf(_SC_CLK_TCK), 1)),
       page_bytes_(std::max<long>(sysconf(_SC_PAGESIZE), 1)) {}
 
-Usage ProcReader::Of(const ProcStat& s) const {
+Usage ProcReader::UsageOf(const ProcStat& s) const {
   return {.cpu_ns = (s.utime + s.stime + s.cutime + s.cstime) * tick_ns_,
           .memory_bytes = s.rss_pages * page_bytes_};
 }
@@ -64,7 +64,7 @@ std::map<pid_t, Usage> ProcReader::Groups(const std::set<pid_t>& groups) const {
     if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
     auto s = ReadStat(root_ + "/" + e->d_name + "/stat");
     if (!s || !groups.contains(s->pgrp)) continue;
-    const Usage u = Of(*s);
+    const Usage u = UsageOf(*s);
     Usage& sum = out[s->pgrp];
     sum.cpu_ns += u.cpu_ns;
     sum.memory_bytes += u.memory_bytes;
@@ -79,7 +79,7 @@ std::optional<Usage> ProcReader::Process(pid_t pid) const {
   // Not its waited-for children: the agent's are container monitors, whose time (their
   // containers') is counted with the containers already.
   s->cutime = s->cstime = 0;
-  return Of(*s);
+  return UsageOf(*s);
 }
 
 std::string Nanocores(int64_t nanocores) { return std::to_string(nanocores) + "n"; }

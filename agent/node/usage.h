@@ -46,7 +46,7 @@ class ProcReader {
   std::optional<Usage> Process(pid_t pid) const;
 
  private:
-  Usage Of(const ProcStat& s) const;
+  Usage UsageOf(const ProcStat& s) const;
   std::string root_;
   int64_t tick_ns_, page_bytes_;
 };

@@ -223,7 +223,7 @@ void PodWorkers::RecordExit(PodRun* run, ContainerRun* c, const runtime::ExitInf
                                                c->started_at, now);
   t.set_signal(exit.signal);
   t.set_message(exit.message);
-  c->Ended(std::move(t));
+  c->RecordEnd(std::move(t));
   c->pid = 0;
   Log().info("pod {}/{}: container {} exited with {}", run->ns, run->name, c->name, exit.exit_code);
   PlanRestart(run, c, now);
@@ -340,7 +340,7 @@ void PodWorkers::RecordStart(runtime::ContainerStart& s, absl::Time now) {
   if (!s.record.ok()) {
     api::ContainerStateTerminated t = Terminated(*c, 128, "StartError", now, now);
     t.set_message(std::string(s.record.status().message()));
-    c->Ended(std::move(t));
+    c->RecordEnd(std::move(t));
     Log().info("pod {}/{}: container {} failed to start: {}", run->ns, run->name, c->name,
                s.record.status().ToString());
     events_->Record(*run->pod, "Warning", "Failed",

@@ -17,7 +17,7 @@ std::string ContainerRun::ExitPath(int instance) const {
   return fmt::format("{}/{}.exit", log_dir, instance);
 }
 
-void ContainerRun::Ended(api::ContainerStateTerminated how) {
+void ContainerRun::RecordEnd(api::ContainerStateTerminated how) {
   previous = std::move(last);
   last = std::move(how);
 }

@@ -68,7 +68,7 @@ struct ContainerRun {
   std::string ExitPath(int instance) const;
   bool Running() const { return pid > 0; }
   // Records how the instance that ran last ended (the one before becomes `previous`).
-  void Ended(api::ContainerStateTerminated how);
+  void RecordEnd(api::ContainerStateTerminated how);
 };
 
 // A pod this node runs.

@@ -47,7 +47,7 @@ std::string RootFor(const std::string& node, const std::string& self_cgroup,
   return root.lexically_normal().string();
 }
 
-int64_t Milli(const google::protobuf::Map<std::string, std::string>& m, const char* name) {
+int64_t QuantityMilli(const google::protobuf::Map<std::string, std::string>& m, const char* name) {
   auto it = m.find(name);
   if (it == m.end()) return -1;
   auto q = api::Quantity::Parse(it->second);
@@ -84,7 +84,7 @@ CgroupPlan PlanCgroups(const CgroupRoots& roots, const api::Pod& pod,
     plan.dirs.push_back(dir);
     plan.join.push_back(dir);
     plan.memory = dir;
-    const int64_t memory = Milli(limits, "memory");
+    const int64_t memory = QuantityMilli(limits, "memory");
     // -1 lifts a limit an earlier instance of the same name may have left.
     plan.writes.push_back(
         {dir + "/memory.limit_in_bytes",
@@ -95,8 +95,8 @@ CgroupPlan PlanCgroups(const CgroupRoots& roots, const api::Pod& pod,
     const std::string dir = fmt::format("{}/{}/{}", roots.cpu, pod_dir, container.name());
     plan.dirs.push_back(dir);
     plan.join.push_back(dir);
-    const int64_t limit = Milli(limits, "cpu");
-    const int64_t request = Milli(requests, "cpu");
+    const int64_t limit = QuantityMilli(limits, "cpu");
+    const int64_t request = QuantityMilli(requests, "cpu");
     plan.writes.push_back({dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
     plan.writes.push_back(
         {dir + "/cpu.cfs_quota_us",

@@ -172,8 +172,8 @@ bool Overlay(const std::string& host, const std::string& lower, const std::strin
 
 // Carries out one step at `path`, inside the container's root; the node's files are under
 // `host`, and `layer` (under `host` too) is an empty folder for a writable overlay's layer.
-bool Step(const MountStep& s, const std::string& path, const std::string& host,
-          const std::string& layer, std::string* error) {
+bool ApplyMountStep(const MountStep& s, const std::string& path, const std::string& host,
+                    const std::string& layer, std::string* error) {
   using Kind = MountStep::Kind;
   switch (s.kind) {
     case Kind::kBind:
@@ -317,7 +317,7 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     for (size_t i = 0; i < spec.steps.size(); ++i) {
       const MountStep& s = spec.steps[i];
       const std::string layer = spec.root + "/layers/" + std::to_string(i);
-      if (!Step(s, s.target, host, layer, error)) return false;
+      if (!ApplyMountStep(s, s.target, host, layer, error)) return false;
       if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all &&
           !MaskProc(s.target, host, error)) {
         return false;
