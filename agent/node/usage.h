@@ -51,7 +51,7 @@ class ProcReader {
   int64_t tick_ns_, page_bytes_;
 };
 
-// A container running on this node, as the pod manager knows it.
+// A container running on this node, as the pod workers know it.
 struct RunningContainer {
   std::string ns, pod, uid, container;
   pid_t pgid = 0;  // its process group

@@ -11,9 +11,10 @@
 
 namespace mkube::agent::runtime {
 
-// What the pod manager does to a node's processes, so that its decisions (restart policy,
-// back-off, adoption, graceful stop) can be tested without forking: the real runner starts
-// containers under mkube-monitor (process.h); tests use a fake that ends processes on cue.
+// What the container runtime does to a node's processes, so that the pod workers' decisions
+// (restart policy, back-off, adoption, graceful stop) can be tested without forking: the real
+// runner starts containers under mkube-monitor (process.h); tests use a fake that ends
+// processes on cue (agent/testing/fake_process_runner.h).
 class ProcessRunner {
  public:
   virtual ~ProcessRunner() = default;

@@ -13,7 +13,7 @@ namespace mkube::agent::testing {
 
 // Processes that exist only in memory: each Start makes one that runs until the test ends it
 // (Exit) or a signal does (SIGKILL always; SIGTERM unless told to ignore it). Containers are
-// named by their record's folder (.../logs/<container>/<n>.pid), as the pod manager lays
+// named by their record's folder (.../logs/<container>/<n>.pid), as the pod workers lay
 // them out.
 class FakeProcessRunner final : public runtime::ProcessRunner {
  public:
