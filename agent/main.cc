@@ -1,23 +1,26 @@
 // mkube-agent: the node agent (kubelet). Registers its Node, keeps its Lease and status,
 // runs the pods bound to it as process groups and serves their logs and exec.
-#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <memory>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
-#include "agent/agent_service.h"
-#include "agent/image.h"
-#include "agent/node_status.h"
-#include "agent/pod_manager.h"
-#include "agent/port_forward.h"
-#include "agent/process_runner.h"
-#include "agent/sandbox.h"
-#include "agent/serving.h"
+#include "agent/node/node_status.h"
+#include "agent/node/usage.h"
+#include "agent/pods/pod_network.h"
+#include "agent/pods/pod_workers.h"
+#include "agent/runtime/container_runtime.h"
+#include "agent/runtime/image.h"
+#include "agent/runtime/process_runner.h"
+#include "agent/runtime/sandbox.h"
+#include "agent/server/agent_service.h"
+#include "agent/server/port_forward.h"
+#include "agent/server/serving.h"
 #include "agent/simulated.h"
 #include "api/labels.h"
 #include "api/quantity.h"
@@ -33,161 +36,135 @@
 
 namespace {
 
+namespace agent = mkube::agent;
+namespace client = mkube::client;
+
 constexpr char kVersion[] = "v0.1.0";
+
+struct Flags {
+  client::ApiserverFlags apiserver;
+  std::string node_name = mkube::daemon::Hostname(), node_ip = "127.0.0.1", listen, address_file;
+  std::string ready_file;
+  std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
+  agent::server::ServingFlags serving;
+  std::string node_labels, taints, log_level = "info";
+  int lease_seconds = 40;
+  int simulated = 0, simulated_zones = 0;
+  std::string simulated_capacity = "cpu=32,memory=256Gi,pods=110";
+  double metrics_resolution = 5;
+  int64_t pod_max_pids = 1024;
+  std::string isolation = "auto";
+};
+
+// Who the node is, where it keeps its files, how it reaches the apiserver and serves its port.
+void AddNodeFlags(CLI::App* app, Flags* f) {
+  f->apiserver.Register(*app, "this node's");
+  app->add_option("--node-name", f->node_name, "The Node this agent registers")
+      ->capture_default_str();
+  app->add_option("--node-ip", f->node_ip, "The node's address (pods' hostIP)")
+      ->capture_default_str();
+  app->add_option("--listen", f->listen,
+                  "Where to serve logs and exec (default <node-ip>:10250; port 0: any)");
+  app->add_option("--address-file", f->address_file, "Write the bound address to this file");
+  app->add_option("--ready-file", f->ready_file,
+                  "Write \"ready\" to this file once the node is registered and runs its pods");
+  app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
+  app->add_option("--image-registry", f->registry_dir,
+                  "Folder of images (<name>/<tag>/) to pull from");
+  app->add_option("--pod-cidr", f->pod_cidr, "Pod addresses come from here")->capture_default_str();
+  app->add_option("--tls-cert-file", f->serving.cert_file,
+                  "This node's serving certificate (for its name and address, from the cluster "
+                  "CA): the agent's port is served with TLS");
+  app->add_option("--tls-private-key-file", f->serving.key_file, "Its private key");
+  app->add_option("--client-ca-file", f->serving.client_ca_file,
+                  "The CA that signed the apiserver's client certificate, required of callers");
+  app->add_option("--apiserver-client-name", f->serving.client_name,
+                  "The common name of the apiserver's client certificate: the only caller")
+      ->capture_default_str();
+  app->add_option("--agent-token-file", f->agent_token_file,
+                  "Without TLS (on a loopback address only): file with the token the apiserver "
+                  "presents");
+}
+
+// How the node registers and runs its pods (or registers simulated nodes instead).
+void AddRunFlags(CLI::App* app, Flags* f) {
+  app->add_option("--node-labels", f->node_labels, "Labels to register the node with: k=v,k2=v2");
+  app->add_option("--register-with-taints", f->taints,
+                  "Taints to register the node with: key=value:Effect,...");
+  app->add_option("--node-lease-duration-seconds", f->lease_seconds,
+                  "The node's Lease lasts this long; it is renewed every quarter of it (the node "
+                  "lifecycle controller counts a node lost after its grace period without one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app->add_option("--simulated", f->simulated,
+                  "Register this many simulated nodes instead (named <node-name>-0000, ...; "
+                  "default prefix sim): pods bound to them are reported Running without "
+                  "running anything")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--simulated-capacity", f->simulated_capacity,
+                  "Capacity of each simulated node: cpu=..,memory=..,pods=..")
+      ->capture_default_str();
+  app->add_option("--simulated-zones", f->simulated_zones,
+                  "Spread the simulated nodes over this many zones (topology.kubernetes.io/zone)")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--metrics-resolution", f->metrics_resolution,
+                  "Seconds between samples of the CPU and memory of the node's processes "
+                  "(metrics.k8s.io, mkubectl top)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
+  app->add_option("--pod-max-pids", f->pod_max_pids,
+                  "At most this many processes in a pod (where cgroups allow; 0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{4194304}));
+  app->add_option("--isolation", f->isolation,
+                  "auto: hold containers apart with all the host offers (own root filesystem, "
+                  "PID namespace, users, capabilities); none: run them as the agent's processes "
+                  "in the node's filesystem (for comparison; any pod can then read the node's "
+                  "files)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none"}));
+  mkube::daemon::AddLogLevelOption(*app, &f->log_level);
+}
 
 int Fail(const std::string& what) {
   std::fprintf(stderr, "mkube-agent: %s\n", what.c_str());
   return 1;
 }
 
-void WriteReady(const std::string& file) {
-  if (auto st = mkube::daemon::WriteReadyFile(file, "ready"); !st.ok()) {
+// The address and ready files a supervisor waits for: one that cannot be written is said.
+void WriteReadyFile(const std::string& file, const std::string& content) {
+  if (auto st = mkube::daemon::WriteReadyFile(file, content); !st.ok()) {
     mkube::log::Logger("main").error("{}", std::string(st.message()));
   }
 }
 
-// --simulated: many nodes, no processes, until a signal.
-int RunSimulated(mkube::client::GrpcClient* client, mkube::agent::ImageStore* images,
-                 const mkube::agent::NodeOptions& node, int count, int zones,
-                 const std::string& capacity, const std::string& ready_file,
-                 sigset_t signals) {
-  mkube::agent::SimulatedOptions o;
-  o.count = count;
-  o.prefix = node.name;
-  o.zones = zones;
-  o.node = node;
-  for (absl::string_view kv : absl::StrSplit(capacity, ',', absl::SkipEmpty())) {
-    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-    if (p.size() != 2 || !mkube::api::Quantity::Parse(p[1]).ok()) {
-      return Fail(fmt::format("--simulated-capacity: invalid \"{}\": want name=quantity",
-                              std::string(kv)));
-    }
-    o.node.capacity[p[0]] = p[1];
-  }
-  mkube::client::EventRecorder events(client, "kubelet", node.name);
-  mkube::agent::SimulatedNodes nodes(client, images, &events, o);
-  if (auto st = nodes.Register(); !st.ok()) {
-    return Fail("cannot register the simulated nodes: " + st.ToString());
-  }
-  nodes.Start();
-  mkube::log::Logger("main").info("{} simulated nodes up ({}-0000 ... {})", count, node.name,
-                                  nodes.names().back());
-  WriteReady(ready_file);
-  int sig = 0;
-  sigwait(&signals, &sig);
-  nodes.Stop();
-  return 0;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string apiserver = "127.0.0.1:6443", token_file, ca_file;
-  bool insecure = false;
-  std::string node_name = mkube::daemon::Hostname(), node_ip = "127.0.0.1", listen, address_file;
-  std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
-  std::string node_labels, taints, log_level = "info";
-  int simulated = 0, simulated_zones = 0;
-  std::string simulated_capacity = "cpu=32,memory=256Gi,pods=110";
-
-  CLI::App app{"mkube-agent: runs the pods bound to its node"};
-  app.add_option("--apiserver", apiserver, "The apiserver's address")->capture_default_str();
-  app.add_option("--token-file", token_file, "File with this node's bearer token")->required();
-  app.add_option("--ca-file", ca_file, "CA that signed the apiserver's certificate");
-  app.add_flag("--insecure-plaintext", insecure, "Talk to the apiserver without TLS");
-  app.add_option("--node-name", node_name, "The Node this agent registers")->capture_default_str();
-  app.add_option("--node-ip", node_ip, "The node's address (pods' hostIP)")->capture_default_str();
-  app.add_option("--listen", listen, "Where to serve logs and exec (default <node-ip>:10250; port 0: any)");
-  app.add_option("--address-file", address_file, "Write the bound address to this file");
-  std::string ready_file;
-  app.add_option("--ready-file", ready_file,
-                 "Write \"ready\" to this file once the node is registered and runs its pods");
-  app.add_option("--root-dir", root_dir, "The node's folder: pods, images, logs")->required();
-  app.add_option("--image-registry", registry_dir, "Folder of images (<name>/<tag>/) to pull from");
-  app.add_option("--pod-cidr", pod_cidr, "Pod addresses come from here")->capture_default_str();
-  mkube::agent::ServingFlags serving_flags;
-  app.add_option("--tls-cert-file", serving_flags.cert_file,
-                 "This node's serving certificate (for its name and address, from the cluster "
-                 "CA): the agent's port is served with TLS");
-  app.add_option("--tls-private-key-file", serving_flags.key_file, "Its private key");
-  app.add_option("--client-ca-file", serving_flags.client_ca_file,
-                 "The CA that signed the apiserver's client certificate, required of callers");
-  app.add_option("--apiserver-client-name", serving_flags.client_name,
-                 "The common name of the apiserver's client certificate: the only caller")
-      ->capture_default_str();
-  app.add_option("--agent-token-file", agent_token_file,
-                 "Without TLS (on a loopback address only): file with the token the apiserver "
-                 "presents");
-  app.add_option("--node-labels", node_labels, "Labels to register the node with: k=v,k2=v2");
-  app.add_option("--register-with-taints", taints,
-                 "Taints to register the node with: key=value:Effect,...");
-  int lease_seconds = 40;
-  app.add_option("--node-lease-duration-seconds", lease_seconds,
-                 "The node's Lease lasts this long; it is renewed every quarter of it (the node "
-                 "lifecycle controller counts a node lost after its grace period without one)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  app.add_option("--simulated", simulated,
-                 "Register this many simulated nodes instead (named <node-name>-0000, ...; "
-                 "default prefix sim): pods bound to them are reported Running without "
-                 "running anything")
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--simulated-capacity", simulated_capacity,
-                 "Capacity of each simulated node: cpu=..,memory=..,pods=..")
-      ->capture_default_str();
-  app.add_option("--simulated-zones", simulated_zones,
-                 "Spread the simulated nodes over this many zones (topology.kubernetes.io/zone)")
-      ->check(CLI::Range(0, 100000));
-  double metrics_resolution = 5;
-  app.add_option("--metrics-resolution", metrics_resolution,
-                 "Seconds between samples of the CPU and memory of the node's processes "
-                 "(metrics.k8s.io, mkubectl top)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.05, 3600.0));
-  int64_t pod_max_pids = 1024;
-  app.add_option("--pod-max-pids", pod_max_pids,
-                 "At most this many processes in a pod (where cgroups allow; 0: no limit)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{4194304}));
-  std::string isolation_mode = "auto";
-  app.add_option("--isolation", isolation_mode,
-                 "auto: hold containers apart with all the host offers (own root filesystem, "
-                 "PID namespace, users, capabilities); none: run them as the agent's processes "
-                 "in the node's filesystem (for comparison; any pod can then read the node's "
-                 "files)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "none"}));
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  CLI11_PARSE(app, argc, argv);
-  if (simulated > 0 && app.count("--node-name") == 0) node_name = "sim";
-  // Debian's Abseil otherwise checks lock order on every absl::Mutex acquisition, under one
-  // process-wide lock (a few percent of a busy daemon's CPU).
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  mkube::log::Setup("agent " + node_name, spdlog::level::from_str(log_level));
-  spdlog::logger& log = mkube::log::Logger("main");
-
-  mkube::agent::NodeOptions node;
-  node.name = node_name;
-  node.ip = node_ip;
-  node.pod_cidr = pod_cidr;
+// The Node to register: its name, address, lease, labels and taints.
+absl::StatusOr<agent::node::NodeOptions> NodeFromFlags(const Flags& f) {
+  agent::node::NodeOptions node;
+  node.name = f.node_name;
+  node.ip = f.node_ip;
+  node.pod_cidr = f.pod_cidr;
   node.version = kVersion;
-  node.lease_duration_seconds = lease_seconds;
-  node.renew_interval = absl::Milliseconds(lease_seconds * 1000 / 4);
-  for (absl::string_view kv : absl::StrSplit(node_labels, ',', absl::SkipEmpty())) {
+  node.lease_duration_seconds = f.lease_seconds;
+  node.renew_interval = absl::Milliseconds(f.lease_seconds * 1000 / 4);
+  for (absl::string_view kv : absl::StrSplit(f.node_labels, ',', absl::SkipEmpty())) {
     std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.size() != 2 || !mkube::api::ValidateLabelKey(p[0]).ok() ||
         !mkube::api::ValidateLabelValue(p[1]).ok()) {
-      return Fail(fmt::format("--node-labels: invalid label \"{}\"", std::string(kv)));
+      return absl::InvalidArgumentError(
+          fmt::format("--node-labels: invalid label \"{}\"", std::string(kv)));
     }
     node.labels[p[0]] = p[1];
   }
-  for (absl::string_view t : absl::StrSplit(taints, ',', absl::SkipEmpty())) {
+  for (absl::string_view t : absl::StrSplit(f.taints, ',', absl::SkipEmpty())) {
     auto spec = mkube::api::ParseTaint(std::string(t));
-    if (!spec.ok()) return Fail("--register-with-taints: " + std::string(spec.status().message()));
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError("--register-with-taints: " +
+                                        std::string(spec.status().message()));
+    }
     if (spec->remove || spec->effect.empty()) {
-      return Fail(fmt::format("--register-with-taints: invalid taint spec: {}", std::string(t)));
+      return absl::InvalidArgumentError(
+          fmt::format("--register-with-taints: invalid taint spec: {}", std::string(t)));
     }
     mkube::api::Taint taint;
     taint.set_key(spec->key);
@@ -195,108 +172,196 @@ int main(int argc, char** argv) {
     taint.set_effect(spec->effect);
     node.taints.push_back(taint);
   }
-  auto copts = mkube::client::DaemonClientOptions(apiserver, token_file, ca_file, insecure);
-  if (!copts.ok()) return Fail(std::string(copts.status().message()));
-  if (listen.empty()) listen = node_ip + ":10250";
-  serving_flags.listen = listen;
-  serving_flags.token_file = agent_token_file;
-  absl::StatusOr<mkube::agent::Serving> serving = mkube::agent::Serving{};
-  // Simulated nodes serve no port.
-  if (simulated == 0) serving = mkube::agent::ServingFromFlags(serving_flags);
-  if (!serving.ok()) return Fail(std::string(serving.status().message()));
+  return node;
+}
+
+// --root-dir made (and absolute), --image-registry absolute.
+absl::Status PrepareFolders(Flags* f) {
   std::error_code ec;
-  std::filesystem::create_directories(root_dir, ec);
-  if (ec) return Fail(fmt::format("cannot create --root-dir {}: {}", root_dir, ec.message()));
-  root_dir = std::filesystem::absolute(root_dir).string();
-  if (!registry_dir.empty()) registry_dir = std::filesystem::absolute(registry_dir).string();
-
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  mkube::client::GrpcClient client(*copts);
-  mkube::agent::ImageStore images(registry_dir, root_dir + "/images");
-  if (simulated > 0) {
-    return RunSimulated(&client, &images, node, simulated, simulated_zones, simulated_capacity,
-                        ready_file, signals);
+  std::filesystem::create_directories(f->root_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        fmt::format("cannot create --root-dir {}: {}", f->root_dir, ec.message()));
   }
-  // The agent's server first: the Node must say where it is.
-  mkube::client::Informer<mkube::api::Pod> pods(
-      &client, "pods", {.field_selector = "spec.nodeName=" + node_name});
-  // The node's folder holds its pods' files and its token: its owner's alone.
-  std::filesystem::permissions(root_dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
-  mkube::agent::HostIsolation isolation;
-  if (isolation_mode == "auto") {
-    isolation = mkube::agent::DetectIsolation();
-    if (isolation.root) isolation.cgroups = mkube::agent::DetectCgroups(node_name);
+  f->root_dir = std::filesystem::absolute(f->root_dir).string();
+  if (!f->registry_dir.empty()) {
+    f->registry_dir = std::filesystem::absolute(f->registry_dir).string();
+  }
+  return absl::OkStatus();
+}
+
+// --simulated: many nodes, no processes, until a signal.
+int RunSimulated(client::GrpcClient* client, agent::runtime::ImageStore* images,
+                 const agent::node::NodeOptions& node, const Flags& f) {
+  agent::SimulatedOptions o;
+  o.count = f.simulated;
+  o.prefix = node.name;
+  o.zones = f.simulated_zones;
+  o.node = node;
+  for (absl::string_view kv : absl::StrSplit(f.simulated_capacity, ',', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.size() != 2 || !mkube::api::Quantity::Parse(p[1]).ok()) {
+      return Fail(
+          fmt::format("--simulated-capacity: invalid \"{}\": want name=quantity", std::string(kv)));
+    }
+    o.node.capacity[p[0]] = p[1];
+  }
+  client::EventRecorder events(client, "kubelet", node.name);
+  agent::SimulatedNodes nodes(client, images, &events, o);
+  if (auto st = nodes.Register(); !st.ok()) {
+    return Fail("cannot register the simulated nodes: " + st.ToString());
+  }
+  nodes.Start();
+  mkube::log::Logger("main").info("{} simulated nodes up ({}-0000 ... {})", f.simulated, node.name,
+                                  nodes.names().back());
+  WriteReadyFile(f.ready_file, "ready");
+  mkube::daemon::WaitForTermination();
+  nodes.Stop();
+  return 0;
+}
+
+// What the host lets containers be held apart with (--isolation auto), said in the log and
+// in the Node's annotation.
+agent::runtime::HostIsolation HostIsolationFromFlags(const Flags& f,
+                                                     agent::node::NodeOptions* node) {
+  spdlog::logger& log = mkube::log::Logger("main");
+  agent::runtime::HostIsolation isolation;
+  if (f.isolation == "auto") {
+    isolation = agent::runtime::DetectIsolation();
+    if (isolation.root) isolation.cgroups = agent::runtime::DetectCgroups(f.node_name);
   }
   log.info("container isolation: {}", isolation.Describe());
   for (const auto& missing : isolation.Missing()) {
     log.warn("containers are not protected here by: {}", missing);
   }
-  node.annotations["mkube.io/isolation"] = isolation.Describe();
-  mkube::agent::PodManagerOptions pm;
-  pm.isolation = isolation;
-  pm.pod_max_pids = pod_max_pids;
-  pm.node_name = node_name;
-  pm.node_ip = node_ip;
-  pm.root_dir = root_dir;
-  pm.pod_cidr = pod_cidr;
-  mkube::client::EventRecorder events(&client, "kubelet", node_name);
-  mkube::agent::ProcessRunnerPtr runner = mkube::agent::NewProcessRunner();
-  mkube::agent::PodManager manager(&client, &pods, &images, &events, runner.get(), pm);
-  mkube::agent::AgentService service(&manager, &serving->auth);
-  mkube::agent::UsageSampler usage([&manager] { return manager.RunningContainers(); },
-                                   mkube::agent::ProcReader(), mkube::client::RealClock(),
-                                   getpid());
-  mkube::agent::StatsService stats(&usage, &serving->auth);
-  mkube::agent::PortForwardService forward(&manager, &serving->auth);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, serving->credentials, &port);
-  builder.RegisterService(&service);
-  builder.RegisterService(&stats);
-  builder.RegisterService(&forward);
-  auto server = builder.BuildAndStart();
-  if (!server || port == 0) return Fail("cannot listen on " + listen);
-  node.agent_port = port;
-  const std::string address = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
+  node->annotations["mkube.io/isolation"] = isolation.Describe();
+  return isolation;
+}
 
-  mkube::agent::NodeStatusManager status(&client, &images, &events, node);
-  absl::Status registered = status.Register();
+// The parts that run a real node's pods and serve its port, wired together.
+struct NodeParts {
+  NodeParts(const Flags& f, client::GrpcClient* client, agent::runtime::ImageStore* images,
+            const agent::runtime::HostIsolation& isolation,
+            const agent::server::ApiserverAuth* auth)
+      : pods(client, "pods", {.field_selector = "spec.nodeName=" + f.node_name}),
+        events(client, "kubelet", f.node_name),
+        runner(agent::runtime::NewProcessRunner()),
+        runtime(images, runner.get(), {.isolation = isolation, .pod_max_pids = f.pod_max_pids}),
+        network(f.node_ip, f.pod_cidr, &events),
+        workers(client, &pods, &runtime, &network, &events,
+                {.node_name = f.node_name, .node_ip = f.node_ip, .root_dir = f.root_dir}),
+        service(&workers, auth),
+        usage([this] { return workers.RunningContainers(); }, agent::node::ProcReader(),
+              client::RealClock(), getpid()),
+        stats(&usage, auth),
+        forward(&workers, auth) {}
+
+  client::Informer<mkube::api::Pod> pods;
+  client::EventRecorder events;
+  agent::runtime::ProcessRunnerPtr runner;
+  agent::runtime::ContainerRuntime runtime;
+  agent::pods::PodNetwork network;
+  agent::pods::PodWorkers workers;
+  agent::server::AgentService service;
+  agent::node::UsageSampler usage;
+  agent::server::StatsService stats;
+  agent::server::PortForwardService forward;
+};
+
+// The agent's port, serving the agent's services; `port` is the one bound.
+std::unique_ptr<grpc::Server> StartServer(const std::string& listen,
+                                          const agent::server::Serving& serving, NodeParts* parts,
+                                          int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, serving.credentials, port);
+  builder.RegisterService(&parts->service);
+  builder.RegisterService(&parts->stats);
+  builder.RegisterService(&parts->forward);
+  return builder.BuildAndStart();
+}
+
+// Registers the Node, trying again for half a minute while the apiserver is not there yet.
+absl::Status RegisterNode(agent::node::NodeStatusManager* status) {
+  absl::Status registered = status->Register();
   for (int i = 0; !registered.ok() && i < 60; ++i) {
-    log.warn("cannot register the node yet ({}); retrying", registered.ToString());
+    mkube::log::Logger("main").warn("cannot register the node yet ({}); retrying",
+                                    registered.ToString());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    registered = status.Register();
+    registered = status->Register();
   }
-  if (!registered.ok()) return Fail("cannot register the node: " + registered.ToString());
+  return registered;
+}
+
+// A real node: its pods run here, until a signal.
+int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageStore* images,
+            agent::node::NodeOptions node, const agent::server::Serving& serving) {
+  spdlog::logger& log = mkube::log::Logger("main");
+  // The node's folder holds its pods' files and its token: its owner's alone.
+  std::error_code ec;
+  std::filesystem::permissions(f.root_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  const agent::runtime::HostIsolation isolation = HostIsolationFromFlags(f, &node);
+  NodeParts parts(f, client, images, isolation, &serving.auth);
+  // The agent's server first: the Node must say where it is.
+  int port = 0;
+  auto server = StartServer(f.listen, serving, &parts, &port);
+  if (!server || port == 0) return Fail("cannot listen on " + f.listen);
+  node.agent_port = port;
+  const std::string address = f.listen.substr(0, f.listen.rfind(':')) + ":" + std::to_string(port);
+
+  agent::node::NodeStatusManager status(client, images, &parts.events, node);
+  if (auto st = RegisterNode(&status); !st.ok()) {
+    return Fail("cannot register the node: " + st.ToString());
+  }
   status.Start();
-  pods.AddHandlers(manager.Handlers());
-  pods.Start();
-  if (!pods.WaitForCacheSync(std::chrono::seconds(30))) {
+  parts.pods.AddHandlers(parts.workers.Handlers());
+  parts.pods.Start();
+  if (!parts.pods.WaitForCacheSync(std::chrono::seconds(30))) {
     log.warn("the pod cache has not synced after 30 s; pods are run once it has");
   }
-  manager.Start();
-  usage.Start(absl::Seconds(metrics_resolution));
-  if (!address_file.empty()) {
-    std::ofstream(address_file + ".tmp") << address << "\n";
-    std::filesystem::rename(address_file + ".tmp", address_file);
-  }
-  WriteReady(ready_file);
-  log.info("mkube-agent {} serving on {} ({}), apiserver {}", node_name, address,
-           serving->auth.tls() ? "TLS" : "plaintext", apiserver);
+  parts.workers.Start();
+  parts.usage.Start(absl::Seconds(f.metrics_resolution));
+  WriteReadyFile(f.address_file, address);
+  WriteReadyFile(f.ready_file, "ready");
+  log.info("mkube-agent {} serving on {} ({}), apiserver {}", f.node_name, address,
+           serving.auth.tls() ? "TLS" : "plaintext", f.apiserver.address);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = mkube::daemon::WaitForTermination();
   log.info("signal {}: stopping the node's pods and shutting down", sig);
-  pods.Stop();
-  usage.Stop();
-  manager.Stop();
+  parts.pods.Stop();
+  parts.usage.Stop();
+  parts.workers.Stop();
   status.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"mkube-agent: runs the pods bound to its node"};
+  AddNodeFlags(&app, &f);
+  AddRunFlags(&app, &f);
+  CLI11_PARSE(app, argc, argv);
+  if (f.simulated > 0 && app.count("--node-name") == 0) f.node_name = "sim";
+  mkube::daemon::Setup("agent " + f.node_name, f.log_level);
+
+  auto node = NodeFromFlags(f);
+  if (!node.ok()) return Fail(std::string(node.status().message()));
+  auto copts = f.apiserver.Options();
+  if (!copts.ok()) return Fail(std::string(copts.status().message()));
+  if (f.listen.empty()) f.listen = f.node_ip + ":10250";
+  f.serving.listen = f.listen;
+  f.serving.token_file = f.agent_token_file;
+  absl::StatusOr<agent::server::Serving> serving = agent::server::Serving{};
+  // Simulated nodes serve no port.
+  if (f.simulated == 0) serving = agent::server::ServingFromFlags(f.serving);
+  if (!serving.ok()) return Fail(std::string(serving.status().message()));
+  if (auto st = PrepareFolders(&f); !st.ok()) return Fail(std::string(st.message()));
+
+  client::GrpcClient client(*copts);
+  agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images");
+  if (f.simulated > 0) return RunSimulated(&client, &images, *node, f);
+  return RunNode(f, &client, &images, *std::move(node), *serving);
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "agent/pod_run.h"
+#include "agent/pods/pod_run.h"
 #include "api/object.h"
 #include "base/log.h"
 #include "fmt/format.h"
@@ -31,14 +31,14 @@ void AddCondition(api::PodStatus* st, const std::string& type, bool value,
 
 }  // namespace
 
-SimulatedNodes::SimulatedNodes(client::ApiClient* client, ImageStore* images,
+SimulatedNodes::SimulatedNodes(client::ApiClient* client, runtime::ImageStore* images,
                                client::EventRecorder* events, SimulatedOptions options)
     : client_(client), options_(std::move(options)), pods_(client, "pods") {
   // Each node is looked at once per renewal period; its own interval a second shorter, so
   // that every look renews.
   const absl::Duration period = std::max(options_.node.renew_interval, absl::Seconds(2));
   for (int i = 0; i < options_.count; ++i) {
-    NodeOptions o = options_.node;
+    node::NodeOptions o = options_.node;
     o.name = fmt::format("{}-{:04d}", options_.prefix, i);
     o.renew_interval = period - absl::Seconds(1);
     o.pod_cidr = fmt::format("10.{}.{}.0/24", 128 + i / 256 % 128, i % 256);
@@ -47,7 +47,7 @@ SimulatedNodes::SimulatedNodes(client::ApiClient* client, ImageStore* images,
     }
     names_.push_back(o.name);
     ours_.insert(o.name);
-    nodes_.push_back(std::make_unique<NodeStatusManager>(client, images, events, std::move(o)));
+    nodes_.push_back(std::make_unique<node::NodeStatusManager>(client, images, events, std::move(o)));
   }
 }
 
@@ -159,7 +159,7 @@ void SimulatedNodes::SyncPod(const std::string& key, std::function<void(bool)> d
   auto pod = pods_.Get(key);
   if (!pod || !ours_.contains(pod->spec().node_name())) return done(true);
   const auto& meta = pod->metadata();
-  if (!meta.deletion_timestamp().empty()) return done(FinalDelete(client_, meta).ok());
+  if (!meta.deletion_timestamp().empty()) return done(pods::FinalDelete(client_, meta).ok());
   if (Ended(*pod)) return done(true);
   auto posted = [done](const absl::Status& st) { done(st.ok()); };
   if (pod->status().phase() != "Running") return PostStatus(*pod, "Running", 0, posted);
@@ -184,7 +184,7 @@ void SimulatedNodes::SyncPod(const std::string& key, std::function<void(bool)> d
 
 void SimulatedNodes::PostStatus(const api::Pod& pod, const std::string& phase, int exit_code,
                                 std::function<void(absl::Status)> done) {
-  const std::string now = Rfc3339(absl::Now());
+  const std::string now = api::Rfc3339(absl::Now());
   api::Pod update;
   *update.mutable_metadata() = pod.metadata();
   update.mutable_metadata()->clear_resource_version();  // the node owns the status

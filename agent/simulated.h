@@ -10,8 +10,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/image.h"
-#include "agent/node_status.h"
+#include "agent/node/node_status.h"
+#include "agent/runtime/image.h"
 #include "client/client.h"
 #include "client/event_recorder.h"
 #include "client/informer.h"
@@ -23,7 +23,7 @@ struct SimulatedOptions {
   int count = 0;
   std::string prefix = "sim";  // nodes are <prefix>-0000, <prefix>-0001, ...
   // Every node is registered with these (capacity, labels, taints, lease timing).
-  NodeOptions node;
+  node::NodeOptions node;
   int zones = 0;    // > 0: topology.kubernetes.io/zone=zone-<i % zones>
   // Threads writing pod statuses and deletions: real nodes each write their own, so many
   // are in flight at once.
@@ -43,8 +43,8 @@ inline constexpr char kExitCodeAnnotation[] = "simulated.mkube.io/exit-code";
 // ordinary nodes; real and simulated nodes can share a cluster.
 class SimulatedNodes {
  public:
-  SimulatedNodes(client::ApiClient* client, ImageStore* images, client::EventRecorder* events,
-                 SimulatedOptions options);
+  SimulatedNodes(client::ApiClient* client, runtime::ImageStore* images,
+                 client::EventRecorder* events, SimulatedOptions options);
   ~SimulatedNodes() { Stop(); }
 
   // Registers every node (several at a time).
@@ -71,7 +71,7 @@ class SimulatedNodes {
   const SimulatedOptions options_;
   std::vector<std::string> names_;
   std::set<std::string> ours_;  // names_, to look up
-  std::vector<std::unique_ptr<NodeStatusManager>> nodes_;
+  std::vector<std::unique_ptr<node::NodeStatusManager>> nodes_;
   client::Informer<api::Pod> pods_;
   client::WorkQueue queue_;
   std::vector<std::thread> threads_;

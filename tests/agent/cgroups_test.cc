@@ -1,4 +1,4 @@
-#include "agent/cgroups.h"
+#include "agent/runtime/cgroups.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-namespace mkube::agent {
+namespace mkube::agent::runtime {
 namespace {
 namespace fs = std::filesystem;
 
@@ -71,4 +71,4 @@ TEST(DetectCgroups, UnderTheAgentsOwnCgroupInEachHierarchy) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::runtime

@@ -1,8 +1,8 @@
-#include "agent/container_spec.h"
+#include "agent/runtime/container_spec.h"
 
 #include <gtest/gtest.h>
 
-namespace mkube::agent {
+namespace mkube::agent::runtime {
 namespace {
 
 using Strings = std::vector<std::string>;
@@ -71,4 +71,4 @@ TEST(ContainerDir, WorkingDirIsInsideThePodsFolder) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::runtime

@@ -1,4 +1,4 @@
-#include "agent/image.h"
+#include "agent/runtime/image.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "tests/util/process.h"
 
-namespace mkube::agent {
+namespace mkube::agent::runtime {
 namespace {
 
 TEST(ParseImageRef, NamesAsKubernetesNormalizesThem) {
@@ -98,4 +98,4 @@ TEST_F(ImageStoreTest, MissingAndBrokenImagesAreErrors) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::runtime

@@ -1,7 +1,7 @@
 // The node's status and lease against the fake clientset and clock: the status is written
 // when it changes and once a status interval as a heartbeat, never because equal maps
 // serialized differently; the lease is renewed every renew interval.
-#include "agent/node_status.h"
+#include "agent/node/node_status.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "client/testing/fake_clock.h"
 #include "tests/util/process.h"
 
-namespace mkube::agent {
+namespace mkube::agent::node {
 namespace {
 
 class NodeStatusTest : public ::testing::Test {
@@ -39,7 +39,7 @@ class NodeStatusTest : public ::testing::Test {
   client::testing::FakeClock clock_;
   client::testing::FakeClient fake_{&clock_};
   client::EventRecorder events_{&fake_, "kubelet", "node01", 1000, &clock_};
-  ImageStore images_{dir_.Sub("registry"), dir_.Sub("images")};
+  runtime::ImageStore images_{dir_.Sub("registry"), dir_.Sub("images")};
   NodeOptions options_;
 };
 
@@ -129,4 +129,4 @@ TEST_F(NodeStatusTest, TheLoopRunsOnItsClock) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::node

@@ -1,10 +1,10 @@
-#include "agent/pod_run.h"
+#include "agent/pods/pod_run.h"
 
 #include <gtest/gtest.h>
 
 #include "api/object.h"
 
-namespace mkube::agent {
+namespace mkube::agent::pods {
 namespace {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
@@ -122,4 +122,4 @@ TEST(BuildStatus, AFinishedPodShowsTerminatedStatesAndKeepsTransitionTimes) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::pods

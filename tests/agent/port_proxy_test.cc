@@ -1,6 +1,6 @@
 // hostPort forwarding over real loopback sockets: bytes both ways, half-closes passed on, a
 // port in use refused with its address, a closed port no longer listening.
-#include "agent/port_proxy.h"
+#include "agent/pods/port_proxy.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 #include "tests/util/etcd_client.h"
 
-namespace mkube::agent {
+namespace mkube::agent::pods {
 namespace {
 
 int Listen(int* port) {
@@ -131,4 +131,4 @@ TEST(PortProxy, AnUpstreamThatIsNotThereClosesTheClient) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::pods

@@ -1,18 +1,17 @@
-#include "agent/prober.h"
+#include "agent/pods/prober.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <thread>
 
 #include "tests/util/process.h"
 
-namespace mkube::agent {
+namespace mkube::agent::pods {
 namespace {
 
 using ::testing::HasSubstr;
@@ -129,4 +128,4 @@ TEST(TimingOf, KubernetesDefaults) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::pods

@@ -1,20 +1,19 @@
-#include "agent/process.h"
+#include "agent/runtime/process.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "agent/agent_service.h"
+#include "agent/server/agent_service.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
-namespace mkube::agent {
+namespace mkube::agent::runtime {
 namespace {
 
 using testing::Eventually;
@@ -98,11 +97,11 @@ TEST(TailOffset, WhereTheLastLinesStart) {
     const std::string path = dir.Sub("log");
     std::ofstream(path, std::ios::trunc) << c.text;
     const int fd = open(path.c_str(), O_RDONLY);
-    const int64_t off = TailOffset(fd, c.lines);
+    const int64_t off = server::TailOffset(fd, c.lines);
     close(fd);
     EXPECT_EQ(c.text.substr(static_cast<size_t>(off)), c.tail) << c.text.substr(0, 20) << " / " << c.lines;
   }
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::runtime

@@ -1,4 +1,4 @@
-#include "agent/sandbox.h"
+#include "agent/runtime/sandbox.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
-namespace mkube::agent {
+namespace mkube::agent::runtime {
 namespace {
 namespace fs = std::filesystem;
 using Kind = MountStep::Kind;
@@ -399,4 +399,4 @@ TEST_F(SandboxTest, TheSpecSurvivesItsJson) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::runtime

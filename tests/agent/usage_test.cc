@@ -1,5 +1,5 @@
 // The agent's CPU and memory sampling, over a folder laid out like /proc and a fake clock.
-#include "agent/usage.h"
+#include "agent/node/usage.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include "client/testing/fake_clock.h"
 #include "fmt/format.h"
 
-namespace mkube::agent {
+namespace mkube::agent::node {
 namespace {
 
 // Field 3 on: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
@@ -178,4 +178,4 @@ TEST_F(SamplerTest, ARestartedContainerIsANewInstance) {
 }
 
 }  // namespace
-}  // namespace mkube::agent
+}  // namespace mkube::agent::node

@@ -1,0 +1,194 @@
+#include "agent/runtime/image.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+
+namespace mkube::agent::runtime {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kConfigFile[] = "image.json";
+// Beside each pulled image's folder (<name>/<tag>.pulled): written once the copy is complete.
+constexpr char kPulledMark[] = ".pulled";
+
+int64_t TreeSize(const fs::path& root) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += static_cast<int64_t>(it->file_size(ec));
+  }
+  return total;
+}
+
+absl::StatusOr<std::vector<std::string>> Strings(const nlohmann::json& j, const char* field) {
+  std::vector<std::string> out;
+  if (!j.contains(field)) return out;
+  const auto& v = j.at(field);
+  if (!v.is_array()) return absl::InvalidArgumentError(fmt::format("{}: must be a list of strings", field));
+  for (const auto& s : v) {
+    if (!s.is_string()) return absl::InvalidArgumentError(fmt::format("{}: must be a list of strings", field));
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+// A registry image's version: every file's path, size and modification time, hashed.
+std::string Digest(const fs::path& dir) {
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const auto mtime = it->last_write_time(ec).time_since_epoch().count();
+    entries.push_back(fmt::format("{}:{}:{}", fs::relative(it->path(), dir, ec).string(),
+                                  it->file_size(ec), mtime));
+  }
+  std::sort(entries.begin(), entries.end());
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const auto& e : entries) {
+    for (unsigned char ch : e) h = (h ^ ch) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  return fmt::format("fnv1a:{:016x}", h);
+}
+
+std::string ReadMark(const fs::path& mark) {
+  std::ifstream in(mark);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+absl::StatusOr<ImageRef> ParseImageRef(const std::string& image) {
+  std::string s = image;
+  if (s.empty()) return absl::InvalidArgumentError("empty image name");
+  if (const auto at = s.find('@'); at != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("image \"{}\": digests are not supported", image));
+  }
+  ImageRef ref;
+  const auto slash = s.rfind('/');
+  const auto colon = s.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    ref.tag = s.substr(colon + 1);
+    s = s.substr(0, colon);
+  } else {
+    ref.tag = "latest";
+  }
+  for (const char* prefix : {"docker.io/", "library/"}) {
+    if (s.rfind(prefix, 0) == 0) s = s.substr(std::string_view(prefix).size());
+  }
+  if (s.empty() || ref.tag.empty()) {
+    return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+  }
+  // Only a registry path: no climbing out of the registry folder.
+  for (absl::string_view part : absl::StrSplit(s, '/')) {
+    if (part.empty() || part == "." || part == "..") {
+      return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+    }
+  }
+  if (fs::path(s).is_absolute() || ref.tag.find('/') != std::string::npos || ref.tag == "..") {
+    return absl::InvalidArgumentError(fmt::format("invalid image name \"{}\"", image));
+  }
+  ref.name = s;
+  return ref;
+}
+
+absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
+  Image img;
+  img.ref = ref;
+  img.root = (fs::path(store_) / ref.name / ref.tag).string();
+  const fs::path config = fs::path(img.root) / kConfigFile;
+  std::error_code ec;
+  if (fs::exists(config, ec)) {
+    std::ifstream in(config);
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return absl::InvalidArgumentError(fmt::format("image {}: {} is not a JSON object", ref.String(), kConfigFile));
+    }
+    auto entry = Strings(j, "entrypoint");
+    auto cmd = Strings(j, "cmd");
+    auto env = Strings(j, "env");
+    for (const auto* r : {&entry, &cmd, &env}) {
+      if (!r->ok()) return absl::InvalidArgumentError(fmt::format("image {}: {}", ref.String(), std::string(r->status().message())));
+    }
+    img.config = {std::move(*entry), std::move(*cmd), std::move(*env)};
+    if (j.contains("user")) {
+      if (!j["user"].is_string()) {
+        return absl::InvalidArgumentError(
+            fmt::format("image {}: user: must be a string (UID[:GID])", ref.String()));
+      }
+      img.config.user = j["user"].get<std::string>();
+    }
+  }
+  img.size_bytes = TreeSize(img.root);
+  return img;
+}
+
+bool ImageStore::Present(const std::string& image) const {
+  auto ref = ParseImageRef(image);
+  std::error_code ec;
+  return ref.ok() && fs::exists(fs::path(store_) / ref->name / (ref->tag + kPulledMark), ec);
+}
+
+absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
+  auto ref = ParseImageRef(image);
+  if (!ref.ok()) return ref.status();
+  absl::MutexLock lock(&pull_mu_);
+  const fs::path dest = fs::path(store_) / ref->name / ref->tag;
+  const fs::path mark = fs::path(store_) / ref->name / (ref->tag + kPulledMark);
+  std::error_code ec;
+  if (always || !fs::exists(mark, ec)) {
+    const fs::path src = fs::path(registry_) / ref->name / ref->tag;
+    if (registry_.empty() || !fs::is_directory(src, ec)) {
+      return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", ref->String()));
+    }
+    // As a registry answers a pull with the image's digest: unchanged, nothing is copied.
+    const std::string digest = Digest(src);
+    if (ReadMark(mark) == digest) return Load(*ref);
+    // Copied beside its place and renamed into it, so a half-copied image is never used.
+    const fs::path tmp = dest.string() + ".pulling";
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp.parent_path(), ec);
+    fs::copy(src, tmp, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+    }
+    listed_.reset();
+    fs::remove(mark, ec);
+    fs::remove_all(dest, ec);
+    fs::rename(tmp, dest, ec);
+    if (ec) return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+    std::ofstream(mark) << digest << "\n";
+  }
+  return Load(*ref);
+}
+
+std::vector<Image> ImageStore::List() const {
+  absl::MutexLock lock(&pull_mu_);
+  if (listed_) return *listed_;
+  std::vector<Image> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(store_, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() != kPulledMark || !it->is_regular_file(ec)) continue;
+    const fs::path rel = fs::relative(p, store_, ec);
+    ImageRef ref{rel.parent_path().string(), rel.stem().string()};
+    if (auto img = Load(ref); img.ok()) out.push_back(std::move(*img));
+  }
+  listed_ = out;
+  return out;
+}
+
+}  // namespace mkube::agent::runtime

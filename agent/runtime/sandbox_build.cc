@@ -1,0 +1,352 @@
+// A container's root, worked out as a list of steps (sandbox.h); mkube-monitor carries them
+// out in the container's mount namespace (sandbox_enter.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_split.h"
+#include "agent/runtime/process.h"
+#include "agent/runtime/sandbox.h"
+#include "fmt/format.h"
+
+namespace mkube::agent::runtime {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Kind = MountStep::Kind;
+
+// The host's folders every container sees read-only: its programs and libraries.
+constexpr const char* kSystemFolders[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr"};
+// The image's config, beside its files (image.h): not one of them.
+constexpr const char* kImageConfig = "image.json";
+// Names at the top of a tmpfs root the sandbox makes itself; an image's own are not used.
+const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run", kImageConfig};
+// Files of the host's /etc that programs need to start and resolve names (bound read-only when
+// the host has them).
+constexpr const char* kHostEtcFiles[] = {"ld.so.cache", "resolv.conf",  "nsswitch.conf",
+                                         "localtime",   "alternatives", "ssl"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+std::string Join(const std::string& a, const std::string& b) {
+  return (fs::path(a) / fs::path(b).relative_path()).lexically_normal().string();
+}
+
+// A node path with its links resolved on the node: the monitor looks sources up from inside
+// the container's root, where a link of the node's would lead elsewhere.
+std::string OnNode(const std::string& path) {
+  std::error_code ec;
+  fs::path resolved = fs::canonical(path, ec);
+  return ec ? path : resolved.string();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::string HostsFile(const std::string& ip, const std::string& hostname) {
+  std::string out =
+      "# mkube-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
+      "ip6-loopback\n";
+  if (!ip.empty()) out += fmt::format("{}\t{}\n", ip, hostname);
+  return out;
+}
+
+// The pod's hostname: spec.hostname, else its name (at most 63 characters, as Kubernetes).
+std::string Hostname(const api::Pod& pod) {
+  std::string h = pod.spec().hostname().empty() ? pod.metadata().name() : pod.spec().hostname();
+  if (h.size() > 63) h.resize(63);
+  while (!h.empty() && (h.back() == '-' || h.back() == '.')) h.pop_back();
+  return h;
+}
+
+// The image's folder of that name merged over the host's, or the image's alone where
+// overlayfs is missing (read-only then).
+MountStep Merged(const std::string& image_dir, const std::string& host_dir,
+                 const std::string& target, bool overlay, bool writable) {
+  if (!overlay) return {Kind::kBind, image_dir, target, true};
+  return {Kind::kOverlay, image_dir + ":" + host_dir, target, !writable};
+}
+
+// The host's system folders, each merged with the image's folder of that name when it has one;
+// under a writable layer of their own unless the root is read-only (or overlayfs is missing).
+void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& image_entries,
+                      bool writable, std::vector<MountStep>* steps) {
+  const std::string& image_root = in.image->root;
+  for (const char* name : kSystemFolders) {
+    const std::string host = Join(in.host_root, name);
+    const std::string target = std::string("/") + name;
+    // An image's link of that name is left to lead where it does inside the root.
+    const bool in_image = image_entries.contains(name);
+    struct stat st;
+    if (in_image && lstat(Join(image_root, name).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      if (!in.overlay) {
+        std::error_code ec;
+        steps->push_back(
+            {Kind::kSymlink, fs::read_symlink(Join(image_root, name), ec).string(), target, false});
+      }
+      continue;
+    }
+    if (lstat(host.c_str(), &st) != 0) {
+      // The layered root shows the image's own already.
+      if (in_image && !in.overlay) {
+        steps->push_back({Kind::kBind, Join(image_root, name), target, true});
+      }
+      continue;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const fs::path resolved = fs::canonical(host, ec);
+      if (in_image && !ec) {
+        steps->push_back(
+            Merged(Join(image_root, name), resolved.string(), target, in.overlay, writable));
+      } else {
+        steps->push_back({Kind::kSymlink, fs::read_symlink(host, ec).string(), target, false});
+      }
+    } else if (S_ISDIR(st.st_mode)) {
+      if (in_image) {
+        steps->push_back(
+            Merged(Join(image_root, name), OnNode(host), target, in.overlay, writable));
+      } else if (writable) {
+        steps->push_back({Kind::kOverlay, OnNode(host), target, false});
+      } else {
+        steps->push_back({Kind::kBind, OnNode(host), target, true});
+      }
+    }
+  }
+}
+
+// /etc: the image's own when the root is layered, with the pod's hosts and hostname, the users
+// root and nobody where the image names none, and the host's files programs need to start.
+void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<MountStep>* steps) {
+  auto image_has = [&](const char* name) {
+    return in.overlay && Exists(Join(in.image->root, std::string("etc/") + name));
+  };
+  if (!image_has("passwd")) {
+    steps->push_back({Kind::kFile,
+                      "root:x:0:0:root:/root:/bin/sh\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                      "/etc/passwd", false});
+  }
+  if (!image_has("group")) {
+    steps->push_back({Kind::kFile, "root:x:0:\nnogroup:x:65534:\n", "/etc/group", false});
+  }
+  steps->push_back({Kind::kFile, HostsFile(in.pod_ip, hostname), "/etc/hosts", false});
+  steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
+  for (const char* name : kHostEtcFiles) {
+    const std::string host = Join(in.host_root, std::string("etc/") + name);
+    if (Exists(host)) {
+      steps->push_back({Kind::kBind, OnNode(host), std::string("/etc/") + name, true});
+    }
+  }
+}
+
+void AddDev(std::vector<MountStep>* steps) {
+  steps->push_back({Kind::kTmpfs, "mode=0755,size=64k", "/dev", false});
+  for (const char* name : kDevices) {
+    const std::string host = std::string("/dev/") + name;
+    if (Exists(host)) steps->push_back({Kind::kDevice, host, host, false});
+  }
+  steps->push_back({Kind::kSymlink, "/proc/self/fd", "/dev/fd", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/0", "/dev/stdin", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/1", "/dev/stdout", false});
+  steps->push_back({Kind::kSymlink, "/proc/self/fd/2", "/dev/stderr", false});
+  steps->push_back({Kind::kTmpfs, "mode=1777,size=64m", "/dev/shm", false});
+  // Where exec with a terminal shows the node's terminal it was given (container_exec.cc).
+  steps->push_back({Kind::kTmpfs, "mode=0755,size=4k", "/dev/pts", false});
+}
+
+absl::Status AddVolumes(const SandboxInputs& in, std::vector<MountStep>* steps) {
+  std::map<std::string, const api::Volume*> volumes;
+  for (const auto& v : in.pod->spec().volumes()) volumes[v.name()] = &v;
+  for (const auto& m : in.container->volume_mounts()) {
+    auto it = volumes.find(m.name());
+    if (it == volumes.end()) {
+      return absl::FailedPreconditionError(
+          fmt::format("volume \"{}\" of mount {} is not in the pod", m.name(), m.mount_path()));
+    }
+    auto source = PrepareVolume(*it->second, in.volumes_dir);
+    if (!source.ok()) return source.status();
+    std::string host = *source;
+    if (!m.sub_path().empty()) {
+      const fs::path sub = fs::path(m.sub_path()).lexically_normal();
+      if (sub.is_absolute() || *sub.begin() == "..") {
+        return absl::FailedPreconditionError(
+            fmt::format("subPath \"{}\" of volume \"{}\" must be a relative path inside it",
+                        m.sub_path(), m.name()));
+      }
+      host = Join(host, sub.string());
+      std::error_code ec;
+      if (!fs::exists(host, ec)) {
+        fs::create_directories(host, ec);
+        chmod(host.c_str(), 0777);
+      }
+    }
+    steps->push_back({Kind::kBind, OnNode(host), Join("/", m.mount_path()), m.read_only()});
+  }
+  return absl::OkStatus();
+}
+
+// The host paths a path inside the sandbox can be read at (none when it lies only in memory
+// of the sandbox's own: a tmpfs, /proc, a device). `..` stops at the sandbox's root, as it
+// does inside.
+std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& raw, int depth) {
+  if (depth > 8) return {};
+  const std::string path = fs::path(raw).lexically_normal().string();
+  const MountStep* best = nullptr;
+  for (const auto& s : spec.steps) {
+    if (s.kind == Kind::kFile || s.kind == Kind::kRemove) continue;
+    const bool under = path == s.target || (path.rfind(s.target + "/", 0) == 0);
+    if (under && (!best || s.target.size() >= best->target.size())) best = &s;
+  }
+  if (!best) {
+    return spec.image_root.empty() ? std::vector<std::string>{}
+                                   : std::vector{Join(spec.image_root, path)};
+  }
+  const std::string rest = path.substr(best->target.size());
+  switch (best->kind) {
+    case Kind::kBind:
+      return {best->source + rest};
+    case Kind::kOverlay: {
+      std::vector<std::string> out;
+      for (absl::string_view dir : absl::StrSplit(best->source, ':')) {
+        out.push_back(std::string(dir) + rest);
+      }
+      return out;
+    }
+    case Kind::kSymlink: {  // followed from where it is
+      const fs::path link(best->source);
+      const std::string to = link.is_absolute()
+                                 ? link.string()
+                                 : (fs::path(best->target).parent_path() / link).string();
+      return HostPaths(spec, to + rest, depth + 1);
+    }
+    default:  // a tmpfs, /proc or a device: nothing of the host's or the image's
+      return {};
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> PrepareVolume(const api::Volume& volume,
+                                          const std::string& volumes_dir) {
+  std::error_code ec;
+  if (volume.has_host_path()) {
+    const std::string& path = volume.host_path().path();
+    const std::string& type = volume.host_path().type();
+    auto fail = [&](const std::string& why) {
+      return absl::FailedPreconditionError(fmt::format(
+          "MountVolume.SetUp failed for volume \"{}\" : hostPath type check failed: {} {}",
+          volume.name(), path, why));
+    };
+    if (type == "DirectoryOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(path, ec);
+      if (ec) return fail("cannot be created: " + ec.message());
+      fs::permissions(path, fs::perms(0755), ec);
+    } else if (type == "FileOrCreate" && !fs::exists(path, ec)) {
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      std::ofstream(path, std::ios::app);
+      if (!fs::exists(path, ec)) return fail("cannot be created");
+    }
+    const bool exists = fs::exists(path, ec);
+    if ((type == "Directory" || type == "DirectoryOrCreate") && !fs::is_directory(path, ec)) {
+      return fail("is not a directory");
+    }
+    if ((type == "File" || type == "FileOrCreate") && !fs::is_regular_file(path, ec)) {
+      return fail("is not a file");
+    }
+    if (type == "Socket" && !fs::is_socket(path, ec)) return fail("is not a socket");
+    if (type == "CharDevice" && !fs::is_character_file(path, ec)) {
+      return fail("is not a character device");
+    }
+    if (type == "BlockDevice" && !fs::is_block_file(path, ec)) return fail("is not a block device");
+    if (!exists) {
+      // Unset type: mounted as it is, so it must be there (Kubernetes would create a folder
+      // through the runtime; a missing path is more likely a mistake here).
+      return fail("does not exist");
+    }
+    return path;
+  }
+  // An emptyDir (the only other kind a pod that got this far has): a folder any of the pod's
+  // users can write, as the kubelet makes it.
+  const std::string dir = Join(volumes_dir, volume.name());
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(fmt::format("MountVolume.SetUp failed for volume \"{}\" : {}",
+                                           volume.name(), ec.message()));
+  }
+  chmod(dir.c_str(), 0777);
+  return dir;
+}
+
+absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
+  SandboxSpec spec;
+  spec.isolated = true;
+  spec.root = in.root;
+  spec.hostname = Hostname(*in.pod);
+  spec.identity = in.identity;
+  const api::Container& c = *in.container;
+  spec.read_only_root =
+      c.has_security_context() && c.security_context().read_only_root_filesystem();
+  std::set<std::string> image_entries;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(in.image->root, ec)) {
+    image_entries.insert(e.path().filename().string());
+  }
+  // With overlayfs the root is the image's files under a writable layer; without it, a tmpfs
+  // holding read-only binds of the image's entries.
+  if (in.overlay) spec.image_root = in.image->root;
+  AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);
+  if (in.overlay) {
+    if (image_entries.contains(kImageConfig)) {
+      spec.steps.push_back({Kind::kRemove, "", std::string("/") + kImageConfig, false});
+    }
+  } else {
+    std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
+    for (const auto& name : image_entries) {
+      if (system.contains(name) || kReserved.contains(name)) continue;
+      // A link stays a link: bound, it would be followed on the node.
+      const std::string path = Join(in.image->root, name);
+      if (fs::is_symlink(path, ec)) {
+        spec.steps.push_back({Kind::kSymlink, fs::read_symlink(path, ec).string(), "/" + name});
+      } else {
+        spec.steps.push_back({Kind::kBind, path, "/" + name, true});
+      }
+    }
+  }
+  AddEtc(in, spec.hostname, &spec.steps);
+  spec.steps.push_back({Kind::kProc, "", "/proc", false});
+  AddDev(&spec.steps);
+  spec.steps.push_back({Kind::kTmpfs, "mode=1777", "/tmp", false});
+  if (auto st = AddVolumes(in, &spec.steps); !st.ok()) return st;
+  return spec;
+}
+
+absl::StatusOr<std::string> ResolveInSandbox(const std::string& name,
+                                             const std::vector<std::string>& env,
+                                             const SandboxSpec& spec) {
+  if (name.empty()) return absl::InvalidArgumentError("empty command");
+  auto executable = [&](const std::string& path) {
+    for (const auto& host : HostPaths(spec, path, 0)) {
+      struct stat st;
+      if (stat(host.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) return true;
+    }
+    return false;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (name[0] != '/' || executable(name)) return name;  // relative: left to the container
+    return absl::NotFoundError(
+        fmt::format("exec: \"{}\": stat {}: no such file or directory", name, name));
+  }
+  for (const auto& candidate : PathCandidates(name, env)) {
+    if (candidate[0] == '/' && executable(candidate)) return candidate;
+  }
+  return absl::NotFoundError(fmt::format("exec: \"{}\": executable file not found in $PATH", name));
+}
+
+}  // namespace mkube::agent::runtime
