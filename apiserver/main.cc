@@ -1,8 +1,5 @@
 // mkube-apiserver: the API every other part of mkube talks to.
-#include <signal.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -11,7 +8,6 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
@@ -20,7 +16,9 @@
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/etcd_storage.h"
+#include "base/daemon.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 
@@ -165,9 +163,7 @@ void AddWatchAndProcessFlags(CLI::App& app, Flags& f) {
                  "(a duration such as 5m or 30s; 0 never compacts)")
       ->capture_default_str();
   app.add_option("--address-file", f.address_file, "Write the bound address to this file");
-  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  mkube::daemon::AddLogLevelOption(app, &f.log_level);
 }
 
 absl::StatusOr<absl::Duration> CompactionInterval(const Flags& f) {
@@ -211,14 +207,12 @@ absl::StatusOr<AgentCredentials> AgentCredentialsOf(const Flags& f) {
          {std::tuple{"--agent-client-certificate", &f.agent_cert, &agent_credentials.cert_pem},
           std::tuple{"--agent-client-key", &f.agent_key, &agent_credentials.key_pem},
           std::tuple{"--agent-certificate-authority", &f.agent_ca, &agent_credentials.ca_pem}}) {
-      auto text = ReadFlagFile(flag, *path);
-      if (!text.ok()) return text.status();
-      *pem = *std::move(text);
+      MKUBE_ASSIGN_OR_RETURN(auto text, ReadFlagFile(flag, *path));
+      *pem = std::move(text);
     }
   } else if (!f.agent_token_file.empty()) {
-    auto text = ReadFlagFile("--agent-token-file", f.agent_token_file);
-    if (!text.ok()) return text.status();
-    agent_credentials.token = std::string(absl::StripTrailingAsciiWhitespace(*text));
+    MKUBE_ASSIGN_OR_RETURN(auto text, ReadFlagFile("--agent-token-file", f.agent_token_file));
+    agent_credentials.token = std::string(absl::StripTrailingAsciiWhitespace(text));
     if (agent_credentials.token.empty()) {
       return absl::InvalidArgumentError("--agent-token-file " + f.agent_token_file + " is empty");
     }
@@ -280,8 +274,7 @@ int main(int argc, char** argv) {
   AddRequestFlags(app, flags);
   AddWatchAndProcessFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  mkube::log::Setup("apiserver", spdlog::level::from_str(flags.log_level));
+  mkube::daemon::Setup("apiserver", flags.log_level);
   auto compaction = CompactionInterval(flags);
   if (!compaction.ok()) return Fail(compaction.status());
   auto creds = ServingCredentials(flags);
@@ -290,13 +283,6 @@ int main(int argc, char** argv) {
   if (!authn.ok()) return Fail(authn.status().ToString());
   auto agent_credentials = AgentCredentialsOf(flags);
   if (!agent_credentials.ok()) return Fail(agent_credentials.status());
-
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   auto store_tls = StoreTlsOf(flags);
   if (!store_tls.ok()) return Fail(store_tls.status());
@@ -325,14 +311,12 @@ int main(int argc, char** argv) {
   if (*compaction > absl::ZeroDuration()) compactor.Start();
   const std::string address =
       flags.listen.substr(0, flags.listen.rfind(':')) + ":" + std::to_string(port);
-  if (!flags.address_file.empty()) {
-    std::ofstream(flags.address_file + ".tmp") << address << "\n";
-    std::filesystem::rename(flags.address_file + ".tmp", flags.address_file);
+  if (auto st = mkube::daemon::WriteReadyFile(flags.address_file, address); !st.ok()) {
+    Log().error("{}", std::string(st.message()));
   }
   Log().info("mkube-apiserver serving on {} ({}), store {}", address,
              flags.insecure && flags.tls_cert.empty() ? "plaintext" : "TLS", flags.store_endpoints);
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = mkube::daemon::WaitForTermination();
   Log().info("signal {}: shutting down", sig);
   compactor.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -17,6 +17,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -106,16 +108,7 @@ absl::Status WriteRecord(const std::string& path, const ProcessRecord& r) {
                       {"isolated", r.isolated},
                       {"identity", ToJson(r.identity)},
                       {"cgroups", r.cgroups}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump() << "\n";
-    if (!out.flush()) return absl::InternalError(fmt::format("cannot write {}", tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(fmt::format("rename {}: {}", tmp, std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, j.dump() + "\n");
 }
 
 absl::StatusOr<ProcessRecord> ReadRecord(const std::string& path) {
@@ -232,9 +225,9 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
                                              const std::string& record_path,
                                              const std::string& exit_path) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command specified");
-  auto exe = spec.program.empty() && !spec.pause ? ResolveExecutable(spec.argv[0], spec.env)
-                                                 : absl::StatusOr<std::string>(spec.program);
-  if (!exe.ok()) return exe.status();
+  MKUBE_ASSIGN_OR_RETURN(auto exe, spec.program.empty() && !spec.pause
+                                       ? ResolveExecutable(spec.argv[0], spec.env)
+                                       : absl::StatusOr<std::string>(spec.program));
   const Identity& id = spec.sandbox.identity;
   const bool sandboxed = spec.sandbox.isolated || id.uid >= 0 || id.gid >= 0 ||
                          id.limit_capabilities || id.no_new_privs || !spec.sandbox.cgroups.empty();
@@ -258,7 +251,7 @@ absl::StatusOr<ProcessRecord> StartMonitored(const std::string& monitor_path,
   }
   pid_t monitor = -1;
   const int err =
-      SpawnMonitor(monitor_path, MonitorArgs(monitor_path, spec, *exe, sandbox_path, exit_path),
+      SpawnMonitor(monitor_path, MonitorArgs(monitor_path, spec, exe, sandbox_path, exit_path),
                    spec.env, log_fd, pid_pipe[1], go_pipe[0], &monitor);
   close(pid_pipe[1]);
   close(go_pipe[0]);
