@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
@@ -173,7 +174,7 @@ absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string&
     const YAML::Node& value = kv.second;
     if (value.IsNull()) continue;  // null means unset, as in Kubernetes
     if (f->is_map()) {
-      if (auto st = DecodeMapField(value, msg, f, field_path); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(DecodeMapField(value, msg, f, field_path));
     } else if (f->is_repeated()) {
       if (!value.IsSequence()) return TypeError(field_path, "a list", value);
       for (size_t i = 0; i < value.size(); ++i) {
@@ -187,7 +188,7 @@ absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string&
         if (!st.ok()) return st;
       }
     } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (auto st = DecodeNode(value, r->MutableMessage(msg, f), field_path); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(DecodeNode(value, r->MutableMessage(msg, f), field_path));
     } else if (auto st = DecodeScalar(value, msg, f, field_path, false); !st.ok()) {
       return st;
     }

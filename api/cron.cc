@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::api {
@@ -74,22 +75,18 @@ absl::StatusOr<uint64_t> ParseRange(absl::string_view expr, const Bounds& b) {
     end = b.max;
     extra = kStar;
   } else {
-    auto s = ParseIntOrName(low_and_high[0], b);
-    if (!s.ok()) return s.status();
-    start = end = *s;
+    MKUBE_ASSIGN_OR_RETURN(auto s, ParseIntOrName(low_and_high[0], b));
+    start = end = s;
     if (low_and_high.size() == 2) {
-      auto e = ParseIntOrName(low_and_high[1], b);
-      if (!e.ok()) return e.status();
-      end = *e;
+      MKUBE_ASSIGN_OR_RETURN(auto e, ParseIntOrName(low_and_high[1], b));
+      end = e;
     } else if (low_and_high.size() > 2) {
       return absl::InvalidArgumentError(fmt::format("too many hyphens: {}", S(expr)));
     }
   }
   int step = 1;
   if (range_and_step.size() == 2) {
-    auto st = ParseInt(range_and_step[1]);
-    if (!st.ok()) return st.status();
-    step = *st;
+    MKUBE_ASSIGN_OR_RETURN(step, ParseInt(range_and_step[1]));
     if (single) end = b.max;  // "a/n" runs from a to the end
     if (step > 1) extra = 0;
   } else if (range_and_step.size() > 2) {
@@ -117,9 +114,8 @@ absl::StatusOr<uint64_t> ParseRange(absl::string_view expr, const Bounds& b) {
 absl::StatusOr<uint64_t> ParseField(absl::string_view field, const Bounds& b) {
   uint64_t bits = 0;
   for (absl::string_view part : absl::StrSplit(field, ',')) {
-    auto r = ParseRange(part, b);
-    if (!r.ok()) return r.status();
-    bits |= *r;
+    MKUBE_ASSIGN_OR_RETURN(auto r, ParseRange(part, b));
+    bits |= r;
   }
   return bits;
 }
@@ -170,9 +166,8 @@ absl::StatusOr<CronSchedule> CronSchedule::Parse(std::string_view text) {
   uint64_t* const out[] = {&s.minutes_, &s.hours_, &s.days_, &s.months_, &s.weekdays_};
   const Bounds* const bounds[] = {&kMinutes, &kHours, &kDays, &kMonths, &kWeekdays};
   for (int i = 0; i < 5; ++i) {
-    auto bits = ParseField(fields[i], *bounds[i]);
-    if (!bits.ok()) return bits.status();
-    *out[i] = *bits;
+    MKUBE_ASSIGN_OR_RETURN(auto bits, ParseField(fields[i], *bounds[i]));
+    *out[i] = bits;
   }
   return s;
 }

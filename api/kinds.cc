@@ -1,6 +1,7 @@
 #include "api/kinds.h"
 
 #include "api/codec.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/batch.pb.h"
@@ -137,13 +138,12 @@ std::string WrittenApiVersion(const KindInfo& kind, const google::protobuf::Mess
 }
 
 absl::StatusOr<std::vector<Object>> DecodeManifests(std::string_view text) {
-  auto docs = ParseDocuments(text);
-  if (!docs.ok()) return docs.status();
+  MKUBE_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text));
   std::vector<Object> out;
-  for (size_t i = 0; i < docs->size(); ++i) {
-    auto obj = DecodeObject((*docs)[i]);
+  for (size_t i = 0; i < docs.size(); ++i) {
+    auto obj = DecodeObject(docs[i]);
     if (!obj.ok()) {
-      if (docs->size() == 1) return obj.status();
+      if (docs.size() == 1) return obj.status();
       return absl::Status(obj.status().code(),
                           fmt::format("document {}: {}", i + 1, std::string(obj.status().message())));
     }

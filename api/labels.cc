@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::api {
@@ -52,7 +53,7 @@ std::string_view Trim(std::string_view s) {
 }
 
 absl::Status CheckRequirement(const Requirement& r) {
-  if (auto st = ValidateLabelKey(r.key); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(ValidateLabelKey(r.key));
   switch (r.op) {
     case Op::kIn:
     case Op::kNotIn:
@@ -85,7 +86,7 @@ absl::Status CheckRequirement(const Requirement& r) {
       }
   }
   for (const auto& v : r.values) {
-    if (auto st = ValidateLabelValue(v); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(ValidateLabelValue(v));
   }
   return absl::OkStatus();
 }
@@ -233,7 +234,7 @@ absl::StatusOr<Selector> Selector::Parse(std::string_view text) {
       r.key = std::string(part);
       r.op = Op::kExists;
     }
-    if (auto st = CheckRequirement(r); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(CheckRequirement(r));
     sel.requirements_.push_back(std::move(r));
   }
   return sel;
@@ -245,14 +246,13 @@ absl::StatusOr<Selector> Selector::FromLabelSelector(const LabelSelector& select
                                             selector.match_labels().end());
   for (const auto& [k, v] : sorted) {
     Requirement r{k, Op::kEquals, {v}};
-    if (auto st = CheckRequirement(r); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(CheckRequirement(r));
     sel.requirements_.push_back(std::move(r));
   }
   for (const auto& e : selector.match_expressions()) {
-    auto op = ExpressionOp(e.operator_(), false);
-    if (!op.ok()) return op.status();
-    Requirement r{e.key(), *op, {e.values().begin(), e.values().end()}};
-    if (auto st = CheckRequirement(r); !st.ok()) return st;
+    MKUBE_ASSIGN_OR_RETURN(auto op, ExpressionOp(e.operator_(), false));
+    Requirement r{e.key(), op, {e.values().begin(), e.values().end()}};
+    MKUBE_RETURN_IF_ERROR(CheckRequirement(r));
     sel.requirements_.push_back(std::move(r));
   }
   return sel;
@@ -261,10 +261,9 @@ absl::StatusOr<Selector> Selector::FromLabelSelector(const LabelSelector& select
 absl::StatusOr<Selector> Selector::FromNodeSelectorTerm(const NodeSelectorTerm& term) {
   Selector sel;
   for (const auto& e : term.match_expressions()) {
-    auto op = ExpressionOp(e.operator_(), true);
-    if (!op.ok()) return op.status();
-    Requirement r{e.key(), *op, {e.values().begin(), e.values().end()}};
-    if (auto st = CheckRequirement(r); !st.ok()) return st;
+    MKUBE_ASSIGN_OR_RETURN(auto op, ExpressionOp(e.operator_(), true));
+    Requirement r{e.key(), op, {e.values().begin(), e.values().end()}};
+    MKUBE_RETURN_IF_ERROR(CheckRequirement(r));
     sel.requirements_.push_back(std::move(r));
   }
   return sel;

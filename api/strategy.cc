@@ -7,6 +7,7 @@
 #include "api/defaults.h"
 #include "api/object.h"
 #include "api/quantity.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "proto/api/apps.pb.h"
@@ -105,7 +106,7 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
   nlohmann::json doc = nlohmann::json::parse(EncodeJson(current).dump());
   doc.merge_patch(patch);
   std::unique_ptr<google::protobuf::Message> patched(current.New());
-  if (auto st = DecodeNode(YAML::Load(doc.dump()), patched.get()); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(DecodeNode(YAML::Load(doc.dump()), patched.get()));
   return patched;
 }
 

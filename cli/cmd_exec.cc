@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
+#include "base/status.h"
 #include "cli/commands.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
@@ -58,9 +59,8 @@ absl::StatusOr<std::string> SelectorOf(const google::protobuf::Message& obj) {
   const auto& msg = spec.GetReflection()->GetMessage(spec, sel_field);
   const auto* selector = dynamic_cast<const api::LabelSelector*>(&msg);
   if (!selector) return absl::InvalidArgumentError("no label selector");
-  auto parsed = api::Selector::FromLabelSelector(*selector);
-  if (!parsed.ok()) return parsed.status();
-  return parsed->String();
+  MKUBE_ASSIGN_OR_RETURN(auto parsed, api::Selector::FromLabelSelector(*selector));
+  return parsed.String();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::cli {
@@ -113,9 +114,10 @@ class PathParser {
       } else if (c == '[') {
         const size_t close = Closing(s_, i_, '[', ']');
         if (close == std::string::npos) return Error(whole_, "unterminated array");
-        auto st = Bracket(std::string(absl::StripAsciiWhitespace(s_.substr(i_ + 1, close - i_ - 1))));
-        if (!st.ok()) return st.status();
-        p.steps.push_back(std::move(*st));
+        MKUBE_ASSIGN_OR_RETURN(
+            auto st,
+            Bracket(std::string(absl::StripAsciiWhitespace(s_.substr(i_ + 1, close - i_ - 1)))));
+        p.steps.push_back(std::move(st));
         i_ = close + 1;
       } else if (c == ' ') {
         SkipSpaces();
@@ -157,9 +159,8 @@ class PathParser {
     }
     if (in.size() >= 3 && in.substr(0, 2) == "?(" && in.back() == ')') {
       st.kind = Step::kFilter;
-      auto f = ParseFilter(std::string(in.substr(2, in.size() - 3)));
-      if (!f.ok()) return f.status();
-      st.filter = std::move(*f);
+      MKUBE_ASSIGN_OR_RETURN(auto f, ParseFilter(std::string(in.substr(2, in.size() - 3))));
+      st.filter = std::move(f);
       return st;
     }
     if (!in.empty() && in[0] != '\'' && in[0] != '"' && in.find(':') != std::string::npos) {
@@ -216,14 +217,12 @@ class PathParser {
     }
     auto side = [&](const std::string& t) -> absl::StatusOr<std::shared_ptr<Path>> {
       PathParser sub(t, whole_);
-      auto p = sub.Parse();
-      if (!p.ok()) return p.status();
-      return std::make_shared<Path>(std::move(*p));
+      MKUBE_ASSIGN_OR_RETURN(auto p, sub.Parse());
+      return std::make_shared<Path>(std::move(p));
     };
     const std::string left(absl::StripAsciiWhitespace(text.substr(0, at)));
-    auto l = side(left);
-    if (!l.ok()) return l.status();
-    f.left = *l;
+    MKUBE_ASSIGN_OR_RETURN(auto l, side(left));
+    f.left = l;
     if (at == std::string::npos) return f;
     const std::string right(absl::StripAsciiWhitespace(text.substr(at + f.op.size())));
     double number = 0;
@@ -234,9 +233,8 @@ class PathParser {
     } else if (right == "true" || right == "false") {
       f.literal = right == "true";
     } else if (!right.empty() && (right[0] == '@' || right[0] == '$')) {
-      auto r = side(right);
-      if (!r.ok()) return r.status();
-      f.right = *r;
+      MKUBE_ASSIGN_OR_RETURN(auto r, side(right));
+      f.right = r;
     } else {
       return Error(whole_, fmt::format("unrecognized filter value {}", right));
     }
@@ -381,11 +379,10 @@ absl::StatusOr<JsonPath> JsonPath::Parse(const std::string& text) {
     const bool range = action.rfind("range ", 0) == 0;
     const std::string expr = range ? std::string(absl::StripAsciiWhitespace(action.substr(6))) : action;
     PathParser parser(expr, text);
-    auto path = parser.Parse();
-    if (!path.ok()) return path.status();
+    MKUBE_ASSIGN_OR_RETURN(auto path, parser.Parse());
     auto n = std::make_unique<Node>();
     n->kind = range ? Node::kRange : Node::kPath;
-    n->path = std::move(*path);
+    n->path = std::move(path);
     Nodes* children = &n->children;
     open.back()->push_back(std::move(n));
     if (range) open.push_back(children);

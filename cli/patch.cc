@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::cli {
@@ -61,9 +62,8 @@ absl::StatusOr<PatchJson> MergeList(const PatchJson& old, const PatchJson& patch
       out.push_back(WithoutDirectives(elem));
       continue;
     }
-    auto merged = Strategic(*found, elem);
-    if (!merged.ok()) return merged.status();
-    *found = std::move(*merged);
+    MKUBE_ASSIGN_OR_RETURN(auto merged, Strategic(*found, elem));
+    *found = std::move(merged);
   }
   return out;
 }
@@ -81,17 +81,15 @@ absl::StatusOr<PatchJson> Strategic(const PatchJson& doc, const PatchJson& patch
     }
     auto key = MergeKeys().find(k);
     if (v.is_array() && key != MergeKeys().end() && out.contains(k) && out[k].is_array()) {
-      auto merged = MergeList(out[k], v, key->second);
-      if (!merged.ok()) return merged.status();
-      out[k] = std::move(*merged);
+      MKUBE_ASSIGN_OR_RETURN(auto merged, MergeList(out[k], v, key->second));
+      out[k] = std::move(merged);
     } else if (v.is_array() && k == "finalizers" && out.contains(k) && out[k].is_array()) {
       for (const auto& f : v) {
         if (std::find(out[k].begin(), out[k].end(), f) == out[k].end()) out[k].push_back(f);
       }
     } else if (v.is_object()) {
-      auto merged = Strategic(out.contains(k) ? out[k] : PatchJson(), v);
-      if (!merged.ok()) return merged.status();
-      out[k] = std::move(*merged);
+      MKUBE_ASSIGN_OR_RETURN(auto merged, Strategic(out.contains(k) ? out[k] : PatchJson(), v));
+      out[k] = std::move(merged);
     } else {
       out[k] = WithoutDirectives(v);
     }

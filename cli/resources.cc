@@ -1,5 +1,6 @@
 #include "cli/resources.h"
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 
@@ -86,9 +87,8 @@ absl::StatusOr<MessagePtr> Resources::Get(const api::KindInfo& kind, const std::
   req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
-  auto r = client_->GetRaw(req);
-  if (!r.ok()) return r.status();
-  return Decode(kind, *r);
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->GetRaw(req));
+  return Decode(kind, r);
 }
 
 absl::StatusOr<Resources::ListResult> Resources::List(const api::KindInfo& kind,
@@ -105,15 +105,13 @@ absl::StatusOr<Resources::ListResult> Resources::List(const api::KindInfo& kind,
     req.set_field_selector(fields);
     req.set_limit(500);
     req.set_continue_(cont);
-    auto r = client_->List(req);
-    if (!r.ok()) return r.status();
-    for (const auto& item : r->items()) {
-      auto m = Decode(kind, item);
-      if (!m.ok()) return m.status();
-      out.items.push_back(*m);
+    MKUBE_ASSIGN_OR_RETURN(auto r, client_->List(req));
+    for (const auto& item : r.items()) {
+      MKUBE_ASSIGN_OR_RETURN(auto m, Decode(kind, item));
+      out.items.push_back(m);
     }
-    if (out.resource_version.empty()) out.resource_version = r->resource_version();
-    cont = r->continue_();
+    if (out.resource_version.empty()) out.resource_version = r.resource_version();
+    cont = r.continue_();
   } while (!cont.empty());
   return out;
 }
@@ -124,9 +122,8 @@ absl::StatusOr<MessagePtr> Resources::Create(const api::KindInfo& kind, const st
   req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_object(obj.SerializeAsString());
-  auto r = client_->CreateRaw(req);
-  if (!r.ok()) return r.status();
-  return Decode(kind, *r);
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->CreateRaw(req));
+  return Decode(kind, r);
 }
 
 absl::StatusOr<MessagePtr> Resources::Update(const api::KindInfo& kind, const std::string& ns,
@@ -135,9 +132,8 @@ absl::StatusOr<MessagePtr> Resources::Update(const api::KindInfo& kind, const st
   req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_object(obj.SerializeAsString());
-  auto r = client_->UpdateRaw(req);
-  if (!r.ok()) return r.status();
-  return Decode(kind, *r);
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->UpdateRaw(req));
+  return Decode(kind, r);
 }
 
 absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std::string& ns,
@@ -149,9 +145,8 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
   req.set_name(name);
   req.set_subresource(subresource);
   req.set_merge_patch(merge_patch);
-  auto r = client_->PatchRaw(req);
-  if (!r.ok()) return r.status();
-  return Decode(kind, *r, subresource);
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->PatchRaw(req));
+  return Decode(kind, r, subresource);
 }
 
 absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,
@@ -164,9 +159,8 @@ absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const st
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_name(name);
   if (grace) req.set_grace_period_seconds(*grace);
-  auto r = client_->Delete(req);
-  if (!r.ok()) return r.status();
-  return Decode(kind, *r);
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->Delete(req));
+  return Decode(kind, r);
 }
 
 }  // namespace mkube::cli

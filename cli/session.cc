@@ -68,13 +68,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const Globals& g) {
   if (!g.token.empty()) s->cfg_.token = g.token;
   if (!g.ns.empty()) s->cfg_.namespace_ = g.ns;
   s->ns_flag_ = g.ns;
-  auto timeout = RequestTimeout(g.request_timeout);
-  if (!timeout.ok()) return timeout.status();
+  MKUBE_ASSIGN_OR_RETURN(auto timeout, RequestTimeout(g.request_timeout));
   client::ClientOptions o;
   o.address = s->cfg_.address;
   o.token = s->cfg_.token;
   if (s->cfg_.tls) o.ca_pem = s->cfg_.ca_pem;
-  o.timeout = *timeout;
+  o.timeout = timeout;
   o.read_attempts = 2;
   s->options_ = o;
   s->client_ = std::make_unique<client::GrpcClient>(o);

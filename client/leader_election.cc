@@ -2,6 +2,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 
 namespace mkube::client {
 namespace {
@@ -79,10 +80,9 @@ absl::Status LeaderElector::TryAcquireOrRenew() {
   s->set_lease_duration_seconds(Seconds(config_.lease_duration));
   s->set_renew_time(now);
   // The update carries the version read: if another candidate wrote meanwhile, it conflicts.
-  auto updated = client_->Update("leases", config_.lease_namespace, next);
-  if (!updated.ok()) return updated.status();
-  observed_holder_ = updated->spec().holder_identity();
-  observed_renew_ = updated->spec().renew_time();
+  MKUBE_ASSIGN_OR_RETURN(auto updated, client_->Update("leases", config_.lease_namespace, next));
+  observed_holder_ = updated.spec().holder_identity();
+  observed_renew_ = updated.spec().renew_time();
   observed_at_ = clock_->Now();
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "base/daemon.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "client/client.h"
 #include "client/credentials.h"
 #include "client/leadership.h"
@@ -90,13 +91,13 @@ void AddFlags(CLI::App& app, Flags& f) {
 absl::Status CheckFlags(Flags& f) {
   auto& mo = f.manager;
   mo.controllers = absl::StrSplit(f.controllers, ',', absl::SkipEmpty());
-  if (auto st = mkube::controller::Manager::CheckControllers(mo.controllers); !st.ok()) return st;
-  auto grace = mkube::daemon::PositiveDuration("--node-monitor-grace-period", f.grace);
-  if (!grace.ok()) return grace.status();
-  auto monitor = mkube::daemon::PositiveDuration("--node-monitor-period", f.monitor);
-  if (!monitor.ok()) return monitor.status();
-  mo.node_lifecycle.grace_period = *grace;
-  mo.node_lifecycle.monitor_period = *monitor;
+  MKUBE_RETURN_IF_ERROR(mkube::controller::Manager::CheckControllers(mo.controllers));
+  MKUBE_ASSIGN_OR_RETURN(auto grace,
+                         mkube::daemon::PositiveDuration("--node-monitor-grace-period", f.grace));
+  MKUBE_ASSIGN_OR_RETURN(auto monitor,
+                         mkube::daemon::PositiveDuration("--node-monitor-period", f.monitor));
+  mo.node_lifecycle.grace_period = grace;
+  mo.node_lifecycle.monitor_period = monitor;
   return mkube::client::Leadership::Check(f.election);
 }
 

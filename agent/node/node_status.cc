@@ -8,6 +8,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -161,10 +162,10 @@ absl::Status NodeStatusManager::Register() {
   }
   if (!options_.annotations.empty()) {
     const nlohmann::json patch = {{"metadata", {{"annotations", options_.annotations}}}};
-    auto r = client_->Patch<api::Node>("nodes", "", options_.name, patch.dump());
-    if (!r.ok()) return r.status();
+    MKUBE_RETURN_IF_ERROR(
+        client_->Patch<api::Node>("nodes", "", options_.name, patch.dump()).status());
   }
-  if (auto st = PostStatus(BuildStatus(now), now); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(PostStatus(BuildStatus(now), now));
   // The Lease too, so that a registered node is never seen without one (the loop renews it).
   if (auto st = RenewLease(now); st.ok()) renewed_at_ = now;
   if (auto current = client_->Get<api::Node>("nodes", "", options_.name); current.ok()) {
@@ -182,8 +183,7 @@ absl::Status NodeStatusManager::PostStatus(api::NodeStatus status, absl::Time no
   api::Node node;
   node.mutable_metadata()->set_name(options_.name);
   *node.mutable_status() = std::move(status);
-  auto r = client_->Update<api::Node>("nodes", "", node, "status");
-  if (!r.ok()) return r.status();
+  MKUBE_RETURN_IF_ERROR(client_->Update<api::Node>("nodes", "", node, "status").status());
   posted_ = Unstamped(node.status());
   posted_at_ = now;
   return absl::OkStatus();
@@ -204,9 +204,9 @@ absl::Status NodeStatusManager::RenewLease(absl::Time now) {
       lease_version_ = cur->metadata().resource_version();
     } else if (cur.status().code() == absl::StatusCode::kNotFound) {
       lease.mutable_spec()->set_acquire_time(MicroTime(now));
-      auto created = client_->Create<api::Lease>("leases", "kube-node-lease", lease);
-      if (!created.ok()) return created.status();
-      lease_version_ = created->metadata().resource_version();
+      MKUBE_ASSIGN_OR_RETURN(auto created,
+                             client_->Create<api::Lease>("leases", "kube-node-lease", lease));
+      lease_version_ = created.metadata().resource_version();
       return absl::OkStatus();
     } else {
       return cur.status();

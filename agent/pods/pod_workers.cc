@@ -8,6 +8,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -295,9 +296,8 @@ absl::StatusOr<LogTarget> PodWorkers::Logs(const std::string& ns, const std::str
                                            const std::string& uid, const std::string& container,
                                            bool previous) {
   absl::MutexLock lock(&mu_);
-  auto found = FindContainer(ns, pod, uid, container);
-  if (!found.ok()) return found.status();
-  const auto [run, c] = *found;
+  MKUBE_ASSIGN_OR_RETURN(auto found, FindContainer(ns, pod, uid, container));
+  const auto [run, c] = found;
   if (!c) {
     return absl::FailedPreconditionError(
         fmt::format("container {} is not valid for pod {}", container, pod));
@@ -331,9 +331,8 @@ absl::StatusOr<runtime::ExecTarget> PodWorkers::Exec(const std::string& ns, cons
                                                      const std::string& uid,
                                                      const std::string& container) {
   absl::MutexLock lock(&mu_);
-  auto found = FindContainer(ns, pod, uid, container);
-  if (!found.ok()) return found.status();
-  const ContainerRun* c = found->second;
+  MKUBE_ASSIGN_OR_RETURN(auto found, FindContainer(ns, pod, uid, container));
+  const ContainerRun* c = found.second;
   if (!c || !c->Running()) {
     return absl::FailedPreconditionError(fmt::format("container not found (\"{}\")", container));
   }
@@ -343,9 +342,8 @@ absl::StatusOr<runtime::ExecTarget> PodWorkers::Exec(const std::string& ns, cons
 absl::StatusOr<std::string> PodWorkers::PodIp(const std::string& ns, const std::string& pod,
                                               const std::string& uid) {
   absl::MutexLock lock(&mu_);
-  auto found = FindContainer(ns, pod, uid, "");
-  if (!found.ok()) return found.status();
-  const PodRun* run = found->first;
+  MKUBE_ASSIGN_OR_RETURN(auto found, FindContainer(ns, pod, uid, ""));
+  const PodRun* run = found.first;
   if (run->ip.empty() || !run->AnyRunning()) {
     return absl::FailedPreconditionError("unable to forward port because pod is not running");
   }

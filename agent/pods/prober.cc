@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "agent/runtime/process.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::pods {
@@ -93,15 +94,16 @@ absl::Status Exec(const api::ExecAction& action, const ProbeTarget& t, absl::Tim
 }
 
 absl::Status HttpGet(const api::HTTPGetAction& action, const ProbeTarget& t, absl::Time deadline) {
-  auto port = PortOf(action.port(), t.container);
-  if (!port.ok()) return port.status();
+  MKUBE_ASSIGN_OR_RETURN(auto port, PortOf(action.port(), t.container));
   const std::string host = action.host().empty() ? t.pod_ip : action.host();
-  auto fd = Connect(host, *port, deadline);
-  if (!fd.ok()) return absl::UnavailableError(fmt::format("Get \"http://{}:{}{}\": {}", host, *port,
-                                                          action.path().empty() ? "/" : action.path(),
-                                                          std::string(fd.status().message())));
+  auto fd = Connect(host, port, deadline);
+  if (!fd.ok())
+    return absl::UnavailableError(fmt::format("Get \"http://{}:{}{}\": {}", host, port,
+                                              action.path().empty() ? "/" : action.path(),
+                                              std::string(fd.status().message())));
   const std::string path = action.path().empty() ? "/" : action.path();
-  std::string request = fmt::format("GET {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: kube-probe/mkube\r\n", path, host, *port);
+  std::string request = fmt::format(
+      "GET {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: kube-probe/mkube\r\n", path, host, port);
   for (const auto& h : action.http_headers()) request += fmt::format("{}: {}\r\n", h.name(), h.value());
   request += "Connection: close\r\n\r\n";
   std::string reply;
@@ -130,8 +132,8 @@ absl::Status HttpGet(const api::HTTPGetAction& action, const ProbeTarget& t, abs
   int code = 0;
   const auto sp = reply.find(' ');
   if (sp == std::string::npos || !absl::SimpleAtoi(reply.substr(sp + 1, 3), &code)) {
-    return absl::UnavailableError(fmt::format("Get \"http://{}:{}{}\": no response within the timeout",
-                                              host, *port, path));
+    return absl::UnavailableError(
+        fmt::format("Get \"http://{}:{}{}\": no response within the timeout", host, port, path));
   }
   if (code < 200 || code >= 400) {
     return absl::UnavailableError(fmt::format("HTTP probe failed with statuscode: {}", code));
@@ -154,12 +156,12 @@ absl::Status RunProbe(const api::Probe& probe, const ProbeTarget& target) {
   if (probe.has_exec()) return Exec(probe.exec(), target, deadline);
   if (probe.has_http_get()) return HttpGet(probe.http_get(), target, deadline);
   if (probe.has_tcp_socket()) {
-    auto port = PortOf(probe.tcp_socket().port(), target.container);
-    if (!port.ok()) return port.status();
-    auto fd = Connect(probe.tcp_socket().host().empty() ? target.pod_ip : probe.tcp_socket().host(),
-                      *port, deadline);
-    if (!fd.ok()) return fd.status();
-    close(*fd);
+    MKUBE_ASSIGN_OR_RETURN(auto port, PortOf(probe.tcp_socket().port(), target.container));
+    MKUBE_ASSIGN_OR_RETURN(
+        auto fd,
+        Connect(probe.tcp_socket().host().empty() ? target.pod_ip : probe.tcp_socket().host(), port,
+                deadline));
+    close(fd);
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError("a probe needs exec, httpGet or tcpSocket");

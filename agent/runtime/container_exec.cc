@@ -16,6 +16,7 @@
 
 #include "agent/runtime/process.h"
 #include "agent/runtime/sandbox_enter.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::runtime {
@@ -194,7 +195,7 @@ absl::StatusOr<pid_t> SpawnInContainer(const ExecTarget& target,
                                        const std::vector<std::string>& argv, const StdFds& fds) {
   if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("empty command");
   PreparedExec p;
-  if (auto st = PrepareExec(target, argv, fds, &p); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(PrepareExec(target, argv, fds, &p));
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
     p.ns.Close();

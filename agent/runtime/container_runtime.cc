@@ -8,6 +8,7 @@
 #include "agent/runtime/cgroups.h"
 #include "agent/runtime/container_spec.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -152,12 +153,11 @@ pid_t ContainerRuntime::EnsurePauseProcess(const std::string& uid, const std::st
 
 absl::Status ContainerRuntime::SetUpSandbox(ContainerStart* s) {
   const HostIsolation& host = options_.isolation;
-  auto identity = ResolveIdentity(*s->pod, s->spec, *s->image, host);
-  if (!identity.ok()) return identity.status();
-  s->process.sandbox.identity = *identity;
+  MKUBE_ASSIGN_OR_RETURN(auto identity, ResolveIdentity(*s->pod, s->spec, *s->image, host));
+  s->process.sandbox.identity = identity;
   if (host.cgroups.Any()) {
     const CgroupPlan plan = PlanCgroups(host.cgroups, *s->pod, s->spec, options_.pod_max_pids);
-    if (auto st = ApplyCgroups(plan); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(ApplyCgroups(plan));
     s->process.sandbox.cgroups = plan.join;
     s->process.sandbox.memory_cgroup = plan.memory;
   }
@@ -169,17 +169,16 @@ absl::Status ContainerRuntime::SetUpSandbox(ContainerStart* s) {
   in.root = (fs::path(s->pod_dir) / "rootfs" / s->container).string();
   in.volumes_dir = (fs::path(s->pod_dir) / "volumes").string();
   in.pod_ip = s->ip;
-  in.identity = *identity;
+  in.identity = identity;
   in.overlay = host.overlay;
-  auto sandbox = BuildSandbox(in);
-  if (!sandbox.ok()) return sandbox.status();
+  MKUBE_ASSIGN_OR_RETURN(auto sandbox, BuildSandbox(in));
   std::error_code ec;
   fs::create_directories(in.root, ec);
   if (ec) return absl::InternalError(fmt::format("mkdir {}: {}", in.root, ec.message()));
-  if (s->pause_pid > 0) sandbox->join_pid_ns = fmt::format("/proc/{}/ns/pid", s->pause_pid);
-  sandbox->cgroups = std::move(s->process.sandbox.cgroups);
-  sandbox->memory_cgroup = std::move(s->process.sandbox.memory_cgroup);
-  s->process.sandbox = std::move(*sandbox);
+  if (s->pause_pid > 0) sandbox.join_pid_ns = fmt::format("/proc/{}/ns/pid", s->pause_pid);
+  sandbox.cgroups = std::move(s->process.sandbox.cgroups);
+  sandbox.memory_cgroup = std::move(s->process.sandbox.memory_cgroup);
+  s->process.sandbox = std::move(sandbox);
   s->process.dir = ContainerDir(s->spec, "/");
   return absl::OkStatus();
 }

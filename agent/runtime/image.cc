@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "absl/strings/str_split.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -141,20 +142,20 @@ bool ImageStore::Present(const std::string& image) const {
 }
 
 absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
-  auto ref = ParseImageRef(image);
-  if (!ref.ok()) return ref.status();
+  MKUBE_ASSIGN_OR_RETURN(auto ref, ParseImageRef(image));
   absl::MutexLock lock(&pull_mu_);
-  const fs::path dest = fs::path(store_) / ref->name / ref->tag;
-  const fs::path mark = fs::path(store_) / ref->name / (ref->tag + kPulledMark);
+  const fs::path dest = fs::path(store_) / ref.name / ref.tag;
+  const fs::path mark = fs::path(store_) / ref.name / (ref.tag + kPulledMark);
   std::error_code ec;
   if (always || !fs::exists(mark, ec)) {
-    const fs::path src = fs::path(registry_) / ref->name / ref->tag;
+    const fs::path src = fs::path(registry_) / ref.name / ref.tag;
     if (registry_.empty() || !fs::is_directory(src, ec)) {
-      return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", ref->String()));
+      return absl::NotFoundError(
+          fmt::format("image \"{}\" not found in the registry", ref.String()));
     }
     // As a registry answers a pull with the image's digest: unchanged, nothing is copied.
     const std::string digest = Digest(src);
-    if (ReadMark(mark) == digest) return Load(*ref);
+    if (ReadMark(mark) == digest) return Load(ref);
     // Copied beside its place and renamed into it, so a half-copied image is never used.
     const fs::path tmp = dest.string() + ".pulling";
     fs::remove_all(tmp, ec);
@@ -162,16 +163,17 @@ absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
     fs::copy(src, tmp, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
     if (ec) {
       fs::remove_all(tmp, ec);
-      return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+      return absl::InternalError(fmt::format("pulling \"{}\": {}", ref.String(), ec.message()));
     }
     listed_.reset();
     fs::remove(mark, ec);
     fs::remove_all(dest, ec);
     fs::rename(tmp, dest, ec);
-    if (ec) return absl::InternalError(fmt::format("pulling \"{}\": {}", ref->String(), ec.message()));
+    if (ec)
+      return absl::InternalError(fmt::format("pulling \"{}\": {}", ref.String(), ec.message()));
     std::ofstream(mark) << digest << "\n";
   }
-  return Load(*ref);
+  return Load(ref);
 }
 
 std::vector<Image> ImageStore::List() const {

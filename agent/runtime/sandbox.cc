@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::runtime {
@@ -304,9 +305,8 @@ absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Contain
   id.no_new_privs = sc && sc->has_allow_privilege_escalation() && !sc->allow_privilege_escalation();
   id.limit_capabilities = true;
   id.keep_all = sc && sc->privileged();
-  auto caps = Capabilities(sc);
-  if (!caps.ok()) return caps.status();
-  id.capabilities = std::move(*caps);
+  MKUBE_ASSIGN_OR_RETURN(auto caps, Capabilities(sc));
+  id.capabilities = std::move(caps);
   return id;
 }
 

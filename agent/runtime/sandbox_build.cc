@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/runtime/process.h"
 #include "agent/runtime/sandbox.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::runtime {
@@ -170,9 +171,8 @@ absl::Status AddVolumes(const SandboxInputs& in, std::vector<MountStep>* steps) 
       return absl::FailedPreconditionError(
           fmt::format("volume \"{}\" of mount {} is not in the pod", m.name(), m.mount_path()));
     }
-    auto source = PrepareVolume(*it->second, in.volumes_dir);
-    if (!source.ok()) return source.status();
-    std::string host = *source;
+    MKUBE_ASSIGN_OR_RETURN(auto source, PrepareVolume(*it->second, in.volumes_dir));
+    std::string host = source;
     if (!m.sub_path().empty()) {
       const fs::path sub = fs::path(m.sub_path()).lexically_normal();
       if (sub.is_absolute() || *sub.begin() == "..") {
@@ -323,7 +323,7 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   spec.steps.push_back({Kind::kProc, "", "/proc", false});
   AddDev(&spec.steps);
   spec.steps.push_back({Kind::kTmpfs, "mode=1777", "/tmp", false});
-  if (auto st = AddVolumes(in, &spec.steps); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(AddVolumes(in, &spec.steps));
   return spec;
 }
 

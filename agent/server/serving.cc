@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include "base/status.h"
 #include "client/credentials.h"
 #include "fmt/format.h"
 
@@ -74,16 +75,13 @@ absl::StatusOr<Serving> ServingFromFlags(const ServingFlags& f) {
       return absl::InvalidArgumentError(
           "--tls-cert-file, --tls-private-key-file and --client-ca-file go together");
     }
-    auto cert = ReadPem("--tls-cert-file", f.cert_file);
-    if (!cert.ok()) return cert.status();
-    auto key = ReadPem("--tls-private-key-file", f.key_file);
-    if (!key.ok()) return key.status();
-    auto ca = ReadPem("--client-ca-file", f.client_ca_file);
-    if (!ca.ok()) return ca.status();
+    MKUBE_ASSIGN_OR_RETURN(auto cert, ReadPem("--tls-cert-file", f.cert_file));
+    MKUBE_ASSIGN_OR_RETURN(auto key, ReadPem("--tls-private-key-file", f.key_file));
+    MKUBE_ASSIGN_OR_RETURN(auto ca, ReadPem("--client-ca-file", f.client_ca_file));
     grpc::SslServerCredentialsOptions ssl(
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    ssl.pem_root_certs = *ca;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    ssl.pem_root_certs = ca;
     s.credentials = grpc::SslServerCredentials(ssl);
     s.auth = ApiserverAuth::Certificate(f.client_name);
     return s;

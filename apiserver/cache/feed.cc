@@ -6,6 +6,7 @@
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/storage/requests.h"
 #include "base/log.h"
+#include "base/status.h"
 
 namespace mkube::apiserver::cache {
 namespace {
@@ -18,10 +19,9 @@ spdlog::logger& Log() {
 }  // namespace
 
 absl::Status WatchCache::Relist() {
-  auto list = store_->List(options_.prefix);
-  if (!list.ok()) return list.status();
+  MKUBE_ASSIGN_OR_RETURN(auto list, store_->List(options_.prefix));
   std::map<std::string, EntryPtr> objects;
-  for (const auto& kv : list->kvs()) {
+  for (const auto& kv : list.kvs()) {
     if (IsMarker(kv.key())) continue;
     auto e = Decode(kv.key(), kv.value(), kv.mod_revision());
     if (!e.ok()) {
@@ -35,7 +35,7 @@ absl::Status WatchCache::Relist() {
   // between those and this list will never reach it.
   const absl::Status why = absl::OutOfRangeError("too old resource version: the cache relists");
   const size_t count = objects.size();
-  const int64_t revision = list->header().revision();
+  const int64_t revision = list.header().revision();
   std::vector<WatcherPtr> ended;
   {
     absl::MutexLock lock(&mu_);
@@ -55,15 +55,14 @@ absl::Status WatchCache::Relist() {
 absl::Status WatchCache::Backfill(int64_t list_revision) {
   int64_t from = std::max<int64_t>(2, list_revision - options_.backfill_revisions + 1);
   for (int attempt = 0; attempt < 2 && from <= list_revision; ++attempt) {
-    auto history = ReadHistory(from, list_revision);
-    if (!history.ok()) return history.status();
-    if (history->compacted > 0) {
-      from = history->compacted;
+    MKUBE_ASSIGN_OR_RETURN(auto history, ReadHistory(from, list_revision));
+    if (history.compacted > 0) {
+      from = history.compacted;
       continue;
     }
     absl::MutexLock lock(&mu_);
     if (revision_ != list_revision) return absl::OkStatus();  // relisted meanwhile
-    window_ = std::move(history->events);
+    window_ = std::move(history.events);
     window_start_ = from - 1;
     window_bytes_ = 0;
     for (const auto& e : window_) window_bytes_ += e.entry->bytes.size();

@@ -4,6 +4,7 @@
 #include "absl/time/time.h"
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/meta.pb.h"
 
@@ -72,7 +73,7 @@ absl::StatusOr<EntryPtr> WatchCache::Decode(const std::string& key, const std::s
 }
 
 absl::Status WatchCache::Start() {
-  if (auto st = Relist(); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(Relist());
   if (auto st = Backfill(revision()); !st.ok()) {
     Log().warn("no history before revision {}: {}", revision(), st.ToString());
   }

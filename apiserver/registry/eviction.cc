@@ -3,6 +3,7 @@
 #include "api/object.h"
 #include "apiserver/registry/errors.h"
 #include "apiserver/registry/registry.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
 
@@ -22,9 +23,8 @@ absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const Cre
     return absl::InvalidArgumentError("the request body is not a valid Eviction");
   }
   const std::string name = req.name().empty() ? eviction.metadata().name() : req.name();
-  auto cur = Current(kind, Key(kind, req.namespace_(), name), name);
-  if (!cur.ok()) return cur.status();
-  const auto& pod = static_cast<const api::Pod&>(*(*cur)->object);
+  MKUBE_ASSIGN_OR_RETURN(auto cur, Current(kind, Key(kind, req.namespace_(), name), name));
+  const auto& pod = static_cast<const api::Pod&>(*cur->object);
   DeleteRequest del;
   del.set_resource("pods");
   del.set_namespace_(req.namespace_());
@@ -41,7 +41,7 @@ absl::StatusOr<std::string> Registry::Evict(const api::KindInfo& kind, const Cre
       phase == "Pending") {
     return Delete(del);
   }
-  if (auto st = ChargeDisruptionBudget(pod, req.dry_run()); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(ChargeDisruptionBudget(pod, req.dry_run()));
   return Delete(del);
 }
 

@@ -8,6 +8,7 @@
 #include "api/strategy.h"
 #include "api/validation.h"
 #include "apiserver/registry/errors.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -123,7 +124,7 @@ absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
     api::AddDefaultTolerations(pod, options_.default_not_ready_toleration_seconds,
                                options_.default_unreachable_toleration_seconds);
   }
-  if (auto st = api::Validate(obj); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(api::Validate(obj));
   api::PrepareForCreate(obj.message.get(), api::NowRfc3339());
   Write w{.kind = &kind, .key = Key(kind, meta->namespace_(), meta->name()), .name = meta->name()};
   if (req.dry_run()) w.answer = obj.message->SerializeAsString();
@@ -163,33 +164,31 @@ absl::StatusOr<cache::Filter> Registry::MakeFilter(const api::KindInfo& kind,
   auto l = api::Selector::Parse(labels);
   if (!l.ok()) return absl::InvalidArgumentError(fmt::format("unable to parse requirement: {}", Msg(l.status())));
   f.labels = std::move(*l);
-  auto fs = api::FieldSelector::Parse(fields);
-  if (!fs.ok()) return fs.status();
-  if (auto st = fs->CheckSupported(kind); !st.ok()) return st;
-  f.fields = std::move(*fs);
+  MKUBE_ASSIGN_OR_RETURN(auto fs, api::FieldSelector::Parse(fields));
+  MKUBE_RETURN_IF_ERROR(fs.CheckSupported(kind));
+  f.fields = std::move(fs);
   return f;
 }
 
 absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
-  auto filter = MakeFilter(**kind, req.namespace_(), req.label_selector(), req.field_selector());
-  if (!filter.ok()) return filter.status();
+  MKUBE_ASSIGN_OR_RETURN(auto filter, MakeFilter(**kind, req.namespace_(), req.label_selector(),
+                                                 req.field_selector()));
   int64_t min_rv = 0;
   if (req.resource_version().empty() && req.continue_().empty()) {
     // A consistent list: the cache must have caught up with the store's current revision.
-    auto head = store_->Get("/registry/");
-    if (!head.ok()) return head.status();
-    min_rv = head->header().revision();
+    MKUBE_ASSIGN_OR_RETURN(auto head, store_->Get("/registry/"));
+    min_rv = head.header().revision();
   } else if (req.resource_version() != "0" && !req.resource_version().empty() &&
              !ParseRevision(req.resource_version(), &min_rv)) {
     return absl::InvalidArgumentError(
         fmt::format("invalid resource version \"{}\"", req.resource_version()));
   }
   if (min_rv > 0) {
-    if (auto st = cache_->WaitFor(min_rv, kCacheWait); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(cache_->WaitFor(min_rv, kCacheWait));
   }
-  auto result = cache_->List(*filter, req.limit(), req.continue_());
+  auto result = cache_->List(filter, req.limit(), req.continue_());
   ListReply reply;
   reply.set_resource_version(std::to_string(result.revision));
   reply.set_continue_(result.continue_key);
@@ -206,15 +205,15 @@ absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::strin
 absl::StatusOr<uint64_t> Registry::Watch(const WatchRequest& req, cache::WatchSinkPtr sink) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
-  auto filter = MakeFilter(**kind, req.namespace_(), req.label_selector(), req.field_selector());
-  if (!filter.ok()) return filter.status();
+  MKUBE_ASSIGN_OR_RETURN(auto filter, MakeFilter(**kind, req.namespace_(), req.label_selector(),
+                                                 req.field_selector()));
   int64_t from = 0;
   if (!req.resource_version().empty() && req.resource_version() != "0" &&
       !ParseRevision(req.resource_version(), &from)) {
     return absl::InvalidArgumentError(
         fmt::format("invalid resource version \"{}\"", req.resource_version()));
   }
-  return cache_->Watch(std::move(*filter), from, req.allow_bookmarks(), std::move(sink));
+  return cache_->Watch(std::move(filter), from, req.allow_bookmarks(), std::move(sink));
 }
 
 }  // namespace mkube::apiserver::registry

@@ -7,6 +7,7 @@
 #include "api/validation.h"
 #include "apiserver/registry/errors.h"
 #include "apiserver/registry/registry.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
 #include "proto/api/core.pb.h"
@@ -35,14 +36,14 @@ absl::StatusOr<Registry::Write> Registry::PlanUpdate(const api::KindInfo* kind,
   const std::string& name = api::MetaOf(obj).name();
   // Admission first: a caller refused learns nothing of the object's version.
   if (admit) {
-    if (auto st = admit(*current.object); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(admit(*current.object));
   }
   if (want != 0 && want != current.revision) return Conflict(*kind, name);
   api::Object attempt{kind, std::unique_ptr<google::protobuf::Message>(obj.New()), written};
   attempt.message->CopyFrom(obj);
   api::PrepareForUpdate(*current.object, status, &attempt);
-  if (auto st = api::Validate(attempt); !st.ok()) return st;
-  if (auto st = api::CheckFinalizers(*current.object, *attempt.message); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(api::Validate(attempt));
+  MKUBE_RETURN_IF_ERROR(api::CheckFinalizers(*current.object, *attempt.message));
   Write w{.kind = kind, .key = key, .name = name, .revision = current.revision};
   if (dry_run) w.answer = attempt.message->SerializeAsString();
   // The last finalizer of an object being deleted is gone: so is the object.
@@ -254,9 +255,8 @@ absl::StatusOr<std::string> Registry::ScaleWrite(const api::KindInfo& kind, cons
   std::unique_ptr<google::protobuf::Message> obj(kind.New());
   if (!obj->ParseFromString(*written))
     return absl::InternalError("cannot decode the scaled object");
-  auto scale = ScaleOf(kind, *obj);
-  if (!scale.ok()) return scale.status();
-  return scale->SerializeAsString();
+  MKUBE_ASSIGN_OR_RETURN(auto scale, ScaleOf(kind, *obj));
+  return scale.SerializeAsString();
 }
 
 absl::StatusOr<std::string> Registry::UpdateScale(const api::KindInfo& kind,
@@ -280,9 +280,8 @@ absl::StatusOr<std::string> Registry::PatchScale(const api::KindInfo& kind,
   const std::string key = Key(kind, req.namespace_(), req.name());
   return ScaleWrite(kind, req.namespace_(), req.name(),
                     [kind = &kind, key, req](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
-                      auto scale = ScaleOf(*kind, *cur->object);
-                      if (!scale.ok()) return scale.status();
-                      auto patched = api::ApplyMergePatch(*scale, req.merge_patch());
+                      MKUBE_ASSIGN_OR_RETURN(auto scale, ScaleOf(*kind, *cur->object));
+                      auto patched = api::ApplyMergePatch(scale, req.merge_patch());
                       if (!patched.ok()) return patched.status();
                       return PlanScale(kind, key, static_cast<const api::Scale&>(**patched),
                                        req.dry_run(), *cur);

@@ -6,6 +6,7 @@
 #include "absl/base/thread_annotations.h"
 #include "api/object.h"
 #include "apiserver/server/metadata.h"
+#include "base/status.h"
 #include "proto/api/core.pb.h"
 #include "proto/grpc_status.h"
 
@@ -70,17 +71,16 @@ void ApiService::Register(grpc::ServerBuilder* builder) {
 void ApiService::StartWatches() { watches_.Start(std::move(watch_cqs_)); }
 
 absl::Status ApiService::Check(grpc::ServerContextBase* ctx, auth::Attributes a) {
-  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
-  if (!caller.ok()) return caller.status();
+  MKUBE_ASSIGN_OR_RETURN(auto caller, authn_->Authenticate(AuthorizationHeader(*ctx)));
   a.resource = Canonical(a.resource);
-  if (a.resource == "pods" && !a.name.empty() && !auth::NodeOf(*caller).empty() &&
+  if (a.resource == "pods" && !a.name.empty() && !auth::NodeOf(caller).empty() &&
       (a.verb == "update" || a.verb == "patch" || a.verb == "delete")) {
     // NodeRestriction needs to know where the pod runs (only nodes are restricted by it).
     if (auto pod = registry_->GetAs<api::Pod>("pods", a.ns, a.name); pod.ok()) {
       a.pod_node = pod->spec().node_name();
     }
   }
-  return auth::Authorize(*caller, a);
+  return auth::Authorize(caller, a);
 }
 
 absl::StatusOr<registry::Registry::Admit> ApiService::CheckUpdate(grpc::ServerContextBase* ctx,
@@ -89,7 +89,7 @@ absl::StatusOr<registry::Registry::Admit> ApiService::CheckUpdate(grpc::ServerCo
   if (!caller.ok()) return caller.status();
   a.resource = Canonical(a.resource);
   if (a.resource != "pods" || auth::NodeOf(*caller).empty()) {
-    if (auto st = auth::Authorize(*caller, a); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(auth::Authorize(*caller, a));
     return nullptr;
   }
   // NodeRestriction: a node changes only pods bound to it, as the write finds them.
@@ -140,7 +140,7 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                            req->namespace_(), NameOf(*req),    ""};
   if (registry::Registry::Blocks(*req)) {
     return Offload(ctx, [=, this]() -> absl::Status {
-      if (auto st = Check(ctx, a); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(writes_.Create(*req), resp);
     });
   }
@@ -156,7 +156,7 @@ grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, cons
       "get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""};
   if (const api::KindInfo* k = Measured(req->resource())) {  // asks the agents: a worker waits
     return Offload(ctx, [=, this]() -> absl::Status {
-      if (auto st = Check(ctx, a); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(metrics_->Get(*k, req->namespace_(), req->name()), resp);
     });
   }
@@ -193,7 +193,7 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
                            ""};
   if (registry::Registry::Blocks(*req)) {
     return Offload(ctx, [=, this]() -> absl::Status {
-      if (auto st = Check(ctx, a); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(writes_.Update(*req), resp);
     });
   }

@@ -5,6 +5,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/agent/stats.grpc.pb.h"
 
@@ -26,11 +27,10 @@ absl::StatusOr<std::vector<T>> ListOf(registry::Registry* registry, const std::s
   of.set_namespace_(req.namespace_());
   of.set_label_selector(req.label_selector());
   of.set_field_selector(req.field_selector());
-  auto list = registry->List(of);
-  if (!list.ok()) return list.status();
-  std::vector<T> out(list->items_size());
-  for (int i = 0; i < list->items_size(); ++i) {
-    if (!out[i].ParseFromString(list->items(i))) {
+  MKUBE_ASSIGN_OR_RETURN(auto list, registry->List(of));
+  std::vector<T> out(list.items_size());
+  for (int i = 0; i < list.items_size(); ++i) {
+    if (!out[i].ParseFromString(list.items(i))) {
       return absl::InternalError("cannot decode a cached object");
     }
   }
@@ -170,14 +170,12 @@ absl::StatusOr<std::string> MetricsApi::Get(const api::KindInfo& kind, const std
 absl::StatusOr<ListReply> MetricsApi::List(const api::KindInfo& kind, const ListRequest& req) {
   ListReply reply;
   if (kind.kind == "NodeMetrics") {
-    auto nodes = ListOf<api::Node>(registry_, "nodes", req);
-    if (!nodes.ok()) return nodes.status();
-    for (const auto& m : NodeMetrics(*nodes)) reply.add_items(m.SerializeAsString());
+    MKUBE_ASSIGN_OR_RETURN(auto nodes, ListOf<api::Node>(registry_, "nodes", req));
+    for (const auto& m : NodeMetrics(nodes)) reply.add_items(m.SerializeAsString());
     return reply;
   }
-  auto pods = ListOf<api::Pod>(registry_, "pods", req);
-  if (!pods.ok()) return pods.status();
-  for (const auto& m : PodMetrics(*pods)) reply.add_items(m.SerializeAsString());
+  MKUBE_ASSIGN_OR_RETURN(auto pods, ListOf<api::Pod>(registry_, "pods", req));
+  for (const auto& m : PodMetrics(pods)) reply.add_items(m.SerializeAsString());
   return reply;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/time/time.h"
 #include "apiserver/server/metadata.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
 #include "proto/grpc_status.h"
@@ -77,36 +78,34 @@ grpc::Status Relay(grpc::ServerContext* ctx, grpc::ServerReaderWriter<Out, In>* 
 absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
     grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
     const std::string& ns, const std::string& name, const std::string& container) {
-  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
-  if (!caller.ok()) return caller.status();
-  if (auto st = auth::Authorize(*caller, {verb, "pods", subresource, ns, name, ""}); !st.ok()) {
+  MKUBE_ASSIGN_OR_RETURN(auto caller, authn_->Authenticate(AuthorizationHeader(*ctx)));
+  if (auto st = auth::Authorize(caller, {verb, "pods", subresource, ns, name, ""}); !st.ok()) {
     return st;
   }
-  auto pod = registry_->GetAs<api::Pod>("pods", ns, name);
-  if (!pod.ok()) return pod.status();
+  MKUBE_ASSIGN_OR_RETURN(auto pod, registry_->GetAs<api::Pod>("pods", ns, name));
   Target t;
-  t.pod_uid = pod->metadata().uid();
+  t.pod_uid = pod.metadata().uid();
   t.container = container;
   if (subresource == "portforward") {
     // A pod's ports are the pod's, not a container's.
   } else if (t.container.empty()) {
-    if (pod->spec().containers_size() != 1) {
+    if (pod.spec().containers_size() != 1) {
       std::vector<std::string> names;
-      for (const auto& c : pod->spec().containers()) names.push_back(c.name());
+      for (const auto& c : pod.spec().containers()) names.push_back(c.name());
       return absl::FailedPreconditionError(
           fmt::format("a container name must be specified for pod {}, choose one of: [{}]", name,
                       absl::StrJoin(names, " ")));
     }
-    t.container = pod->spec().containers(0).name();
+    t.container = pod.spec().containers(0).name();
   } else {
     bool known = false;
-    for (const auto& c : pod->spec().containers()) known |= c.name() == container;
+    for (const auto& c : pod.spec().containers()) known |= c.name() == container;
     if (!known) {
       return absl::FailedPreconditionError(
           fmt::format("container {} is not valid for pod {}", container, name));
     }
   }
-  const std::string& node_name = pod->spec().node_name();
+  const std::string& node_name = pod.spec().node_name();
   if (node_name.empty()) {
     return absl::FailedPreconditionError(fmt::format("pod {} does not have a host assigned", name));
   }
@@ -116,9 +115,8 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
         fmt::format("node \"{}\" of pod {} is not known: {}", node_name, name,
                     std::string(node.status().message())));
   }
-  auto channel = agents_->ChannelTo(*node);
-  if (!channel.ok()) return channel.status();
-  t.channel = *channel;
+  MKUBE_ASSIGN_OR_RETURN(auto channel, agents_->ChannelTo(*node));
+  t.channel = channel;
   t.node = node_name;
   return t;
 }

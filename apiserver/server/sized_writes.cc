@@ -7,6 +7,7 @@
 #include "api/kinds.h"
 #include "api/object.h"
 #include "apiserver/storage/requests.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::apiserver::server {
@@ -39,7 +40,7 @@ absl::StatusOr<std::string> GuardedNow(
   if (near) {
     auto dry = write(true);
     if (!dry.ok()) return SizedWrites::Worded(dry.status());
-    if (auto st = fits(*dry); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(fits(*dry));
   }
   auto r = write(false);
   if (!r.ok()) return SizedWrites::Worded(r.status());

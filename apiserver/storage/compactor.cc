@@ -4,6 +4,7 @@
 
 #include "absl/time/time.h"
 #include "base/log.h"
+#include "base/status.h"
 
 namespace mkube::apiserver::storage {
 
@@ -51,13 +52,12 @@ absl::Status Compactor::Step() {
   put->set_key(kCompactRevisionKey);
   put->set_value(std::to_string(last_revision_));
   txn.add_failure()->mutable_request_range()->set_key(kCompactRevisionKey);
-  auto resp = store_->Txn(txn);
-  if (!resp.ok()) return resp.status();
+  MKUBE_ASSIGN_OR_RETURN(auto resp, store_->Txn(txn));
   const int64_t target = last_revision_;
-  last_revision_ = resp->header().revision();
-  if (!resp->succeeded()) {
+  last_revision_ = resp.header().revision();
+  if (!resp.succeeded()) {
     // Another apiserver took this interval: follow its count.
-    const auto& kvs = resp->responses(0).response_range().kvs();
+    const auto& kvs = resp.responses(0).response_range().kvs();
     seen_version_ = kvs.empty() ? 0 : kvs[0].version();
     return absl::OkStatus();
   }

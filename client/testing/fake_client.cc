@@ -12,6 +12,7 @@
 #include "api/object.h"
 #include "api/strategy.h"
 #include "api/validation.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
 
@@ -61,17 +62,15 @@ struct Selection {
   static absl::StatusOr<Selection> Make(const std::string& resource, const std::string& ns,
                                         const std::string& labels, const std::string& fields) {
     Selection s;
-    auto kind = Resolve(resource);
-    if (!kind.ok()) return kind.status();
-    s.kind = *kind;
+    MKUBE_ASSIGN_OR_RETURN(auto kind, Resolve(resource));
+    s.kind = kind;
     s.ns = s.kind->namespaced ? ns : "";
     auto l = api::Selector::Parse(labels);
     if (!l.ok()) return absl::InvalidArgumentError(l.status().message());
     s.labels = std::move(*l);
-    auto f = api::FieldSelector::Parse(fields);
-    if (!f.ok()) return f.status();
-    if (auto st = f->CheckSupported(*s.kind); !st.ok()) return st;
-    s.fields = std::move(*f);
+    MKUBE_ASSIGN_OR_RETURN(auto f, api::FieldSelector::Parse(fields));
+    MKUBE_RETURN_IF_ERROR(f.CheckSupported(*s.kind));
+    s.fields = std::move(f);
     return s;
   }
   bool Matches(const std::string& resource, const google::protobuf::Message& obj) const {
@@ -254,14 +253,13 @@ absl::StatusOr<std::string> FakeClient::GetRaw(const apiserver::GetRequest& req)
 }
 
 absl::StatusOr<apiserver::ListReply> FakeClient::List(const apiserver::ListRequest& req) {
-  if (auto st = React({"list", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) return st;
-  auto sel = Selection::Make(req.resource(), req.namespace_(), req.label_selector(),
-                             req.field_selector());
-  if (!sel.ok()) return sel.status();
+  MKUBE_RETURN_IF_ERROR(React({"list", req.resource(), "", req.namespace_(), "", ""}));
+  MKUBE_ASSIGN_OR_RETURN(auto sel, Selection::Make(req.resource(), req.namespace_(),
+                                                   req.label_selector(), req.field_selector()));
   absl::MutexLock lock(&mu_);
   apiserver::ListReply reply;
   for (const auto& [key, stored] : objects_) {
-    if (sel->Matches(ResourceOfKey(key), *stored.object)) reply.add_items(stored.bytes);
+    if (sel.Matches(ResourceOfKey(key), *stored.object)) reply.add_items(stored.bytes);
   }
   reply.set_resource_version(std::to_string(revision_));
   return reply;
@@ -348,7 +346,7 @@ absl::StatusOr<std::string> FakeClient::CreateRaw(const apiserver::CreateRequest
   if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
     api::AddDefaultTolerations(pod, 300, 300);  // the apiserver's defaults
   }
-  if (auto st = api::Validate(obj); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(api::Validate(obj));
   if (objects_.contains(KeyOf(**kind, ns, meta->name()))) {
     return absl::AlreadyExistsError(
         fmt::format("{} \"{}\" already exists", Qualified(**kind), meta->name()));
@@ -410,8 +408,8 @@ absl::StatusOr<std::string> FakeClient::UpdateLocked(const apiserver::UpdateRequ
     return absl::NotFoundError(fmt::format("no subresource {}/{}", req.resource(), req.subresource()));
   }
   api::PrepareForUpdate(*current.object, req.subresource() == "status", &obj);
-  if (auto st = api::Validate(obj); !st.ok()) return st;
-  if (auto st = api::CheckFinalizers(*current.object, *obj.message); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(api::Validate(obj));
+  MKUBE_RETURN_IF_ERROR(api::CheckFinalizers(*current.object, *obj.message));
   // The last finalizer of an object being deleted is gone: so is the object.
   if (api::ReadyToRemove(*obj.message)) return Remove(**kind, KeyOf(**kind, ns, name), obj.message.get());
   return Write(**kind, ns, std::move(obj.message), &current);
@@ -428,15 +426,14 @@ absl::StatusOr<std::string> FakeClient::PatchRaw(const apiserver::PatchRequest& 
   absl::MutexLock lock(&mu_);
   auto it = objects_.find(KeyOf(**kind, req.namespace_(), req.name()));
   if (it == objects_.end()) return NotFound(**kind, req.name());
-  auto patched = api::ApplyMergePatch(*it->second.object, req.merge_patch());
-  if (!patched.ok()) return patched.status();
-  api::MutableMetaOf(patched->get())
+  MKUBE_ASSIGN_OR_RETURN(auto patched, api::ApplyMergePatch(*it->second.object, req.merge_patch()));
+  api::MutableMetaOf(patched.get())
       ->set_resource_version(api::MetaOf(*it->second.object).resource_version());
   apiserver::UpdateRequest update;
   update.set_resource(req.resource());
   update.set_namespace_(req.namespace_());
   update.set_subresource(req.subresource());
-  update.set_object((*patched)->SerializeAsString());
+  update.set_object(patched->SerializeAsString());
   return UpdateLocked(update);
 }
 
@@ -471,11 +468,11 @@ absl::StatusOr<std::string> FakeClient::DeleteLocked(const apiserver::DeleteRequ
   const std::optional<int64_t> requested =
       req.has_grace_period_seconds() ? std::optional<int64_t>(req.grace_period_seconds())
                                      : std::nullopt;
-  auto decision = api::DecideDelete(*current.object, requested, req.propagation_policy(),
-                                    Rfc3339(clock_->Now()));
-  if (!decision.ok()) return decision.status();
-  if (decision->unchanged) return current.bytes;
-  if (decision->marked) return Write(**kind, req.namespace_(), std::move(decision->marked), &current);
+  MKUBE_ASSIGN_OR_RETURN(auto decision,
+                         api::DecideDelete(*current.object, requested, req.propagation_policy(),
+                                           Rfc3339(clock_->Now())));
+  if (decision.unchanged) return current.bytes;
+  if (decision.marked) return Write(**kind, req.namespace_(), std::move(decision.marked), &current);
   return Remove(**kind, key);
 }
 

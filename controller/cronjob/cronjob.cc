@@ -4,6 +4,7 @@
 #include <set>
 
 #include "api/object.h"
+#include "base/status.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/job_status.h"
 #include "controller/internal/owner.h"
@@ -101,7 +102,7 @@ absl::Status CronJobController::Sync(const std::string& key) {
   if (!cached) return absl::OkStatus();
   api::CronJob cj = *cached;
   const std::vector<JobPtr> jobs = jobs_->ByIndex(kByController, cj.metadata().uid());
-  if (auto st = Reconcile(&cj, jobs); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(Reconcile(&cj, jobs));
   std::optional<absl::Time> next;
   absl::Status error = Schedule(&cj, &next);
   if (error.ok()) error = CleanUpFinished(&cj, jobs);
@@ -117,10 +118,10 @@ absl::Status CronJobController::Reconcile(api::CronJob* cj, const std::vector<Jo
     return Finished(*j).empty() && !InActive(cj->status(), j->metadata().uid());
   });
   if (unknown) {
-    auto fresh = client_->Get<api::CronJob>("cronjobs", cj->metadata().namespace_(),
-                                            cj->metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() == cj->metadata().uid()) *cj = *std::move(fresh);
+    MKUBE_ASSIGN_OR_RETURN(
+        auto fresh,
+        client_->Get<api::CronJob>("cronjobs", cj->metadata().namespace_(), cj->metadata().name()));
+    if (fresh.metadata().uid() == cj->metadata().uid()) *cj = std::move(fresh);
   }
   api::CronJobStatus* status = cj->mutable_status();
   std::set<std::string> children;
@@ -218,7 +219,7 @@ absl::Status CronJobController::Schedule(api::CronJob* cj, std::optional<absl::T
   if (spec.concurrency_policy() == "Replace") {
     const auto refs = cj->status().active();
     for (const auto& ref : refs) {
-      if (auto st = DeleteJob(cj, ref.name(), ref.uid()); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(DeleteJob(cj, ref.name(), ref.uid()));
     }
   }
   return StartJob(cj, scheduled, zone);
@@ -297,7 +298,7 @@ absl::Status CronJobController::CleanUpFinished(api::CronJob* cj,
     });
     finished.resize(finished.size() - limit);
     for (const auto& j : finished) {
-      if (auto st = DeleteJob(cj, j->metadata().name(), j->metadata().uid()); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(DeleteJob(cj, j->metadata().name(), j->metadata().uid()));
     }
   }
   return absl::OkStatus();

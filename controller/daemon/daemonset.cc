@@ -6,6 +6,7 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/taints.h"
+#include "base/status.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/int_or_percent.h"
@@ -231,11 +232,11 @@ absl::Status DaemonSetController::Sync(const std::string& key) {
     if (p->metadata().deletion_timestamp().empty()) candidates.push_back(std::move(p));
   }
   auto can_adopt = [this, &ds, &key]() -> absl::Status {
-    auto fresh = client_->Get<api::DaemonSet>("daemonsets", ds->metadata().namespace_(),
-                                              ds->metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() != ds->metadata().uid() ||
-        !fresh->metadata().deletion_timestamp().empty()) {
+    MKUBE_ASSIGN_OR_RETURN(auto fresh,
+                           client_->Get<api::DaemonSet>("daemonsets", ds->metadata().namespace_(),
+                                                        ds->metadata().name()));
+    if (fresh.metadata().uid() != ds->metadata().uid() ||
+        !fresh.metadata().deletion_timestamp().empty()) {
       return absl::AbortedError(fmt::format("DaemonSet {} is gone or going", key));
     }
     return absl::OkStatus();

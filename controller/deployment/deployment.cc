@@ -5,6 +5,7 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
@@ -154,42 +155,39 @@ absl::Status DeploymentController::Sync(const std::string& key) {
     }
     return absl::OkStatus();
   }
-  auto owned = ClaimReplicaSets(d);
-  if (!owned.ok()) return owned.status();
+  MKUBE_ASSIGN_OR_RETURN(auto owned, ClaimReplicaSets(d));
   if (!d.metadata().deletion_timestamp().empty()) {
-    auto sets = GetSets(d, *owned, false);
-    if (!sets.ok()) return sets.status();
-    return SyncStatus(d, *sets);
+    MKUBE_ASSIGN_OR_RETURN(auto sets, GetSets(d, owned, false));
+    return SyncStatus(d, sets);
   }
-  if (auto st = CheckPaused(d); !st.ok()) return st;
-  if (d.spec().paused() || IsScalingEvent(d, *owned)) return ScaleOnly(d, *owned);
-  if (d.spec().strategy().type() == "Recreate") return RolloutRecreate(d, *owned);
-  return RolloutRolling(d, *owned);
+  MKUBE_RETURN_IF_ERROR(CheckPaused(d));
+  if (d.spec().paused() || IsScalingEvent(d, owned)) return ScaleOnly(d, owned);
+  if (d.spec().strategy().type() == "Recreate") return RolloutRecreate(d, owned);
+  return RolloutRolling(d, owned);
 }
 
 absl::StatusOr<std::vector<RSPtr>> DeploymentController::ClaimReplicaSets(
     const api::Deployment& d) {
-  auto selector = api::Selector::FromLabelSelector(d.spec().selector());
-  if (!selector.ok()) return selector.status();
+  MKUBE_ASSIGN_OR_RETURN(auto selector, api::Selector::FromLabelSelector(d.spec().selector()));
   auto can_adopt = [this, &d]() -> absl::Status {
-    auto fresh = client_->Get<api::Deployment>("deployments", d.metadata().namespace_(),
-                                               d.metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() != d.metadata().uid()) {
+    MKUBE_ASSIGN_OR_RETURN(auto fresh,
+                           client_->Get<api::Deployment>("deployments", d.metadata().namespace_(),
+                                                         d.metadata().name()));
+    if (fresh.metadata().uid() != d.metadata().uid()) {
       return absl::AbortedError(fmt::format("original Deployment {} is gone: got uid {}, wanted {}",
-                                            client::KeyOf(d), fresh->metadata().uid(),
+                                            client::KeyOf(d), fresh.metadata().uid(),
                                             d.metadata().uid()));
     }
-    if (!fresh->metadata().deletion_timestamp().empty()) {
+    if (!fresh.metadata().deletion_timestamp().empty()) {
       return absl::AbortedError(fmt::format("Deployment {} has just been deleted at {}",
                                             client::KeyOf(d),
-                                            fresh->metadata().deletion_timestamp()));
+                                            fresh.metadata().deletion_timestamp()));
     }
     return absl::OkStatus();
   };
   absl::Status error;
   auto owned = Claim<api::ReplicaSet>(
-      client_, "replicasets", d, ControllerRef(d, "apps/v1", "Deployment"), *selector,
+      client_, "replicasets", d, ControllerRef(d, "apps/v1", "Deployment"), selector,
       replica_sets_->ByIndex(kByNamespace, d.metadata().namespace_()), can_adopt, &error);
   if (!error.ok()) return error;
   return owned;
@@ -204,14 +202,12 @@ absl::StatusOr<DeploymentController::Sets> DeploymentController::GetSets(
   }
   const int64_t revision = MaxRevision(sets.old) + 1;
   if (found) {
-    auto synced = SyncNewReplicaSet(d, found, revision);
-    if (!synced.ok()) return synced.status();
-    sets.new_rs = *synced;
+    MKUBE_ASSIGN_OR_RETURN(auto synced, SyncNewReplicaSet(d, found, revision));
+    sets.new_rs = synced;
     std::replace(owned.begin(), owned.end(), found, sets.new_rs);
   } else if (create) {
-    auto made = CreateNewReplicaSet(d, sets, revision);
-    if (!made.ok()) return made.status();
-    sets.new_rs = *made;
+    MKUBE_ASSIGN_OR_RETURN(auto made, CreateNewReplicaSet(d, sets, revision));
+    sets.new_rs = made;
     owned.push_back(sets.new_rs);
   }
   return sets;
@@ -227,9 +223,9 @@ absl::StatusOr<RSPtr> DeploymentController::SyncNewReplicaSet(api::Deployment& d
     changed = true;
   }
   if (changed) {
-    auto updated = client_->Update<api::ReplicaSet>("replicasets", d.metadata().namespace_(), copy);
-    if (!updated.ok()) return updated.status();
-    rs = std::make_shared<const api::ReplicaSet>(std::move(*updated));
+    MKUBE_ASSIGN_OR_RETURN(auto updated, client_->Update<api::ReplicaSet>(
+                                             "replicasets", d.metadata().namespace_(), copy));
+    rs = std::make_shared<const api::ReplicaSet>(std::move(updated));
   }
   // The deployment shows the revision it runs.
   const std::string rev = std::to_string(Revision(*rs));
@@ -237,10 +233,9 @@ absl::StatusOr<RSPtr> DeploymentController::SyncNewReplicaSet(api::Deployment& d
   if (it == d.metadata().annotations().end() || it->second != rev) {
     api::Deployment annotated = d;
     (*annotated.mutable_metadata()->mutable_annotations())[kRevision] = rev;
-    auto updated = client_->Update<api::Deployment>("deployments", d.metadata().namespace_(),
-                                                    annotated);
-    if (!updated.ok()) return updated.status();
-    d = std::move(*updated);
+    MKUBE_ASSIGN_OR_RETURN(auto updated, client_->Update<api::Deployment>(
+                                             "deployments", d.metadata().namespace_(), annotated));
+    d = std::move(updated);
   }
   if (!FindCondition(d.status(), "Progressing") && HasProgressDeadline(d)) {
     api::DeploymentStatus status = d.status();
@@ -248,7 +243,7 @@ absl::StatusOr<RSPtr> DeploymentController::SyncNewReplicaSet(api::Deployment& d
                                        fmt::format("Found new replica set \"{}\"",
                                                    rs->metadata().name()),
                                        clock_->Now()));
-    if (auto st = WriteStatus(d, status); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(WriteStatus(d, status));
   }
   return rs;
 }
@@ -286,16 +281,16 @@ absl::StatusOr<RSPtr> DeploymentController::CreateNewReplicaSet(api::Deployment&
   auto created = client_->Create<api::ReplicaSet>("replicasets", d.metadata().namespace_(), rs);
   if (!created.ok() && created.status().code() == absl::StatusCode::kAlreadyExists) {
     // Made by an earlier sync whose watch event has not arrived, or a hash collision.
-    auto existing = client_->Get<api::ReplicaSet>("replicasets", d.metadata().namespace_(),
-                                                  meta->name());
-    if (!existing.ok()) return existing.status();
-    if (ControlledBy(existing->metadata(), d.metadata().uid()) &&
-        EqualIgnoreHash(existing->spec().template_(), d.spec().template_())) {
-      return std::make_shared<const api::ReplicaSet>(std::move(*existing));
+    MKUBE_ASSIGN_OR_RETURN(
+        auto existing,
+        client_->Get<api::ReplicaSet>("replicasets", d.metadata().namespace_(), meta->name()));
+    if (ControlledBy(existing.metadata(), d.metadata().uid()) &&
+        EqualIgnoreHash(existing.spec().template_(), d.spec().template_())) {
+      return std::make_shared<const api::ReplicaSet>(std::move(existing));
     }
     api::DeploymentStatus status = d.status();
     status.set_collision_count(collisions.value_or(0) + 1);
-    if (auto st = WriteStatus(d, status); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(WriteStatus(d, status));
     Log().info("{}: hash collision with replica set {}, collision count now {}", client::KeyOf(d),
                meta->name(), status.collision_count());
     return absl::AbortedError(fmt::format("hash collision for replica set \"{}\"", meta->name()));
@@ -324,7 +319,7 @@ absl::StatusOr<RSPtr> DeploymentController::CreateNewReplicaSet(api::Deployment&
                                        fmt::format("Created new replica set \"{}\"",
                                                    made->metadata().name()),
                                        clock_->Now()));
-    if (auto st = WriteStatus(d, status); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(WriteStatus(d, status));
   }
   return made;
 }

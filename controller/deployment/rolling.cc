@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "base/status.h"
 #include "controller/deployment/deployment.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
@@ -40,9 +41,9 @@ absl::StatusOr<bool> DeploymentController::ScaleReplicaSet(const api::Deployment
   auto* ann = copy.mutable_metadata()->mutable_annotations();
   (*ann)[kDesiredReplicas] = std::to_string(desired);
   (*ann)[kMaxReplicas] = std::to_string(most);
-  auto updated = client_->Update<api::ReplicaSet>("replicasets", d.metadata().namespace_(), copy);
-  if (!updated.ok()) return updated.status();
-  *rs = std::make_shared<const api::ReplicaSet>(std::move(*updated));
+  MKUBE_ASSIGN_OR_RETURN(auto updated, client_->Update<api::ReplicaSet>(
+                                           "replicasets", d.metadata().namespace_(), copy));
+  *rs = std::make_shared<const api::ReplicaSet>(std::move(updated));
   if (resize) {
     events_->Record(d, "Normal", "ScalingReplicaSet",
                     fmt::format("Scaled {} replica set {} from {} to {}",
@@ -63,13 +64,12 @@ bool DeploymentController::IsScalingEvent(api::Deployment& d, std::vector<RSPtr>
 }
 
 absl::Status DeploymentController::ScaleOnly(api::Deployment& d, std::vector<RSPtr>& owned) {
-  auto sets = GetSets(d, owned, false);
-  if (!sets.ok()) return sets.status();
-  if (auto st = Scale(d, *sets); !st.ok()) return st;
+  MKUBE_ASSIGN_OR_RETURN(auto sets, GetSets(d, owned, false));
+  MKUBE_RETURN_IF_ERROR(Scale(d, sets));
   if (d.spec().paused()) {
-    if (auto st = Cleanup(d, sets->old); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(Cleanup(d, sets.old));
   }
-  return SyncStatus(d, *sets);
+  return SyncStatus(d, sets);
 }
 
 absl::Status DeploymentController::Scale(const api::Deployment& d, Sets& sets) {
@@ -134,18 +134,15 @@ absl::Status DeploymentController::Scale(const api::Deployment& d, Sets& sets) {
 
 absl::Status DeploymentController::RolloutRolling(api::Deployment& d,
                                                   std::vector<RSPtr>& owned) {
-  auto sets = GetSets(d, owned, true);
-  if (!sets.ok()) return sets.status();
-  auto up = ReconcileNew(d, *sets);
-  if (!up.ok()) return up.status();
-  if (*up) return SyncRolloutStatus(d, *sets);
-  auto down = ReconcileOld(d, *sets);
-  if (!down.ok()) return down.status();
-  if (*down) return SyncRolloutStatus(d, *sets);
+  MKUBE_ASSIGN_OR_RETURN(auto sets, GetSets(d, owned, true));
+  MKUBE_ASSIGN_OR_RETURN(auto up, ReconcileNew(d, sets));
+  if (up) return SyncRolloutStatus(d, sets);
+  MKUBE_ASSIGN_OR_RETURN(auto down, ReconcileOld(d, sets));
+  if (down) return SyncRolloutStatus(d, sets);
   if (Complete(d, d.status())) {
-    if (auto st = Cleanup(d, sets->old); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(Cleanup(d, sets.old));
   }
-  return SyncRolloutStatus(d, *sets);
+  return SyncRolloutStatus(d, sets);
 }
 
 absl::StatusOr<bool> DeploymentController::ReconcileNew(const api::Deployment& d, Sets& sets) {
@@ -176,8 +173,7 @@ absl::StatusOr<bool> DeploymentController::ReconcileOld(const api::Deployment& d
     const int32_t unhealthy = (*rs)->spec().replicas() - (*rs)->status().available_replicas();
     if ((*rs)->spec().replicas() == 0 || unhealthy <= 0) continue;
     const int32_t n = std::min(room - cleaned, unhealthy);
-    auto st = ScaleReplicaSet(d, rs, (*rs)->spec().replicas() - n);
-    if (!st.ok()) return st.status();
+    MKUBE_RETURN_IF_ERROR(ScaleReplicaSet(d, rs, (*rs)->spec().replicas() - n).status());
     cleaned += n;
     scaled = true;
   }
@@ -190,8 +186,7 @@ absl::StatusOr<bool> DeploymentController::ReconcileOld(const api::Deployment& d
       if (done >= budget) break;
       if ((*rs)->spec().replicas() == 0) continue;
       const int32_t n = std::min((*rs)->spec().replicas(), budget - done);
-      auto st = ScaleReplicaSet(d, rs, (*rs)->spec().replicas() - n);
-      if (!st.ok()) return st.status();
+      MKUBE_RETURN_IF_ERROR(ScaleReplicaSet(d, rs, (*rs)->spec().replicas() - n).status());
       done += n;
       scaled = true;
     }
@@ -222,9 +217,8 @@ absl::Status DeploymentController::RolloutRecreate(api::Deployment& d,
   bool scaled = false;
   for (auto& rs : sets->old) {
     if (rs->spec().replicas() == 0) continue;
-    auto st = ScaleReplicaSet(d, &rs, 0);
-    if (!st.ok()) return st.status();
-    scaled |= *st;
+    MKUBE_ASSIGN_OR_RETURN(const bool changed, ScaleReplicaSet(d, &rs, 0));
+    scaled |= changed;
   }
   if (scaled || OldPodsRunning(*sets)) return SyncRolloutStatus(d, *sets);
   if (!sets->new_rs) {
@@ -235,7 +229,7 @@ absl::Status DeploymentController::RolloutRecreate(api::Deployment& d,
     return st.status();
   }
   if (Complete(d, d.status())) {
-    if (auto st = Cleanup(d, sets->old); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(Cleanup(d, sets->old));
   }
   return SyncRolloutStatus(d, *sets);
 }

@@ -1,4 +1,6 @@
 // A deployment's status: counts, the Available and Progressing conditions, history cleanup.
+#include "base/status.h"
+
 #include <algorithm>
 
 #include "api/object.h"
@@ -87,7 +89,7 @@ absl::Status DeploymentController::SyncRolloutStatus(api::Deployment& d, const S
   } else {
     RemoveCondition(&status, "ReplicaFailure");
   }
-  if (auto st = WriteStatus(d, status); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(WriteStatus(d, status));
   // Look again when the deadline passes, should nothing else happen meanwhile.
   const api::Condition* cur = FindCondition(d.status(), "Progressing");
   if (HasProgressDeadline(d) && cur && cur->reason() != kNewRSAvailable &&

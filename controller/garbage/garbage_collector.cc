@@ -5,6 +5,7 @@
 #include "api/kinds.h"
 #include "api/object.h"
 #include "api/strategy.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::controller::garbage {
@@ -145,9 +146,8 @@ absl::Status GarbageCollector::CheckOwners(const std::string& resource,
   const api::ObjectMeta& meta = api::MetaOf(obj);
   std::vector<std::string> dangling;
   for (const auto& ref : meta.owner_references()) {
-    auto exists = OwnerExists(meta.namespace_(), ref, /*ask_server=*/true);
-    if (!exists.ok()) return exists.status();
-    if (!*exists) dangling.push_back(ref.uid());
+    MKUBE_ASSIGN_OR_RETURN(auto exists, OwnerExists(meta.namespace_(), ref, /*ask_server=*/true));
+    if (!exists) dangling.push_back(ref.uid());
   }
   if (dangling.empty()) return absl::OkStatus();
   if (!fresh) {
@@ -215,7 +215,7 @@ absl::Status GarbageCollector::DeleteDependentsFirst(const std::string& resource
       if (ref.uid() == uid && ref.block_owner_deletion()) blocked = true;
     }
     if (meta.deletion_timestamp().empty()) {
-      if (auto st = DeleteObject(dep_resource, *dep, "Foreground"); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(DeleteObject(dep_resource, *dep, "Foreground"));
     }
   }
   // The dependents' deletions bring the owner back here; it goes when none blocks it.

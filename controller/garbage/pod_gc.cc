@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/status.h"
 #include "controller/internal/indexes.h"
 
 namespace mkube::controller::garbage {
@@ -71,10 +72,9 @@ absl::Status PodGC::Sync(const std::string& key) {
     candidates.insert(key.substr(sizeof(kNodePrefix) - 1));
   }
   for (const auto& node : candidates) {
-    auto exists = NodeExists(node);
-    if (!exists.ok()) return exists.status();
-    if (*exists) continue;
-    if (auto st = DeletePodsOf(node); !st.ok()) return st;
+    MKUBE_ASSIGN_OR_RETURN(auto exists, NodeExists(node));
+    if (exists) continue;
+    MKUBE_RETURN_IF_ERROR(DeletePodsOf(node));
   }
   return absl::OkStatus();
 }

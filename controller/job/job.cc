@@ -6,6 +6,7 @@
 
 #include "api/labels.h"
 #include "api/object.h"
+#include "base/status.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/job_status.h"
@@ -112,10 +113,10 @@ void JobController::OnPod(const PodPtr& pod, bool added, bool deleted) {
 std::vector<PodPtr> JobController::ClaimPods(const api::Job& job, const api::Selector& selector,
                                              absl::Status* error) {
   auto can_adopt = [this, &job]() -> absl::Status {
-    auto fresh = client_->Get<api::Job>("jobs", job.metadata().namespace_(), job.metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() != job.metadata().uid() ||
-        !fresh->metadata().deletion_timestamp().empty()) {
+    MKUBE_ASSIGN_OR_RETURN(auto fresh, client_->Get<api::Job>("jobs", job.metadata().namespace_(),
+                                                              job.metadata().name()));
+    if (fresh.metadata().uid() != job.metadata().uid() ||
+        !fresh.metadata().deletion_timestamp().empty()) {
       return absl::AbortedError(fmt::format("Job {} is gone or going", client::KeyOf(job)));
     }
     return absl::OkStatus();
@@ -240,7 +241,7 @@ absl::Status JobController::Finish(const api::Job& job, api::JobStatus* status,
                                    const std::string& type, const std::string& reason,
                                    const std::string& message, const std::vector<PodPtr>& active) {
   for (const auto& p : active) {
-    if (auto st = pod_control_.Delete(job, *p); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(pod_control_.Delete(job, *p));
   }
   const std::string now = api::Rfc3339(clock_->Now());
   status->set_active(0);

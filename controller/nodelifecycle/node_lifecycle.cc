@@ -4,6 +4,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "controller/internal/indexes.h"
 #include "fmt/format.h"
 
@@ -129,15 +130,14 @@ absl::StatusOr<std::shared_ptr<const api::Node>> NodeLifecycleController::CheckH
     c.set_message("Kubelet stopped posting node status.");
     c.set_last_transition_time(stamp);
   }
-  auto r = client_->Update<api::Node>("nodes", "", updated, "status");
-  if (!r.ok()) return r.status();
+  MKUBE_ASSIGN_OR_RETURN(auto r, client_->Update<api::Node>("nodes", "", updated, "status"));
   Log().info("node {}: no lease renewal for {}: Ready is now Unknown", name,
              absl::FormatDuration(options_.grace_period));
   if (!ready || ready->status() == "True") {
-    events_->Record(*r, "Normal", "NodeNotReady",
+    events_->Record(r, "Normal", "NodeNotReady",
                     fmt::format("Node {} status is now: NodeNotReady", name));
   }
-  return std::make_shared<const api::Node>(std::move(*r));
+  return std::make_shared<const api::Node>(std::move(r));
 }
 
 absl::Status NodeLifecycleController::MarkPodsNotReady(const api::Node& node, absl::Time now) {

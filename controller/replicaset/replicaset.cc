@@ -4,6 +4,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "controller/internal/claim.h"
 #include "controller/internal/indexes.h"
 #include "controller/internal/owner.h"
@@ -139,18 +140,18 @@ absl::Status ReplicaSetController<T>::Sync(const std::string& key) {
   }
   const api::OwnerReference ref = ControllerRef(*set, SetKind<T>::kApiVersion, SetKind<T>::kKind);
   auto can_adopt = [this, &set]() -> absl::Status {
-    auto fresh = client_->Get<T>(SetKind<T>::kResource, set->metadata().namespace_(),
-                                 set->metadata().name());
-    if (!fresh.ok()) return fresh.status();
-    if (fresh->metadata().uid() != set->metadata().uid()) {
+    MKUBE_ASSIGN_OR_RETURN(auto fresh,
+                           client_->Get<T>(SetKind<T>::kResource, set->metadata().namespace_(),
+                                           set->metadata().name()));
+    if (fresh.metadata().uid() != set->metadata().uid()) {
       return absl::AbortedError(fmt::format("original {} {} is gone: got uid {}, wanted {}",
                                             SetKind<T>::kKind, client::KeyOf(*set),
-                                            fresh->metadata().uid(), set->metadata().uid()));
+                                            fresh.metadata().uid(), set->metadata().uid()));
     }
-    if (!fresh->metadata().deletion_timestamp().empty()) {
-      return absl::AbortedError(fmt::format("{} {} has just been deleted at {}",
-                                            SetKind<T>::kKind, client::KeyOf(*set),
-                                            fresh->metadata().deletion_timestamp()));
+    if (!fresh.metadata().deletion_timestamp().empty()) {
+      return absl::AbortedError(fmt::format("{} {} has just been deleted at {}", SetKind<T>::kKind,
+                                            client::KeyOf(*set),
+                                            fresh.metadata().deletion_timestamp()));
     }
     return absl::OkStatus();
   };
@@ -262,12 +263,12 @@ absl::Status ReplicaSetController<T>::WriteStatus(const T& set,
   auto r = client_->Update<T>(SetKind<T>::kResource, set.metadata().namespace_(), updated, "status");
   if (r.ok() || r.status().code() != absl::StatusCode::kAborted) return r.status();
   // Changed meanwhile (its spec, or another writer): once more on the current object.
-  auto fresh = client_->Get<T>(SetKind<T>::kResource, set.metadata().namespace_(),
-                               set.metadata().name());
-  if (!fresh.ok()) return fresh.status();
-  *fresh->mutable_status() = status;
-  fresh->mutable_status()->set_observed_generation(set.metadata().generation());
-  return client_->Update<T>(SetKind<T>::kResource, set.metadata().namespace_(), *fresh, "status")
+  MKUBE_ASSIGN_OR_RETURN(
+      auto fresh,
+      client_->Get<T>(SetKind<T>::kResource, set.metadata().namespace_(), set.metadata().name()));
+  *fresh.mutable_status() = status;
+  fresh.mutable_status()->set_observed_generation(set.metadata().generation());
+  return client_->Update<T>(SetKind<T>::kResource, set.metadata().namespace_(), fresh, "status")
       .status();
 }
 

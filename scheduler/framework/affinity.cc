@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::scheduler::framework {
@@ -19,19 +20,17 @@ std::string Canonical(const AffinityTerm& t) {
 absl::StatusOr<AffinityTerm> ParseTerm(const api::PodAffinityTerm& t, const api::Pod& owner,
                                        int32_t weight) {
   AffinityTerm term;
-  auto selector = api::Selector::FromLabelSelector(t.label_selector());
-  if (!selector.ok()) return selector.status();
+  MKUBE_ASSIGN_OR_RETURN(auto selector, api::Selector::FromLabelSelector(t.label_selector()));
   term.topology_key = t.topology_key();
   term.weight = weight;
   // A term without a label selector selects no pod (no namespace is in it); an empty one
   // selects every pod.
   if (!t.has_label_selector()) return term;
-  term.selector = std::move(*selector);
+  term.selector = std::move(selector);
   term.namespaces.assign(t.namespaces().begin(), t.namespaces().end());
   if (t.has_namespace_selector()) {
-    auto ns = api::Selector::FromLabelSelector(t.namespace_selector());
-    if (!ns.ok()) return ns.status();
-    term.namespace_selector = std::move(*ns);
+    MKUBE_ASSIGN_OR_RETURN(auto ns, api::Selector::FromLabelSelector(t.namespace_selector()));
+    term.namespace_selector = std::move(ns);
   } else if (term.namespaces.empty()) {
     term.namespaces.push_back(owner.metadata().namespace_());
   }

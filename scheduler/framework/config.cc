@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::scheduler::framework {
@@ -55,7 +56,7 @@ struct PointChange {
 absl::StatusOr<PointChange> ParsePoint(const YAML::Node& node, const std::string& path,
                                        bool weights) {
   PointChange change;
-  if (auto st = CheckKeys(node, path, {"enabled", "disabled"}); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(CheckKeys(node, path, {"enabled", "disabled"}));
   for (const char* list : {"enabled", "disabled"}) {
     const YAML::Node items = node[list];
     if (!items) continue;
@@ -64,28 +65,26 @@ absl::StatusOr<PointChange> ParsePoint(const YAML::Node& node, const std::string
     for (size_t i = 0; i < items.size(); ++i) {
       const YAML::Node item = items[i];
       const std::string ipath = fmt::format("{}[{}]", lpath, i);
-      if (auto st = CheckKeys(item, ipath, {"name", "weight"}); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(CheckKeys(item, ipath, {"name", "weight"}));
       if (!item["name"]) return Invalid(item, ipath + ".name: Required value");
-      auto name = String(item["name"], ipath + ".name");
-      if (!name.ok()) return name.status();
-      const bool known = *name == "*" || PluginRegistry().contains(*name);
+      MKUBE_ASSIGN_OR_RETURN(auto name, String(item["name"], ipath + ".name"));
+      const bool known = name == "*" || PluginRegistry().contains(name);
       if (!known)
-        return Invalid(item["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, *name));
+        return Invalid(item["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, name));
       int64_t weight = 0;
       if (item["weight"]) {
         if (!weights)
           return Invalid(item["weight"], ipath + ".weight: only score plugins have weights");
-        auto w = Int(item["weight"], ipath + ".weight");
-        if (!w.ok()) return w.status();
-        if (*w < 0) return Invalid(item["weight"], ipath + ".weight: must not be negative");
-        weight = *w;
+        MKUBE_ASSIGN_OR_RETURN(auto w, Int(item["weight"], ipath + ".weight"));
+        if (w < 0) return Invalid(item["weight"], ipath + ".weight: must not be negative");
+        weight = w;
       }
       if (std::string(list) == "enabled") {
-        if (*name == "*") return Invalid(item["name"], ipath + ".name: \"*\" can only be disabled");
-        change.enabled.emplace_back(*name, weight);
+        if (name == "*") return Invalid(item["name"], ipath + ".name: \"*\" can only be disabled");
+        change.enabled.emplace_back(name, weight);
         change.enabled_at.push_back(item);
       } else {
-        change.disabled.push_back(*name);
+        change.disabled.push_back(name);
       }
     }
   }
@@ -146,10 +145,9 @@ absl::Status ParsePlugins(const YAML::Node& plugins, const std::string& ppath,
   for (const char* point : {"multiPoint", "filter", "score"}) {
     if (!plugins[point]) continue;
     const std::string p = point;
-    auto change = ParsePoint(plugins[point], ppath + "." + p, p != "filter");
-    if (!change.ok()) return change.status();
+    MKUBE_ASSIGN_OR_RETURN(auto change, ParsePoint(plugins[point], ppath + "." + p, p != "filter"));
     if (p != "score") {
-      PointChange filters = *change;
+      PointChange filters = change;
       if (p == "multiPoint") {  // only the plugins that filter
         std::erase_if(filters.enabled, [](const auto& e) {
           auto made = PluginRegistry().at(e.first).make(YAML::Node(), nullptr);
@@ -159,16 +157,16 @@ absl::Status ParsePlugins(const YAML::Node& plugins, const std::string& ppath,
       ApplyFilters(filters, set->filters);
     }
     if (p != "filter") {
-      PointChange scores = *change;
+      PointChange scores = change;
       auto scores_not = [](const std::string& name) {
         auto made = PluginRegistry().at(name).make(YAML::Node(), nullptr);
         return !made.ok() || !PointsOf(**made).score;
       };
-      for (size_t i = 0; p == "score" && i < change->enabled.size(); ++i) {
-        if (scores_not(change->enabled[i].first)) {
-          return Invalid(change->enabled_at[i],
+      for (size_t i = 0; p == "score" && i < change.enabled.size(); ++i) {
+        if (scores_not(change.enabled[i].first)) {
+          return Invalid(change.enabled_at[i],
                          fmt::format("{}.score.enabled[{}]: {} does not score", ppath, i,
-                                     change->enabled[i].first));
+                                     change.enabled[i].first));
         }
       }
       std::erase_if(scores.enabled, [&](const auto& e) { return scores_not(e.first); });
@@ -185,16 +183,15 @@ absl::StatusOr<std::map<std::string, YAML::Node>> ParsePluginConfig(const YAML::
   if (!config.IsSequence()) return Invalid(config, cpath + ": expected a list");
   for (size_t i = 0; i < config.size(); ++i) {
     const std::string ipath = fmt::format("{}[{}]", cpath, i);
-    if (auto st = CheckKeys(config[i], ipath, {"name", "args"}); !st.ok()) return st;
-    auto n = String(config[i]["name"], ipath + ".name");
-    if (!n.ok()) return n.status();
-    if (!PluginRegistry().contains(*n)) {
-      return Invalid(config[i]["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, *n));
+    MKUBE_RETURN_IF_ERROR(CheckKeys(config[i], ipath, {"name", "args"}));
+    MKUBE_ASSIGN_OR_RETURN(auto n, String(config[i]["name"], ipath + ".name"));
+    if (!PluginRegistry().contains(n)) {
+      return Invalid(config[i]["name"], fmt::format("{}.name: unknown plugin \"{}\"", ipath, n));
     }
-    if (args.contains(*n)) {
-      return Invalid(config[i]["name"], fmt::format("{}.name: \"{}\" configured twice", ipath, *n));
+    if (args.contains(n)) {
+      return Invalid(config[i]["name"], fmt::format("{}.name: \"{}\" configured twice", ipath, n));
     }
-    args[*n] = config[i]["args"] ? config[i]["args"] : YAML::Node(YAML::NodeType::Map);
+    args[n] = config[i]["args"] ? config[i]["args"] : YAML::Node(YAML::NodeType::Map);
   }
   return args;
 }
@@ -208,32 +205,30 @@ absl::StatusOr<Profile> ParseProfile(const YAML::Node& node, const std::string& 
   }
   std::string name = "default-scheduler";
   if (node["schedulerName"]) {
-    auto n = String(node["schedulerName"], path + ".schedulerName");
-    if (!n.ok()) return n.status();
-    name = *n;
+    MKUBE_ASSIGN_OR_RETURN(auto n, String(node["schedulerName"], path + ".schedulerName"));
+    name = n;
   }
   const PluginSet defaults = DefaultPlugins();
   PluginSet set = defaults;
   if (const YAML::Node plugins = node["plugins"]) {
-    if (auto st = ParsePlugins(plugins, path + ".plugins", defaults, &set); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(ParsePlugins(plugins, path + ".plugins", defaults, &set));
   }
   std::map<std::string, YAML::Node> args;
   if (const YAML::Node config = node["pluginConfig"]) {
-    auto parsed = ParsePluginConfig(config, path + ".pluginConfig");
-    if (!parsed.ok()) return parsed.status();
-    args = std::move(*parsed);
+    MKUBE_ASSIGN_OR_RETURN(auto parsed, ParsePluginConfig(config, path + ".pluginConfig"));
+    args = std::move(parsed);
   }
   auto profile = MakeProfile(name, set, args, handle);
   if (!profile.ok()) return profile.status();
   profile->percentage_of_nodes_to_score = percentage;
   if (node["percentageOfNodesToScore"]) {
-    auto pct = Int(node["percentageOfNodesToScore"], path + ".percentageOfNodesToScore");
-    if (!pct.ok()) return pct.status();
-    if (*pct < 0 || *pct > 100) {
+    MKUBE_ASSIGN_OR_RETURN(
+        auto pct, Int(node["percentageOfNodesToScore"], path + ".percentageOfNodesToScore"));
+    if (pct < 0 || pct > 100) {
       return Invalid(node["percentageOfNodesToScore"],
                      path + ".percentageOfNodesToScore: must be between 0 and 100");
     }
-    profile->percentage_of_nodes_to_score = static_cast<int>(*pct);
+    profile->percentage_of_nodes_to_score = static_cast<int>(pct);
   }
   return profile;
 }
@@ -286,18 +281,16 @@ absl::StatusOr<Profile> MakeProfile(const std::string& scheduler_name, const Plu
     return p;
   };
   for (const auto& name : set.filters) {
-    auto p = instance(name);
-    if (!p.ok()) return p.status();
-    if (auto* pre = dynamic_cast<const PreFilterPlugin*>(*p))
+    MKUBE_ASSIGN_OR_RETURN(auto p, instance(name));
+    if (auto* pre = dynamic_cast<const PreFilterPlugin*>(p))
       profile.filters.pre_filters.push_back(pre);
-    if (auto* f = dynamic_cast<const FilterPlugin*>(*p)) profile.filters.filters.push_back(f);
+    if (auto* f = dynamic_cast<const FilterPlugin*>(p)) profile.filters.filters.push_back(f);
   }
   for (const auto& [name, weight] : set.scores) {
-    auto p = instance(name);
-    if (!p.ok()) return p.status();
-    auto* score = dynamic_cast<const ScorePlugin*>(*p);
+    MKUBE_ASSIGN_OR_RETURN(auto p, instance(name));
+    auto* score = dynamic_cast<const ScorePlugin*>(p);
     if (!score) return absl::InvalidArgumentError(fmt::format("plugin {} does not score", name));
-    if (auto* pre = dynamic_cast<const PreScorePlugin*>(*p)) profile.pre_scores.push_back(pre);
+    if (auto* pre = dynamic_cast<const PreScorePlugin*>(p)) profile.pre_scores.push_back(pre);
     profile.scores.push_back({score, weight});
   }
   for (const auto& [name, node] : args) {
@@ -318,9 +311,8 @@ absl::StatusOr<std::vector<Profile>> LoadConfig(const std::string& text, const H
     return absl::InvalidArgumentError(fmt::format("line {}: {}", e.mark.line + 1, e.msg));
   }
   if (!root || root.IsNull()) {
-    auto p = MakeProfile("default-scheduler", DefaultPlugins(), {}, handle);
-    if (!p.ok()) return p.status();
-    profiles.push_back(std::move(*p));
+    MKUBE_ASSIGN_OR_RETURN(auto p, MakeProfile("default-scheduler", DefaultPlugins(), {}, handle));
+    profiles.push_back(std::move(p));
     return profiles;
   }
   if (auto st =
@@ -340,20 +332,19 @@ absl::StatusOr<std::vector<Profile>> LoadConfig(const std::string& text, const H
   }
   int percentage = 0;
   if (root["percentageOfNodesToScore"]) {
-    auto pct = Int(root["percentageOfNodesToScore"], "percentageOfNodesToScore");
-    if (!pct.ok()) return pct.status();
-    if (*pct < 0 || *pct > 100) {
+    MKUBE_ASSIGN_OR_RETURN(auto pct,
+                           Int(root["percentageOfNodesToScore"], "percentageOfNodesToScore"));
+    if (pct < 0 || pct > 100) {
       return Invalid(root["percentageOfNodesToScore"],
                      "percentageOfNodesToScore: must be between 0 and 100");
     }
-    percentage = static_cast<int>(*pct);
+    percentage = static_cast<int>(pct);
   }
   const YAML::Node list = root["profiles"];
   if (!list) {
-    auto p = MakeProfile("default-scheduler", DefaultPlugins(), {}, handle);
-    if (!p.ok()) return p.status();
-    p->percentage_of_nodes_to_score = percentage;
-    profiles.push_back(std::move(*p));
+    MKUBE_ASSIGN_OR_RETURN(auto p, MakeProfile("default-scheduler", DefaultPlugins(), {}, handle));
+    p.percentage_of_nodes_to_score = percentage;
+    profiles.push_back(std::move(p));
     return profiles;
   }
   if (!list.IsSequence()) return Invalid(list, "profiles: expected a list");

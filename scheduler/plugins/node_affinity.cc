@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/labels.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::scheduler::plugins {
@@ -30,14 +31,12 @@ absl::StatusOr<RequiredNodeAffinity> RequiredNodeAffinity::Of(const api::Pod& po
   for (const auto& t :
        affinity.required_during_scheduling_ignored_during_execution().node_selector_terms()) {
     Term term;
-    auto labels = api::Selector::FromNodeSelectorTerm(t);
-    if (!labels.ok()) return labels.status();
+    MKUBE_ASSIGN_OR_RETURN(auto labels, api::Selector::FromNodeSelectorTerm(t));
     api::NodeSelectorTerm as_fields;
     *as_fields.mutable_match_expressions() = t.match_fields();
-    auto fields = api::Selector::FromNodeSelectorTerm(as_fields);
-    if (!fields.ok()) return fields.status();
-    term.labels = std::move(*labels);
-    term.fields = std::move(*fields);
+    MKUBE_ASSIGN_OR_RETURN(auto fields, api::Selector::FromNodeSelectorTerm(as_fields));
+    term.labels = std::move(labels);
+    term.fields = std::move(fields);
     term.empty = t.match_expressions().empty() && t.match_fields().empty();
     r.terms_->push_back(std::move(term));
   }

@@ -6,9 +6,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "api/taints.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "scheduler/plugins/node_affinity.h"
-#include "api/taints.h"
 
 namespace mkube::scheduler::plugins {
 namespace {
@@ -37,9 +38,8 @@ absl::StatusOr<Constraint> MakeConstraint(const api::TopologySpreadConstraint& c
     auto it = pod.metadata().labels().find(key);
     if (it != pod.metadata().labels().end()) (*selector.mutable_match_labels())[key] = it->second;
   }
-  auto parsed = api::Selector::FromLabelSelector(selector);
-  if (!parsed.ok()) return parsed.status();
-  out.selector = std::move(*parsed);
+  MKUBE_ASSIGN_OR_RETURN(auto parsed, api::Selector::FromLabelSelector(selector));
+  out.selector = std::move(parsed);
   // Without a selector, or with an empty one, no placed pod counts (and only an empty one
   // selects the pod itself), as in Kubernetes.
   out.selects_nothing = out.selector.empty();
@@ -223,9 +223,8 @@ absl::StatusOr<std::vector<Constraint>> PodTopologySpread::ConstraintsOf(const a
   if (!pod.spec().topology_spread_constraints().empty()) {
     for (const auto& c : pod.spec().topology_spread_constraints()) {
       if (c.when_unsatisfiable() != kind) continue;
-      auto made = MakeConstraint(c, pod);
-      if (!made.ok()) return made.status();
-      out.push_back(std::move(*made));
+      MKUBE_ASSIGN_OR_RETURN(auto made, MakeConstraint(c, pod));
+      out.push_back(std::move(made));
     }
     return out;
   }
@@ -255,9 +254,8 @@ absl::StatusOr<std::vector<Constraint>> PodTopologySpread::ConstraintsOf(const a
   if (merged.match_labels().empty() && merged.match_expressions().empty()) return out;
   for (auto& c : defaults) {
     *c.mutable_label_selector() = merged;
-    auto made = MakeConstraint(c, pod);
-    if (!made.ok()) return made.status();
-    out.push_back(std::move(*made));
+    MKUBE_ASSIGN_OR_RETURN(auto made, MakeConstraint(c, pod));
+    out.push_back(std::move(made));
   }
   return out;
 }

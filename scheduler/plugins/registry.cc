@@ -1,4 +1,5 @@
 // The plugins mkube-scheduler knows by name, and how their pluginConfig args are read.
+#include "base/status.h"
 #include "fmt/format.h"
 #include "scheduler/framework/config.h"
 #include "scheduler/plugins/balanced_allocation.h"
@@ -42,7 +43,7 @@ absl::StatusOr<std::vector<ResourceWeight>> Resources(const YAML::Node& list) {
   std::vector<ResourceWeight> out;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node item = list[i];
-    if (auto st = OnlyKeys(item, {"name", "weight"}); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(OnlyKeys(item, {"name", "weight"}));
     ResourceWeight r;
     if (!item["name"] || !item["name"].IsScalar() || item["name"].Scalar().empty()) {
       return ArgError(item, fmt::format("resources[{}].name: Required value", i));
@@ -69,7 +70,7 @@ absl::StatusOr<PluginPtr> MakeFit(const YAML::Node& args, const Handle*) {
   }
   if (args && args["scoringStrategy"]) {
     const YAML::Node s = args["scoringStrategy"];
-    if (auto st = OnlyKeys(s, {"type", "resources"}); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(OnlyKeys(s, {"type", "resources"}));
     if (s["type"]) {
       const std::string type = s["type"].as<std::string>();
       if (type == "LeastAllocated") {
@@ -84,9 +85,8 @@ absl::StatusOr<PluginPtr> MakeFit(const YAML::Node& args, const Handle*) {
       }
     }
     if (s["resources"]) {
-      auto r = Resources(s["resources"]);
-      if (!r.ok()) return r.status();
-      a.resources = std::move(*r);
+      MKUBE_ASSIGN_OR_RETURN(auto r, Resources(s["resources"]));
+      a.resources = std::move(r);
     }
   }
   if (args && (args["ignoredResources"] || args["ignoredResourceGroups"])) {
@@ -97,11 +97,10 @@ absl::StatusOr<PluginPtr> MakeFit(const YAML::Node& args, const Handle*) {
 
 absl::StatusOr<PluginPtr> MakeBalanced(const YAML::Node& args, const Handle*) {
   plugins::BalancedAllocation::Args a;
-  if (auto st = OnlyKeys(args, {"resources"}); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(OnlyKeys(args, {"resources"}));
   if (args && args["resources"]) {
-    auto r = Resources(args["resources"]);
-    if (!r.ok()) return r.status();
-    a.resources = std::move(*r);
+    MKUBE_ASSIGN_OR_RETURN(auto r, Resources(args["resources"]));
+    a.resources = std::move(r);
   }
   return std::make_unique<plugins::BalancedAllocation>(std::move(a));
 }
@@ -166,7 +165,7 @@ absl::StatusOr<std::vector<api::TopologySpreadConstraint>> SpreadDefaults(const 
 
 absl::StatusOr<PluginPtr> MakeSpread(const YAML::Node& args, const Handle* handle) {
   plugins::PodTopologySpread::Args a;
-  if (auto st = OnlyKeys(args, {"defaultingType", "defaultConstraints"}); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(OnlyKeys(args, {"defaultingType", "defaultConstraints"}));
   if (args && args["defaultingType"]) {
     const std::string type = args["defaultingType"].as<std::string>();
     if (type != "System" && type != "List") {
@@ -182,9 +181,8 @@ absl::StatusOr<PluginPtr> MakeSpread(const YAML::Node& args, const Handle* handl
       return ArgError(args["defaultConstraints"],
                       "defaultConstraints: must be empty when defaultingType is System");
     }
-    auto list = SpreadDefaults(args["defaultConstraints"]);
-    if (!list.ok()) return list.status();
-    a.default_constraints = std::move(*list);
+    MKUBE_ASSIGN_OR_RETURN(auto list, SpreadDefaults(args["defaultConstraints"]));
+    a.default_constraints = std::move(list);
   }
   return std::make_unique<plugins::PodTopologySpread>(std::move(a), handle);
 }

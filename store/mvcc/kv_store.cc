@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
@@ -27,7 +28,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> KvStore::Open(const StoreOptions& optio
         fmt::format("cannot create data dir {}: {}", options.data_dir, ec.message()));
   }
   std::unique_ptr<KvStore> store(new KvStore(options));
-  if (auto st = store->Recover(); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(store->Recover());
   store->compactor_->Start();
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   return store;
@@ -105,7 +106,7 @@ absl::StatusOr<etcdserverpb::RangeResponse> KvStore::Range(const etcdserverpb::R
     return LoadValues(db_.get(), families_.history, ro, found,
                       absl::DataLossError("mkube-store: a version named by the index is missing"));
   };
-  if (auto st = EvaluateRange(req, std::move(candidates), load, &resp); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(EvaluateRange(req, std::move(candidates), load, &resp));
   return resp;
 }
 

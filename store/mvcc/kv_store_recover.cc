@@ -1,16 +1,16 @@
 // Opening a store: its database, identity and format (migrating the first format's), the key
 // index rebuilt from the history, and the state the store goes on from.
-#include "store/mvcc/kv_store.h"
-
 #include <algorithm>
 #include <map>
 #include <random>
 
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "store/mvcc/codec.h"
+#include "store/mvcc/kv_store.h"
 #include "store/mvcc/meta.h"
 
 namespace mkube::store::mvcc {
@@ -38,39 +38,34 @@ absl::StatusOr<int64_t> ReadMeta64(rocksdb::DB* db, const Families& families, co
 
 absl::Status KvStore::Recover() {
   std::vector<std::string> legacy;
-  if (auto st = OpenDatabase(&legacy); !st.ok()) return st;
-  if (auto st = LoadIdentity(); !st.ok()) return st;
-  if (auto st = UpgradeFormat(legacy); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(OpenDatabase(&legacy));
+  MKUBE_RETURN_IF_ERROR(LoadIdentity());
+  MKUBE_RETURN_IF_ERROR(UpgradeFormat(legacy));
 
-  auto revision = ReadMeta64(db_.get(), families_, kMetaRevision, 1);
-  if (!revision.ok()) return revision.status();
-  auto compacted = ReadMeta64(db_.get(), families_, kMetaCompacted, 0);
-  if (!compacted.ok()) return compacted.status();
-  auto compact_done = ReadMeta64(db_.get(), families_, kMetaCompactDone, 0);
-  if (!compact_done.ok()) return compact_done.status();
-  auto applied = ReadMeta64(db_.get(), families_, kMetaAppliedIndex, 0);
-  if (!applied.ok()) return applied.status();
+  MKUBE_ASSIGN_OR_RETURN(auto revision, ReadMeta64(db_.get(), families_, kMetaRevision, 1));
+  MKUBE_ASSIGN_OR_RETURN(auto compacted, ReadMeta64(db_.get(), families_, kMetaCompacted, 0));
+  MKUBE_ASSIGN_OR_RETURN(auto compact_done, ReadMeta64(db_.get(), families_, kMetaCompactDone, 0));
+  MKUBE_ASSIGN_OR_RETURN(auto applied, ReadMeta64(db_.get(), families_, kMetaAppliedIndex, 0));
   {
     absl::WriterMutexLock lock(&index_.mu);
-    index_.floor = *compacted;
+    index_.floor = compacted;
   }
-  if (auto st = BuildIndex(); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(BuildIndex());
 
-  next_base_revision_ = *revision;
-  compacted_ = *compacted;
-  applied_index_value_ = static_cast<uint64_t>(*applied);
+  next_base_revision_ = revision;
+  compacted_ = compacted;
+  applied_index_value_ = static_cast<uint64_t>(applied);
   applied_index_ = applied_index_value_;
-  compactor_ = std::make_unique<Compactor>(db_.get(), families_, &index_, *compacted,
-                                           *compact_done);
-  events_.SetFloor(*revision + 1);
-  Publish(*revision, *compacted);
+  compactor_ = std::make_unique<Compactor>(db_.get(), families_, &index_, compacted, compact_done);
+  events_.SetFloor(revision + 1);
+  Publish(revision, compacted);
   size_t keys = 0;
   {
     absl::ReaderMutexLock lock(&index_.mu);
     keys = index_.index.key_count();
   }
   Log().info("store recovered in {}: revision {}, compacted {}, {} keys", options_.data_dir,
-             *revision, *compacted, keys);
+             revision, compacted, keys);
   return absl::OkStatus();
 }
 
@@ -143,17 +138,16 @@ absl::Status KvStore::LoadIdentity() {
 }
 
 absl::Status KvStore::UpgradeFormat(const std::vector<std::string>& legacy) {
-  auto format = ReadMeta64(db_.get(), families_, kMetaFormat, 0);
-  if (!format.ok()) return format.status();
-  if (*format > kFormat) {
-    return absl::FailedPreconditionError(fmt::format(
-        "the store in {} has format {}, newer than this mkube-store reads ({})",
-        options_.data_dir, *format, kFormat));
+  MKUBE_ASSIGN_OR_RETURN(auto format, ReadMeta64(db_.get(), families_, kMetaFormat, 0));
+  if (format > kFormat) {
+    return absl::FailedPreconditionError(
+        fmt::format("the store in {} has format {}, newer than this mkube-store reads ({})",
+                    options_.data_dir, format, kFormat));
   }
-  if (!legacy.empty() || *format == 0) {
+  if (!legacy.empty() || format == 0) {
     // A new store only gets its format record; a migration that was cut short after its
     // format record only has families to drop.
-    if (auto st = MigrateFormat1(legacy, *format == 0); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(MigrateFormat1(legacy, format == 0));
   }
   return absl::OkStatus();
 }
@@ -172,7 +166,7 @@ absl::Status KvStore::BuildIndex() {
     }
     index.Add(kv.key(), IndexEntry(*rev, deleted ? nullptr : &kv));
   }
-  if (auto st = FromRocks(it->status(), "read history"); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
   absl::WriterMutexLock lock(&index_.mu);
   index_.index = std::move(index);
   return absl::OkStatus();
@@ -201,7 +195,7 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
       if (!rev || v.empty()) return absl::DataLossError("mkube-store: corrupt revision entry");
       subs[{rev->main, std::string(v.substr(1))}] = rev->sub;
     }
-    if (auto st = FromRocks(it->status(), "read revisions"); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(FromRocks(it->status(), "read revisions"));
     std::map<int64_t, int64_t> synthetic;
     size_t migrated = 0;
     it.reset(db_->NewIterator(rocksdb::ReadOptions(), key_family));
@@ -229,20 +223,20 @@ absl::Status KvStore::MigrateFormat1(const std::vector<std::string>& legacy, boo
       batch.Put(families_.history, EncodeRevision(rev), stored).PermitUncheckedError();
       ++migrated;
       if (batch.Count() >= static_cast<int>(kCompactBatch)) {
-        if (auto st = FromRocks(db_->Write(wo, &batch), "migration write"); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "migration write"));
         batch.Clear();
       }
     }
-    if (auto st = FromRocks(it->status(), "read history"); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(FromRocks(it->status(), "read history"));
     Log().info("migrated {} versions", migrated);
   }
   // The format record commits the migration; the old families go only after it is synced.
   batch.Put(families_.meta, kMetaFormat, Encode64(kFormat)).PermitUncheckedError();
   wo.sync = true;
-  if (auto st = FromRocks(db_->Write(wo, &batch), "migration write"); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "migration write"));
   for (const auto& name : legacy) {
     auto* h = handle(name);
-    if (auto st = FromRocks(db_->DropColumnFamily(h), "drop family " + name); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(FromRocks(db_->DropColumnFamily(h), "drop family " + name));
     db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     handles_.erase(std::find(handles_.begin(), handles_.end(), h));
   }

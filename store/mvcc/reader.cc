@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "store/mvcc/validate.h"
 
@@ -133,7 +134,7 @@ absl::Status LoadValues(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* history,
       Found& f = *found[start + i];
       if (statuses[i].IsNotFound()) return missing;
       if (!statuses[i].ok()) return failed(statuses[i]);
-      if (auto st = take(f, values[i].ToStringView()); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(take(f, values[i].ToStringView()));
       values[i].Reset();
     }
   }
@@ -169,7 +170,7 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Fo
   }
   if (!key_order) {
     if (req.sort_target() == RangeRequest::VALUE) {
-      if (auto st = LoadMissing(kvs, load); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(LoadMissing(kvs, load));
     }
     auto field = [&](const mvccpb::KeyValue& kv) -> std::pair<int64_t, const std::string*> {
       switch (req.sort_target()) {
@@ -196,7 +197,7 @@ absl::Status EvaluateRange(const etcdserverpb::RangeRequest& req, std::vector<Fo
     resp->set_more(true);
   }
   if (!req.keys_only()) {
-    if (auto st = LoadMissing(kvs, load); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(LoadMissing(kvs, load));
   }
   for (auto& f : kvs) {
     if (req.keys_only()) f.kv.clear_value();

@@ -1,5 +1,6 @@
 #include "store/mvcc/txn.h"
 
+#include "base/status.h"
 #include "store/mvcc/validate.h"
 
 namespace mkube::store::mvcc {
@@ -39,16 +40,15 @@ class Applier {
   absl::Status Txn(const etcdserverpb::TxnRequest& req, etcdserverpb::TxnResponse* resp) {
     bool ok = true;
     for (const auto& c : req.compare()) {
-      auto r = Evaluate(c);
-      if (!r.ok()) return r.status();
-      if (!*r) {
+      MKUBE_ASSIGN_OR_RETURN(auto r, Evaluate(c));
+      if (!r) {
         ok = false;
         break;
       }
     }
     resp->set_succeeded(ok);
     for (const auto& op : ok ? req.success() : req.failure()) {
-      if (auto st = Op(op, resp->add_responses()); !st.ok()) return st;
+      MKUBE_RETURN_IF_ERROR(Op(op, resp->add_responses()));
     }
     return absl::OkStatus();
   }
@@ -86,10 +86,9 @@ class Applier {
     if (req.revision() > current) return absl::OutOfRangeError(kErrFutureRev);
     // Reads of the past inside a txn are rare; they go to the history.
     const int64_t rev = req.revision() > 0 && req.revision() < current ? req.revision() : 0;
-    auto found = group_.Collect(range, rev);
-    if (!found.ok()) return found.status();
-    return EvaluateRange(req, std::move(*found),
-                         [&](const std::vector<Found*>& f) { return group_.Load(f); }, resp);
+    MKUBE_ASSIGN_OR_RETURN(auto found, group_.Collect(range, rev));
+    return EvaluateRange(
+        req, std::move(found), [&](const std::vector<Found*>& f) { return group_.Load(f); }, resp);
   }
 
   absl::Status Put(const etcdserverpb::PutRequest& req, etcdserverpb::PutResponse* resp) {

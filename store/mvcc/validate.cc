@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "store/mvcc/key_range.h"
 
 namespace mkube::store::mvcc {
@@ -41,8 +42,8 @@ absl::Status CheckNested(const etcdserverpb::TxnRequest& txn, size_t max_ops, Wr
   // Only one branch runs, so the two may touch the same keys; the union is what the
   // enclosing branch must not touch again.
   Writes success, failure;
-  if (auto st = CheckBranch(txn.success(), max_ops, &success); !st.ok()) return st;
-  if (auto st = CheckBranch(txn.failure(), max_ops, &failure); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(CheckBranch(txn.success(), max_ops, &success));
+  MKUBE_RETURN_IF_ERROR(CheckBranch(txn.failure(), max_ops, &failure));
   out->puts = std::move(success.puts);
   out->puts.merge(failure.puts);
   out->dels = std::move(success.dels);
@@ -55,20 +56,20 @@ absl::Status CheckBranch(const google::protobuf::RepeatedPtrField<RequestOp>& op
   for (const auto& op : ops) {
     switch (op.request_case()) {
       case RequestOp::kRequestRange:
-        if (auto st = ValidateRange(op.request_range()); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(ValidateRange(op.request_range()));
         break;
       case RequestOp::kRequestPut:
-        if (auto st = ValidatePut(op.request_put()); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(ValidatePut(op.request_put()));
         if (!out->puts.insert(op.request_put().key()).second) return Duplicate();
         break;
       case RequestOp::kRequestDeleteRange:
-        if (auto st = ValidateDeleteRange(op.request_delete_range()); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(ValidateDeleteRange(op.request_delete_range()));
         out->dels.emplace_back(op.request_delete_range().key(),
                                op.request_delete_range().range_end());
         break;
       case RequestOp::kRequestTxn: {
         Writes nested;
-        if (auto st = CheckNested(op.request_txn(), max_ops, &nested); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(CheckNested(op.request_txn(), max_ops, &nested));
         for (const auto& k : nested.puts) {
           if (!out->puts.insert(k).second || PutInDels(k, out->dels)) return Duplicate();
         }

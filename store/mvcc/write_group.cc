@@ -1,5 +1,6 @@
 #include "store/mvcc/write_group.h"
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "store/mvcc/codec.h"
 #include "store/mvcc/validate.h"
@@ -122,13 +123,12 @@ absl::Status WriteGroup::ScanCurrent(const KeyRange& range,
     if (kv->has_value()) visit(std::move(**kv));
     return absl::OkStatus();
   }
-  auto found = Collect(range, 0);
-  if (!found.ok()) return found.status();
-  if (auto st = LoadMissing(*found, [&](const std::vector<Found*>& f) { return Load(f); });
+  MKUBE_ASSIGN_OR_RETURN(auto found, Collect(range, 0));
+  if (auto st = LoadMissing(found, [&](const std::vector<Found*>& f) { return Load(f); });
       !st.ok()) {
     return st;
   }
-  for (auto& f : *found) {
+  for (auto& f : found) {
     if (!visit(std::move(f.kv))) break;
   }
   return absl::OkStatus();

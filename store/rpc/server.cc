@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/status.h"
 #include "fmt/format.h"
 #include "store/rpc/loop.h"
 
@@ -115,14 +116,13 @@ absl::StatusOr<int> Listen(const std::string& listen, std::string* bound) {
 }  // namespace
 
 absl::Status Server::Start() {
-  auto fd = Listen(options_.listen, &address_);
-  if (!fd.ok()) return fd.status();
-  listen_fd_ = *fd;
+  MKUBE_ASSIGN_OR_RETURN(auto fd, Listen(options_.listen, &address_));
+  listen_fd_ = fd;
   const int n = std::max(1, options_.loops);
   for (int i = 0; i < n; ++i) {
     auto loop =
         std::make_unique<Loop>(&methods_, options_, &in_flight_, &connections_, &partial_bytes_);
-    if (auto st = loop->Init(); !st.ok()) return st;
+    MKUBE_RETURN_IF_ERROR(loop->Init());
     loops_.push_back(std::move(loop));
   }
   for (int i = 0; i < n; ++i) loops_[i]->Start(i == 0 ? listen_fd_ : -1, &loops_);

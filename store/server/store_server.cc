@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "store/server/services.h"
 
@@ -31,9 +32,8 @@ bool IsLoopback(std::string_view listen) {
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOptions& options) {
   std::shared_ptr<rpc::TlsContext> tls;
   if (!options.tls.cert_file.empty() || !options.tls.key_file.empty()) {
-    auto loaded = rpc::TlsContext::Load(options.tls);
-    if (!loaded.ok()) return loaded.status();
-    tls = *std::move(loaded);
+    MKUBE_ASSIGN_OR_RETURN(auto loaded, rpc::TlsContext::Load(options.tls));
+    tls = std::move(loaded);
   } else if (options.tls.client_cert_auth || !options.tls.trusted_ca_file.empty()) {
     return absl::InvalidArgumentError(
         "a trusted CA file or client certificate authentication needs TLS (a certificate "
@@ -45,11 +45,10 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
         options.listen));
   }
   std::unique_ptr<StoreServer> s(new StoreServer());
-  auto store = mvcc::KvStore::Open(options.store);
-  if (!store.ok()) return store.status();
-  s->store_ = std::move(*store);
+  MKUBE_ASSIGN_OR_RETURN(auto store, mvcc::KvStore::Open(options.store));
+  s->store_ = std::move(store);
   s->lessor_ = std::make_unique<lease::Lessor>(s->store_.get(), &s->clock_);
-  if (auto st = s->lessor_->Recover(); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(s->lessor_->Recover());
   s->store_->SetLeaseView(s->lessor_.get());
   s->store_->AddCommitListener(s->lessor_.get());
   watch::HubOptions hub_options;
@@ -79,7 +78,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const ServerOpti
   AddWatchService(*s->server_, s->ctx_);
   AddLeaseService(*s->server_, s->ctx_);
   AddMaintenanceServices(*s->server_, s->ctx_);
-  if (auto st = s->server_->Start(); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(s->server_->Start());
   s->address_ = s->server_->address();
   s->ctx_.client_url = (tls ? "https://" : "http://") + s->address_;
   s->lessor_->Start();

@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "apiserver/storage/requests.h"
+#include "base/status.h"
 
 namespace mkube::apiserver::storage::testing {
 namespace {
@@ -64,7 +65,7 @@ absl::Status CheckOps(const google::protobuf::RepeatedPtrField<etcdserverpb::Req
   for (const auto& op : ops) {
     switch (op.request_case()) {
       case etcdserverpb::RequestOp::kRequestRange:
-        if (auto st = CheckRange(op.request_range()); !st.ok()) return st;
+        MKUBE_RETURN_IF_ERROR(CheckRange(op.request_range()));
         break;
       case etcdserverpb::RequestOp::kRequestPut:
         if (op.request_put().key().empty()) return absl::InvalidArgumentError(kErrEmptyKey);
@@ -281,7 +282,7 @@ MemoryStorage::~MemoryStorage() {
 
 absl::StatusOr<etcdserverpb::RangeResponse> MemoryStorage::Range(
     const etcdserverpb::RangeRequest& req) {
-  if (auto st = CheckRange(req); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(CheckRange(req));
   absl::MutexLock lock(&state_->mu);
   return state_->Range(req);
 }
@@ -306,8 +307,8 @@ absl::StatusOr<etcdserverpb::TxnResponse> MemoryStorage::Txn(const etcdserverpb:
   for (const auto& c : req.compare()) {
     if (c.key().empty()) return absl::InvalidArgumentError(kErrEmptyKey);
   }
-  if (auto st = CheckOps(req.success()); !st.ok()) return st;
-  if (auto st = CheckOps(req.failure()); !st.ok()) return st;
+  MKUBE_RETURN_IF_ERROR(CheckOps(req.success()));
+  MKUBE_RETURN_IF_ERROR(CheckOps(req.failure()));
   State& s = *state_;
   etcdserverpb::TxnResponse out;
   absl::MutexLock lock(&s.mu);
