@@ -350,17 +350,25 @@ umask 022
 
 # Ready once every node says so.
 want=$(( ${#nodes[@]} + simulated ))
+# A listing that fails (the apiserver busy, or restarted by its supervisor) is asked again
+# until the deadline; the last error is said if the nodes never come.
 ready=0
-for _ in $(seq 1 600); do
-  ready=$(MKUBECONFIG=$state/config "$bin/mkubectl" get nodes --no-headers 2>/dev/null |
-    awk '$2 == "Ready" || $2 ~ /^Ready,/ {n++} END {print n + 0}')
-  [ "$ready" -ge "$want" ] && break
+listed=$state/run/nodes.txt
+deadline=$((SECONDS + 60))
+while :; do
+  if MKUBECONFIG=$state/config "$bin/mkubectl" get nodes --no-headers >"$listed" 2>&1; then
+    ready=$(awk '$2 == "Ready" || $2 ~ /^Ready,/ {n++} END {print n + 0}' "$listed")
+  fi
+  [ "$ready" -lt "$want" ] || break
+  if [ $SECONDS -ge $deadline ]; then
+    echo "up.sh: only $ready of $want nodes are Ready after 60 s (logs in $state/logs);" \
+      "the last listing said:" >&2
+    tail -n 20 "$listed" >&2
+    exit 1
+  fi
   sleep 0.1
 done
-if [ "$ready" -lt "$want" ]; then
-  echo "up.sh: only $ready of $want nodes are Ready after 60 s (logs in $state/logs)" >&2
-  exit 1
-fi
+rm -f "$listed"
 
 agent_list=""
 for node in "${nodes[@]}"; do

@@ -43,7 +43,7 @@ up() { "$root/deploy/up.sh" --state-dir "$state" "$@"; }
 
 began=$(date +%s.%N)
 out=$(up --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 \
-  --address-block "$block" --nodes 3)
+  --address-block "$block" --nodes 3) || fail "up.sh failed (exit $?); it said: $out"
 echo "$out"
 echo "up.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
 addr=$(cat "$state/run/store.addr")
