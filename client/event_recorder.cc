@@ -3,7 +3,6 @@
 #include <random>
 
 #include "api/object.h"
-#include "api/printers.h"
 #include "base/log.h"
 #include "fmt/format.h"
 

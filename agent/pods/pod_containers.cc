@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "agent/pods/pod_workers.h"
 #include "agent/runtime/container_spec.h"
-#include "api/printers.h"
 #include "base/log.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
