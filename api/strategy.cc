@@ -6,6 +6,7 @@
 #include "api/codec.h"
 #include "api/defaults.h"
 #include "api/object.h"
+#include "api/patch.h"
 #include "api/quantity.h"
 #include "base/status.h"
 #include "fmt/format.h"
@@ -97,14 +98,11 @@ void PrepareForUpdate(const google::protobuf::Message& current, bool status_only
   meta->set_generation(cur.generation() + (SameSpec(*obj->message, current) ? 0 : 1));
 }
 
-absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
-    const google::protobuf::Message& current, const std::string& merge_patch) {
-  nlohmann::json patch = nlohmann::json::parse(merge_patch, nullptr, false);
-  if (patch.is_discarded()) {
-    return absl::InvalidArgumentError("invalid JSON merge patch: the body is not JSON");
-  }
-  nlohmann::json doc = nlohmann::json::parse(EncodeJson(current).dump());
-  doc.merge_patch(patch);
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyPatch(
+    const google::protobuf::Message& current, const std::string& type, const std::string& patch) {
+  std::optional<PatchType> t = PatchTypeNamed(type);
+  if (!t) return absl::InvalidArgumentError(fmt::format("unknown patch type \"{}\"", type));
+  MKUBE_ASSIGN_OR_RETURN(PatchJson doc, ApplyPatch(EncodeJson(current), *t, patch));
   std::unique_ptr<google::protobuf::Message> patched(current.New());
   MKUBE_RETURN_IF_ERROR(DecodeNode(YAML::Load(doc.dump()), patched.get()));
   return patched;

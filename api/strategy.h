@@ -28,10 +28,15 @@ std::string QosClass(const PodSpec& spec);
 // counts one more when its spec changed.
 void PrepareForUpdate(const google::protobuf::Message& current, bool status_only, Object* obj);
 
-// `current` with a JSON merge patch (RFC 7386) applied, decoded as its kind; an error names
-// the field the patched document gets wrong.
-absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
-    const google::protobuf::Message& current, const std::string& merge_patch);
+// `current` with a patch applied, decoded as its kind; an error names the field the patched
+// document gets wrong. `type`: "merge" (RFC 7386; also when empty), "strategic", "json"
+// (RFC 6902) or "apply" (see api/patch.h).
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyPatch(
+    const google::protobuf::Message& current, const std::string& type, const std::string& patch);
+inline absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
+    const google::protobuf::Message& current, const std::string& merge_patch) {
+  return ApplyPatch(current, "merge", merge_patch);
+}
 
 // The grace period a delete of `obj` gives it, when the object is only marked (a pod bound to
 // a node terminates gracefully and its node removes it); nullopt when it goes at once.

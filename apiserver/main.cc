@@ -12,11 +12,15 @@
 #include "apiserver/auth/auth.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/registry/registry.h"
+#include "apiserver/rest/encoding.h"
+#include "apiserver/rest/front.h"
 #include "apiserver/server/api_service.h"
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/etcd_storage.h"
 #include "base/daemon.h"
+#include "base/http/server.h"
+#include "base/metrics.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "fmt/format.h"
@@ -57,6 +61,7 @@ struct Flags {
   std::string listen = "127.0.0.1:6443";
   std::string store_endpoints = "127.0.0.1:2379";
   std::string token_file, address_file, log_level = "info";
+  std::string http_listen = "127.0.0.1:0", http_address_file;
   std::string tls_cert, tls_key, client_ca, agent_token_file;
   std::string agent_ca, agent_cert, agent_key;
   std::string etcd_ca, etcd_cert, etcd_key;
@@ -163,6 +168,13 @@ void AddWatchAndProcessFlags(CLI::App& app, Flags& f) {
                  "(a duration such as 5m or 30s; 0 never compacts)")
       ->capture_default_str();
   app.add_option("--address-file", f.address_file, "Write the bound address to this file");
+  app.add_option("--http-listen", f.http_listen,
+                 "Address of the Kubernetes HTTP API (HTTPS with the serving certificate), which "
+                 "also serves /healthz, /livez, /readyz and /metrics (port 0: any free port; "
+                 "empty: not served)")
+      ->capture_default_str();
+  app.add_option("--http-address-file", f.http_address_file,
+                 "Write the Kubernetes API's bound address to this file");
   mkube::daemon::AddLogLevelOption(app, &f.log_level);
 }
 
@@ -264,6 +276,32 @@ std::unique_ptr<grpc::Server> StartServer(const Flags& f,
   return builder.BuildAndStart();
 }
 
+// The Kubernetes HTTP API, started (null when not asked for).
+absl::StatusOr<std::unique_ptr<mkube::http::Server>> StartKubeApi(
+    const Flags& f, mkube::apiserver::rest::Front& front) {
+  if (f.http_listen.empty()) return nullptr;
+  mkube::http::ServerOptions o;
+  o.listen = f.http_listen;
+  o.tls_cert_file = f.tls_cert;
+  o.tls_key_file = f.tls_key;
+  o.client_ca_file = f.client_ca;
+  o.max_body_bytes = std::min<size_t>(f.max_request_bytes, 3 << 20);
+  o.error_response = [](int code, const std::string& message) {
+    return mkube::apiserver::rest::Refusal(code, code == 413 ? "RequestEntityTooLarge" : "BadRequest",
+                                           message);
+  };
+  auto server = std::make_unique<mkube::http::Server>(
+      o, [&front](mkube::http::Request req, mkube::http::ExchangePtr ex) {
+        front.Handle(std::move(req), std::move(ex));
+      });
+  MKUBE_RETURN_IF_ERROR(server->Start());
+  if (auto st = mkube::daemon::WriteReadyFile(f.http_address_file, server->address()); !st.ok()) {
+    Log().error("{}", std::string(st.message()));
+  }
+  Log().info("Kubernetes API on {}://{}", server->tls() ? "https" : "http", server->address());
+  return server;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -306,6 +344,19 @@ int main(int argc, char** argv) {
   auto server = StartServer(flags, *creds, service, streams, port_forward, &port);
   if (!server || port == 0) return Fail("cannot listen on " + flags.listen);
   service.StartWatches();
+  mkube::apiserver::server::Gate gate(&registry, &*authn);
+  mkube::apiserver::server::SizedWrites writes(&registry,
+                                               flags.service_options.store_max_request_bytes);
+  mkube::http::HealthChecks health;
+  health.live.push_back({"ping", [] { return absl::OkStatus(); }});
+  health.ready.push_back({"etcd", [&registry] {
+                            return registry.GetAs<mkube::api::Namespace>("namespaces", "", "default")
+                                .status();
+                          }});
+  mkube::apiserver::rest::Front front(&registry, &gate, &writes, &metrics, std::move(health),
+                                      &mkube::metrics::Registry::Default());
+  auto kube_api = StartKubeApi(flags, front);
+  if (!kube_api.ok()) return Fail(kube_api.status());
   mkube::apiserver::storage::Compactor compactor(
       &store, std::chrono::milliseconds(absl::ToInt64Milliseconds(*compaction)));
   if (*compaction > absl::ZeroDuration()) compactor.Start();
@@ -319,6 +370,8 @@ int main(int argc, char** argv) {
   const int sig = mkube::daemon::WaitForTermination();
   Log().info("signal {}: shutting down", sig);
   compactor.Stop();
+  front.Stop();
+  if (*kube_api) (*kube_api)->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   cache.Stop();
   return 0;

@@ -6,10 +6,12 @@
 
 #include "api/codec.h"
 #include "cli/commands.h"
-#include "cli/patch.h"
+#include "api/patch.h"
 #include "fmt/format.h"
 
 namespace mkube::cli {
+
+using api::PatchJson;
 
 absl::Status Patch(Session& s, const std::vector<std::string>& args, const PatchFlags& f) {
   if (f.type != "strategic" && f.type != "merge" && f.type != "json") {
@@ -43,9 +45,9 @@ absl::Status Patch(Session& s, const std::vector<std::string>& args, const Patch
     }
     const PatchJson before = api::EncodeJson(**obj);
     absl::StatusOr<PatchJson> after =
-        f.type == "json"  ? ApplyJsonPatch(before, patch)
+        f.type == "json"  ? api::ApplyJsonPatch(before, patch)
         : f.type == "merge" ? absl::StatusOr<PatchJson>(before)
-                            : ApplyStrategicMergePatch(before, patch);
+                            : api::ApplyStrategicMergePatch(before, patch);
     if (after.ok() && f.type == "merge") after->merge_patch(patch);
     if (!after.ok()) {
       std::cerr << "error: " << after.status().message() << "\n";
@@ -53,7 +55,7 @@ absl::Status Patch(Session& s, const std::vector<std::string>& args, const Patch
       continue;
     }
     const std::string what = KindName(*t.kind) + "/" + t.name;
-    const PatchJson diff = MergePatchBetween(before, *after);
+    const PatchJson diff = api::MergePatchBetween(before, *after);
     if (diff.empty()) {
       std::cout << what << " patched (no change)\n";
       continue;

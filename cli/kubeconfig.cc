@@ -33,6 +33,25 @@ std::string Str(const YAML::Node& n, const std::string& key) {
   return n && n[key] && n[key].IsScalar() ? n[key].as<std::string>() : "";
 }
 
+// The gRPC API's address, when the cluster's server is the Kubernetes HTTP API beside it (as in
+// the kubeconfig up.sh writes, which kubectl reads too): the cluster's extension mkube.io/grpc
+// says where. Empty without the extension.
+absl::StatusOr<std::string> GrpcAddress(const YAML::Node& cluster, const std::string& path) {
+  YAML::Node exts = cluster["extensions"];
+  if (!exts || !exts.IsSequence()) return "";
+  for (const auto& e : exts) {
+    if (Str(e, "name") != kGrpcExtension) continue;
+    const std::string grpc = Str(e["extension"], "server");
+    if (grpc.empty()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "error loading config file \"{}\": the extension {} names no server", path,
+          kGrpcExtension));
+    }
+    return grpc;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string KubeConfigPath(const std::string& flag) {
@@ -89,6 +108,11 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
         fmt::format("error loading config file \"{}\": the cluster has no server", path));
   }
   cfg.address = rest;
+  if (auto grpc = GrpcAddress(cluster, path); !grpc.ok()) {
+    return grpc.status();
+  } else if (!grpc->empty()) {
+    cfg.address = *grpc;
+  }
   if (const std::string data = Str(cluster, "certificate-authority-data"); !data.empty()) {
     if (!absl::Base64Unescape(data, &cfg.ca_pem)) {
       return absl::InvalidArgumentError(fmt::format(

@@ -11,12 +11,16 @@ namespace mkube::cli {
 struct KubeConfig {
   std::string path;
   std::string server;   // as written: https://127.0.0.1:6443 or http://... (plaintext)
-  std::string address;  // host:port for gRPC
+  std::string address;  // host:port for gRPC (the server's, or the mkube.io/grpc extension's)
   bool tls = true;
   std::string ca_pem;  // from certificate-authority(-data)
   std::string token;
   std::string namespace_ = "default";
 };
+
+// The cluster extension that names the gRPC API's host:port when `server` is the Kubernetes
+// HTTP API's URL.
+inline constexpr char kGrpcExtension[] = "mkube.io/grpc";
 
 // The path to read: --kubeconfig, then $MKUBECONFIG, then ~/.mkube/config.
 std::string KubeConfigPath(const std::string& flag);

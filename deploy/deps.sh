@@ -7,9 +7,10 @@ packages=(
   build-essential clang cmake ninja-build ccache pkg-config git openssl libssl-dev libnghttp2-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libboost-dev
   libgoogle-perftools-dev tzdata
   etcd-server etcd-client
+  python3-kubernetes python3-prometheus-client
 )
 
 missing=()

@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and starts a local mkube cluster in the background.
 #   ./deploy/up.sh [--nodes N] [--simulated-nodes N] [--state-dir DIR] [--store mkube|etcd]
 #                  [--store-listen HOST:PORT] [--apiserver-listen HOST:PORT] [--agent-port PORT]
-#                  [--address-block B]
+#                  [--apiserver-http-listen HOST:PORT] [--address-block B]
 # Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 ... nodeN
 # (N=2 by default), each on its own address (127.0.B.1, .2, ...) with pod addresses from
 # 127.B.<i>.0/24 (B=1 unless --address-block says otherwise: two clusters on one machine need
@@ -22,7 +22,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
 # The cluster's shape, as given (empty when not given).
-store_listen='' apiserver_listen='' store_kind='' agent_port='' workers='' simulated='' block=''
+store_listen='' apiserver_listen='' apiserver_http_listen='' store_kind='' agent_port='' workers='' simulated='' block=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -31,6 +31,8 @@ while [ $# -gt 0 ]; do
     --store-listen=*) store_listen=${1#*=}; shift ;;
     --apiserver-listen) apiserver_listen=$2; shift 2 ;;
     --apiserver-listen=*) apiserver_listen=${1#*=}; shift ;;
+    --apiserver-http-listen) apiserver_http_listen=$2; shift 2 ;;
+    --apiserver-http-listen=*) apiserver_http_listen=${1#*=}; shift ;;
     --agent-port) agent_port=$2; shift 2 ;;
     --agent-port=*) agent_port=${1#*=}; shift ;;
     --store) store_kind=$2; shift 2 ;;
@@ -102,7 +104,8 @@ shape() {
 }
 flags=(store store_kind mkube  nodes workers 2  simulated-nodes simulated 0
   address-block block 1  store-listen store_listen 127.0.0.1:2379
-  apiserver-listen apiserver_listen 127.0.0.1:6443  agent-port agent_port 10250)
+  apiserver-listen apiserver_listen 127.0.0.1:6443  agent-port agent_port 10250
+  apiserver-http-listen apiserver_http_listen 127.0.0.1:6444)
 for ((f = 0; f < ${#flags[@]}; f += 3)); do
   valid "${flags[f + 1]}" "${flags[f]}"
   shape "${flags[f + 1]}" "${flags[f]}" "${flags[f + 2]}"
@@ -211,7 +214,7 @@ start() {
 # Names beyond 127.0.0.1 and localhost: a listen address on another of this host's addresses
 # (taken when the certificates are first made).
 sans=()
-for listen in "$store_listen" "$apiserver_listen"; do
+for listen in "$store_listen" "$apiserver_listen" "$apiserver_http_listen"; do
   host=${listen%:*}
   host=${host#[}
   host=${host%]}
@@ -269,8 +272,11 @@ start apiserver "$state/run/apiserver.addr" --listen-file "$state/run/apiserver.
   --token-file "$state/pki/tokens.csv" --tls-cert-file "$state/pki/apiserver.crt" \
   --tls-private-key-file "$state/pki/apiserver.key" --address-file "$state/run/apiserver.addr" \
   --agent-client-certificate "$pki/apiserver-agent-client.crt" \
-  --agent-client-key "$pki/apiserver-agent-client.key" --agent-certificate-authority "$pki/ca.crt"
+  --agent-client-key "$pki/apiserver-agent-client.key" --agent-certificate-authority "$pki/ca.crt" \
+  --http-listen "$(listen_on "$apiserver_http_listen" "$state/run/apiserver-http.addr")" \
+  --http-address-file "$state/run/apiserver-http.addr"
 apiserver_addr=$(cat "$state/run/apiserver.addr")
+apiserver_http_addr=$(cat "$state/run/apiserver-http.addr")
 
 # The leaders run under a name of their own in their Lease, the same at each start: a daemon
 # its supervisor starts again (after the last one exited, so two never lead at once) takes the
@@ -322,7 +328,9 @@ if [ "$simulated" -gt 0 ]; then
     --root-dir "$state/nodes/simulated" --ready-file "$state/run/agent-simulated.ready"
 fi
 
-# The kubeconfig mkubectl reads by default (~/.mkube/config): the admin's token and the CA.
+# The kubeconfig mkubectl reads by default (~/.mkube/config), and kubectl with KUBECONFIG set
+# to it: the admin's token and the CA. Its server is the Kubernetes HTTP API; mkubectl finds
+# the gRPC API beside it in the mkube.io/grpc extension.
 admin_token=$(cat "$state/pki/admin.token")
 umask 077
 cat >"$state/config.tmp" <<CONFIG
@@ -331,8 +339,12 @@ kind: Config
 clusters:
 - name: mkube
   cluster:
-    server: https://$apiserver_addr
+    server: https://$apiserver_http_addr
     certificate-authority-data: $(base64 -w0 <"$state/pki/ca.crt")
+    extensions:
+    - name: mkube.io/grpc
+      extension:
+        server: $apiserver_addr
 users:
 - name: admin
   user:
@@ -381,7 +393,8 @@ mkubeconfig_hint=""
 cat <<MSG
 mkube is up (state in $state, logs in $state/logs).
   store ($store_kind, etcd v3 API, TLS): $store_addr   client certificates: $pki
-  apiserver (gRPC, TLS): $apiserver_addr   kubeconfig: $state/config
+  apiserver: Kubernetes API https://$apiserver_http_addr (kubectl; /healthz, /readyz, /metrics),
+             gRPC $apiserver_addr (mkubectl and the daemons)   kubeconfig: $state/config
   scheduler: $(cat "$state/run/scheduler.ready" 2>/dev/null || echo starting)
   controller-manager: $(cat "$state/run/controller-manager.ready" 2>/dev/null || echo starting)
   agents: $agent_list (all Ready)
@@ -392,5 +405,6 @@ Try:
   ${mkubeconfig_hint}mkubectl get nodes
   ${mkubeconfig_hint}mkubectl apply -f deploy/examples/myapp-pod.yaml
   ${mkubeconfig_hint}mkubectl get pods -o wide
+  KUBECONFIG=$state/config kubectl get nodes
 Stop it with: ./deploy/down.sh$( [ "$state" = "$HOME/.mkube" ] || echo " --state-dir $state")
 MSG

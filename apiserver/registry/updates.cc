@@ -88,7 +88,7 @@ absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
   }
   const std::string key = Key(**kind, req.namespace_(), req.name());
   Plan plan = [kind = *kind, key, req](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
-    auto patched = api::ApplyMergePatch(*cur->object, req.merge_patch());
+    auto patched = api::ApplyPatch(*cur->object, req.patch_type(), req.merge_patch());
     if (!patched.ok()) return patched.status();
     // A patch names a version only by carrying one of its own: then it must match.
     int64_t want = 0;
@@ -281,7 +281,7 @@ absl::StatusOr<std::string> Registry::PatchScale(const api::KindInfo& kind,
   return ScaleWrite(kind, req.namespace_(), req.name(),
                     [kind = &kind, key, req](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
                       MKUBE_ASSIGN_OR_RETURN(auto scale, ScaleOf(*kind, *cur->object));
-                      auto patched = api::ApplyMergePatch(scale, req.merge_patch());
+                      auto patched = api::ApplyPatch(scale, req.patch_type(), req.merge_patch());
                       if (!patched.ok()) return patched.status();
                       return PlanScale(kind, key, static_cast<const api::Scale&>(**patched),
                                        req.dry_run(), *cur);

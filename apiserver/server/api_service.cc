@@ -22,11 +22,6 @@ absl::Status Fill(absl::StatusOr<std::string> r, ReplyT* resp) {
   return r.status();
 }
 
-std::string Canonical(const std::string& resource) {
-  const api::KindInfo* k = api::FindResource(resource);
-  return k ? k->request_resource() : resource;
-}
-
 // The object's name a create names: in the request for subresources, else in the object
 // (authorization needs it: a node may create only its own Node and Lease).
 std::string NameOf(const CreateRequest& req) {
@@ -49,7 +44,7 @@ ApiService::ApiService(registry::Registry* registry, const auth::TokenAuthentica
     : registry_(registry),
       writes_(registry, options.store_max_request_bytes),
       metrics_(metrics),
-      authn_(authn),
+      gate_(registry, authn),
       options_(options),
       executor_(options.workers, options.max_waiting_requests),
       watches_(options.watch_coalesce, options.watch_queue,
@@ -71,32 +66,14 @@ void ApiService::Register(grpc::ServerBuilder* builder) {
 void ApiService::StartWatches() { watches_.Start(std::move(watch_cqs_)); }
 
 absl::Status ApiService::Check(grpc::ServerContextBase* ctx, auth::Attributes a) {
-  MKUBE_ASSIGN_OR_RETURN(auto caller, authn_->Authenticate(AuthorizationHeader(*ctx)));
-  a.resource = Canonical(a.resource);
-  if (a.resource == "pods" && !a.name.empty() && !auth::NodeOf(caller).empty() &&
-      (a.verb == "update" || a.verb == "patch" || a.verb == "delete")) {
-    // NodeRestriction needs to know where the pod runs (only nodes are restricted by it).
-    if (auto pod = registry_->GetAs<api::Pod>("pods", a.ns, a.name); pod.ok()) {
-      a.pod_node = pod->spec().node_name();
-    }
-  }
-  return auth::Authorize(caller, a);
+  MKUBE_ASSIGN_OR_RETURN(auto caller, gate_.Authenticate(AuthorizationHeader(*ctx)));
+  return gate_.Check(caller, std::move(a));
 }
 
 absl::StatusOr<registry::Registry::Admit> ApiService::CheckUpdate(grpc::ServerContextBase* ctx,
                                                                   auth::Attributes a) {
-  auto caller = authn_->Authenticate(AuthorizationHeader(*ctx));
-  if (!caller.ok()) return caller.status();
-  a.resource = Canonical(a.resource);
-  if (a.resource != "pods" || auth::NodeOf(*caller).empty()) {
-    MKUBE_RETURN_IF_ERROR(auth::Authorize(*caller, a));
-    return nullptr;
-  }
-  // NodeRestriction: a node changes only pods bound to it, as the write finds them.
-  return [caller = *caller, a](const google::protobuf::Message& current) mutable {
-    a.pod_node = static_cast<const api::Pod&>(current).spec().node_name();
-    return auth::Authorize(caller, a);
-  };
+  MKUBE_ASSIGN_OR_RETURN(auto caller, gate_.Authenticate(AuthorizationHeader(*ctx)));
+  return gate_.CheckUpdate(caller, std::move(a));
 }
 
 grpc::ServerUnaryReactor* ApiService::Answer(

@@ -4,6 +4,7 @@
 
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
+#include "apiserver/server/gate.h"
 #include "apiserver/server/metrics.h"
 #include "apiserver/server/sized_writes.h"
 #include "apiserver/server/watch_stream.h"
@@ -90,7 +91,7 @@ class ApiService final : public ApiServiceBase {
   registry::Registry* registry_;
   SizedWrites writes_;  // the registry's creates, updates and patches
   MetricsApi* metrics_;
-  const auth::TokenAuthenticator* authn_;
+  Gate gate_;
   ServiceOptions options_;
   Executor executor_;
   std::atomic<size_t> in_flight_{0};  // requests in Answer

@@ -128,14 +128,15 @@ void SizedWrites::Update(const UpdateRequest& req, registry::Registry::Admit adm
       std::move(done));
 }
 
-absl::StatusOr<std::string> SizedWrites::Update(const UpdateRequest& req) {
+absl::StatusOr<std::string> SizedWrites::Update(const UpdateRequest& req,
+                                                registry::Registry::Admit admit) {
   return GuardedNow(
       !req.dry_run() && Near(req.object().size()),
       [&](bool dry_run) {
-        if (!dry_run) return registry_->Update(req);
+        if (!dry_run) return registry_->Update(req, admit);
         UpdateRequest dry = req;
         dry.set_dry_run(true);
-        return registry_->Update(dry);
+        return registry_->Update(dry, admit);
       },
       [&](const std::string& o) { return Fits(req.resource(), o); });
 }

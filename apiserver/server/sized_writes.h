@@ -30,7 +30,8 @@ class SizedWrites {
   absl::StatusOr<std::string> Create(const CreateRequest& req);
   void Update(const UpdateRequest& req, registry::Registry::Admit admit,
               registry::Registry::Done done);
-  absl::StatusOr<std::string> Update(const UpdateRequest& req);
+  absl::StatusOr<std::string> Update(const UpdateRequest& req,
+                                     registry::Registry::Admit admit = nullptr);
   absl::StatusOr<std::string> Patch(const PatchRequest& req);
 
   // A store's refusal of a write for its size as kube-apiserver answers it (UNKNOWN, for its

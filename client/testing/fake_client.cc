@@ -426,7 +426,7 @@ absl::StatusOr<std::string> FakeClient::PatchRaw(const apiserver::PatchRequest& 
   absl::MutexLock lock(&mu_);
   auto it = objects_.find(KeyOf(**kind, req.namespace_(), req.name()));
   if (it == objects_.end()) return NotFound(**kind, req.name());
-  MKUBE_ASSIGN_OR_RETURN(auto patched, api::ApplyMergePatch(*it->second.object, req.merge_patch()));
+  MKUBE_ASSIGN_OR_RETURN(auto patched, api::ApplyPatch(*it->second.object, req.patch_type(), req.merge_patch()));
   api::MutableMetaOf(patched.get())
       ->set_resource_version(api::MetaOf(*it->second.object).resource_version());
   apiserver::UpdateRequest update;

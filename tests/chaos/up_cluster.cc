@@ -63,6 +63,8 @@ absl::Status UpCluster::Up(const Options& o) {
                                    "127.0.0.1:0",
                                    "--apiserver-listen",
                                    "127.0.0.1:0",
+                                   "--apiserver-http-listen",
+                                   "127.0.0.1:0",
                                    "--agent-port",
                                    "0"};
   args.insert(args.end(), o.extra_flags.begin(), o.extra_flags.end());

@@ -19,7 +19,7 @@ export MKUBE_AGENT_FLAGS="--node-lease-duration-seconds 8"
 up() {
   local out
   out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
-    --apiserver-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" 2>&1) ||
+    --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 --agent-port 0 --address-block "$block" 2>&1) ||
     { echo "$out" >&2; echo "walkthrough_test.sh: up.sh failed" >&2; return 1; }
 }
 up
@@ -28,38 +28,13 @@ examples=$root/deploy/examples
 ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
 section() { echo "== $*"; }
 fail() { echo "FAILED: $*" >&2; ctl get pods -o wide >&2 || true; exit 1; }
-# until SECONDS COMMAND...: runs COMMAND until it succeeds, failing after SECONDS.
-until_ok() {
-  local limit=$1 deadline
-  shift
-  deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "not within ${limit}s: $*"
-    sleep 0.2
-  done
-}
+source "$root/tests/lib/checks.sh"
 # The nodes of the Running pods with label $1, sorted, one per line.
 nodes_of() {
   ctl get pods -l "$1" -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.nodeName}{"\n"}{end}' |
     sort
 }
 running_count() { [ "$(nodes_of "$1" | grep -c .)" = "$2" ]; }
-# The checks read a command's whole output before matching it: under pipefail, `cmd | grep -q`
-# can fail a passing check, grep exiting at the first match and cmd dying of SIGPIPE.
-# shows PATTERN COMMAND...: COMMAND succeeds and a line of its output matches PATTERN.
-shows() {
-  local pattern=$1 out
-  shift
-  out=$("$@") || return 1
-  grep -q -- "$pattern" <<<"$out"
-}
-# says LINE COMMAND...: COMMAND succeeds and a line of its output is exactly LINE.
-says() {
-  local line=$1 out
-  shift
-  out=$("$@") || return 1
-  grep -qx -- "$line" <<<"$out"
-}
 # pods_are N SELECTOR: N pods (in any phase) have labels matching SELECTOR.
 pods_are() {
   local out

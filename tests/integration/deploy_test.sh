@@ -13,16 +13,7 @@ trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || tru
 passed=0
 pass() { passed=$((passed + 1)); echo "ok $passed: $*"; }
 fail() { echo "FAILED: $*" >&2; exit 1; }
-# until_ok SECONDS COMMAND...: runs COMMAND until it succeeds, failing after SECONDS.
-until_ok() {
-  local limit=$1 deadline
-  shift
-  deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "not within ${limit}s: $*"
-    sleep 0.1
-  done
-}
+source "$root/tests/lib/checks.sh"
 # running PID: the process exists and is neither a zombie (Z: not yet reaped) nor being reaped
 # (X), as alive() in deploy/lib/proc.sh counts them. The state is read once: a process reaped
 # between two reads would otherwise look like one in neither state.
@@ -42,7 +33,7 @@ new_pid() {
 up() { "$root/deploy/up.sh" --state-dir "$state" "$@"; }
 
 began=$(date +%s.%N)
-out=$(up --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --agent-port 0 \
+out=$(up --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 --agent-port 0 \
   --address-block "$block" --nodes 3) || fail "up.sh failed (exit $?); it said: $out"
 echo "$out"
 echo "up.sh took $(echo "$(date +%s.%N) - $began" | bc) s"
@@ -53,7 +44,7 @@ running "$pid"
 api_addr=$(cat "$state/run/apiserver.addr")
 api_pid=$(cat "$state/run/apiserver.pid")
 running "$api_pid"
-grep -q "apiserver (gRPC, TLS): $api_addr" <<<"$out"
+grep -q "gRPC $api_addr (mkubectl" <<<"$out"
 # Every daemon runs under a supervisor of its own.
 daemons=(store apiserver scheduler controller-manager agent-master01 agent-node01 agent-node02
   agent-node03)
@@ -248,6 +239,7 @@ pass "data and shape survive down.sh; --purge removes them"
 # --store etcd: the same cluster on a real etcd, which is supervised too; a bare up.sh keeps it.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 out=$(up --store etcd --store-listen "127.0.0.1:$port" --apiserver-listen 127.0.0.1:0 \
+  --apiserver-http-listen 127.0.0.1:0 \
   --agent-port 0 --address-block "$block")
 grep -q "store (etcd, etcd v3 API, TLS): 127.0.0.1:$port" <<<"$out"
 etcd_pid=$(cat "$state/run/store.pid")

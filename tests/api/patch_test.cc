@@ -1,9 +1,9 @@
 // Strategic merge, JSON patch and the merge patch between two objects.
-#include "cli/patch.h"
+#include "api/patch.h"
 
 #include <gtest/gtest.h>
 
-namespace mkube::cli {
+namespace mkube::api {
 namespace {
 
 PatchJson J(const char* text) { return PatchJson::parse(text); }
@@ -68,4 +68,4 @@ TEST(MergePatchBetween, HoldsOnlyWhatChanged) {
 }
 
 }  // namespace
-}  // namespace mkube::cli
+}  // namespace mkube::api

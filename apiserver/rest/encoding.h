@@ -1,0 +1,58 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "api/kinds.h"
+#include "base/http/server.h"
+#include "google/protobuf/message.h"
+#include "nlohmann/json.hpp"
+
+// Objects, lists, Tables and errors as the Kubernetes API writes them in JSON.
+namespace mkube::apiserver::rest {
+
+using Json = nlohmann::ordered_json;
+
+// What an error is about, for the Status' details.
+struct Subject {
+  const api::KindInfo* kind = nullptr;
+  std::string name;
+};
+
+// The HTTP code and Kubernetes reason of a status: NOT_FOUND 404 NotFound, ALREADY_EXISTS 409
+// AlreadyExists, ABORTED 409 Conflict, INVALID_ARGUMENT 422 Invalid, OUT_OF_RANGE 410 Expired,
+// UNAUTHENTICATED 401, PERMISSION_DENIED 403 Forbidden, RESOURCE_EXHAUSTED 429 (413 for a
+// request too large), DEADLINE_EXCEEDED 504 Timeout, UNAVAILABLE 503, UNIMPLEMENTED 405.
+int HttpCode(const absl::Status& st);
+std::string Reason(const absl::Status& st);
+// A failure as a metav1.Status; `code`/`reason` override the ones the status maps to.
+Json StatusJson(const absl::Status& st, const Subject& about = {}, int code = 0,
+                std::string_view reason = "");
+Json SuccessJson(int code);
+mkube::http::Response StatusResponse(const absl::Status& st, const Subject& about = {},
+                                     int code = 0, std::string_view reason = "");
+// A request the front itself refuses: 400 BadRequest, 415, 405, ...
+mkube::http::Response Refusal(int code, std::string_view reason, const std::string& message);
+mkube::http::Response JsonResponse(int status, const Json& body,
+                                   std::string content_type = "application/json");
+
+// An object with its apiVersion and kind first, as the API serves it.
+Json ObjectJson(const api::KindInfo& kind, const google::protobuf::Message& obj);
+// The same from the serialized message; an error when it does not decode.
+absl::StatusOr<Json> ObjectJson(const api::KindInfo& kind, const std::string& bytes);
+// A message that is no stored kind (Scale, Status-like replies), under the given type.
+Json TypedJson(const std::string& api_version, const std::string& kind,
+               const google::protobuf::Message& obj);
+
+// The Accept header asks for a Table (kubectl get).
+bool WantsTable(const std::string& accept);
+// A meta.k8s.io/v1 Table of `objects` with kubectl's columns (priority 1 for -o wide's),
+// each row carrying its object's metadata as a PartialObjectMetadata.
+Json TableJson(const api::KindInfo& kind,
+               const std::vector<const google::protobuf::Message*>& objects,
+               const std::string& resource_version, const std::string& continue_token = "");
+
+}  // namespace mkube::apiserver::rest

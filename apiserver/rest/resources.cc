@@ -1,0 +1,404 @@
+// The verbs of the Kubernetes API on the registry: get, list, create, update, patch, delete,
+// deletecollection, the subresources that create (binding, eviction) and the reviews.
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "api/codec.h"
+#include "api/object.h"
+#include "api/patch.h"
+#include "apiserver/rest/front.h"
+#include "apiserver/rest/protobuf.h"
+#include "fmt/format.h"
+#include "proto/api/apps.pb.h"
+#include "proto/api/core.pb.h"
+
+namespace mkube::apiserver::rest {
+namespace {
+
+using mkube::http::Response;
+
+bool DryRun(const Front::Call& c) { return !c.Param("dryRun").empty(); }
+
+// A body the front could not read: 400 BadRequest, or 415 for a content type it does not take.
+Response BadBody(const absl::Status& st) {
+  if (st.code() == absl::StatusCode::kUnimplemented) {
+    return Refusal(415, "UnsupportedMediaType", std::string(st.message()));
+  }
+  return Refusal(400, "BadRequest", std::string(st.message()));
+}
+
+// A write's answer: the object (or the Scale, for the scale subresource) as JSON.
+absl::StatusOr<Json> WrittenJson(const Target& t, const std::string& bytes) {
+  if (t.subresource == "scale") {
+    api::Scale scale;
+    if (!scale.ParseFromString(bytes)) return absl::InternalError("cannot decode the Scale");
+    return TypedJson("autoscaling/v1", "Scale", scale);
+  }
+  return ObjectJson(*t.kind, bytes);
+}
+
+// A message that is no kind of the path's (Scale, Eviction, Binding) from a body.
+absl::Status DecodeInto(const std::string& body, google::protobuf::Message* msg) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(body);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(fmt::format("the request body is not valid JSON: {}", e.msg));
+  }
+  if (!doc.IsMap()) return absl::InvalidArgumentError("the request body must be a JSON object");
+  // creationTimestamp: null, as kubectl writes in bodies it makes up.
+  if (doc["metadata"] && doc["metadata"]["creationTimestamp"] &&
+      doc["metadata"]["creationTimestamp"].IsNull()) {
+    doc["metadata"].remove("creationTimestamp");
+  }
+  return api::DecodeNode(doc, msg);
+}
+
+Json ListJson(const api::KindInfo& k, const std::vector<std::unique_ptr<google::protobuf::Message>>& items,
+              const ListReply& reply) {
+  Json metadata = {{"resourceVersion", reply.resource_version()}};
+  if (!reply.continue_().empty()) {
+    metadata["continue"] = reply.continue_();
+    if (reply.remaining_item_count() > 0) metadata["remainingItemCount"] = reply.remaining_item_count();
+  }
+  Json list = Json::array();
+  for (const auto& m : items) list.push_back(ObjectJson(k, *m));
+  return {{"kind", k.kind + "List"},
+          {"apiVersion", k.api_version()},
+          {"metadata", std::move(metadata)},
+          {"items", std::move(list)}};
+}
+
+// DeleteOptions from the body (JSON; a protobuf one, as kubectl's drain may send, is taken
+// as the defaults it always is) and the query.
+absl::Status ReadDeleteOptions(const Front::Call& c, DeleteRequest* r) {
+  const std::string& type = c.req.Header("content-type");
+  if (!c.req.body.empty() && !absl::StartsWith(type, "application/vnd.kubernetes.protobuf")) {
+    Json o = Json::parse(c.req.body, nullptr, false);
+    if (o.is_discarded() || !o.is_object()) {
+      return absl::InvalidArgumentError("the DeleteOptions in the body are not a JSON object");
+    }
+    if (o.contains("gracePeriodSeconds") && o["gracePeriodSeconds"].is_number_integer()) {
+      r->set_grace_period_seconds(o["gracePeriodSeconds"].get<int64_t>());
+    }
+    if (o.contains("propagationPolicy") && o["propagationPolicy"].is_string()) {
+      r->set_propagation_policy(o["propagationPolicy"].get<std::string>());
+    }
+    if (o.value("orphanDependents", false)) r->set_propagation_policy("Orphan");
+    if (o.contains("preconditions") && o["preconditions"].is_object()) {
+      const Json& p = o["preconditions"];
+      if (p.contains("uid") && p["uid"].is_string()) {
+        r->mutable_preconditions()->set_uid(p["uid"].get<std::string>());
+      }
+      if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+        r->mutable_preconditions()->set_resource_version(p["resourceVersion"].get<std::string>());
+      }
+    }
+    if (o.contains("dryRun") && o["dryRun"].is_array() && !o["dryRun"].empty()) r->set_dry_run(true);
+  }
+  if (std::string g = c.Param("gracePeriodSeconds"); !g.empty()) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(g, &v)) {
+      return absl::InvalidArgumentError(fmt::format("gracePeriodSeconds: invalid value \"{}\"", g));
+    }
+    r->set_grace_period_seconds(v);
+  }
+  if (std::string p = c.Param("propagationPolicy"); !p.empty()) r->set_propagation_policy(p);
+  if (DryRun(c)) r->set_dry_run(true);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void Front::Written(Call& c, absl::StatusOr<std::string> bytes, int code) {
+  if (!bytes.ok()) return Fail(c, bytes.status());
+  auto out = WrittenJson(c.target, *bytes);
+  if (!out.ok()) return Fail(c, out.status());
+  Answer(c, JsonResponse(code, *out));
+}
+
+void Front::Get(Call& c) {
+  const Target& t = c.target;
+  const api::KindInfo& k = *t.kind;
+  absl::StatusOr<std::string> bytes;
+  if (k.measured) {
+    if (!metrics_api_) return Fail(c, absl::NotFoundError("the server could not find the requested resource"));
+    bytes = metrics_api_->Get(k, t.ns, t.name);
+  } else {
+    GetRequest g;
+    g.set_resource(k.request_resource());
+    g.set_namespace_(t.ns);
+    g.set_name(t.name);
+    g.set_subresource(t.subresource);
+    bytes = registry_->Get(g);
+  }
+  if (!bytes.ok()) return Fail(c, bytes.status());
+  if (t.subresource == "scale") return Written(c, std::move(bytes), 200);
+  auto obj = k.New();
+  if (!obj->ParseFromString(*bytes)) return Fail(c, absl::InternalError("cannot decode the stored object"));
+  if (WantsTable(c.req.Header("accept"))) {
+    return Answer(c, JsonResponse(200, TableJson(k, {obj.get()}, api::MetaOf(*obj).resource_version())));
+  }
+  Answer(c, JsonResponse(200, ObjectJson(k, *obj)));
+}
+
+void Front::List(Call& c) {
+  const Target& t = c.target;
+  const api::KindInfo& k = *t.kind;
+  ListRequest r;
+  r.set_resource(k.request_resource());
+  r.set_namespace_(t.ns);
+  r.set_label_selector(c.Param("labelSelector"));
+  r.set_field_selector(c.Param("fieldSelector"));
+  r.set_continue_(c.Param("continue"));
+  r.set_resource_version(c.Param("resourceVersion"));
+  if (std::string limit = c.Param("limit"); !limit.empty()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(limit, &n) || n < 0) {
+      return Answer(c, Refusal(400, "BadRequest", fmt::format("limit: invalid value \"{}\"", limit)));
+    }
+    r.set_limit(n);
+  }
+  absl::StatusOr<ListReply> reply;
+  if (k.measured) {
+    if (!metrics_api_) return Fail(c, absl::NotFoundError("the server could not find the requested resource"));
+    reply = metrics_api_->List(k, r);
+  } else {
+    reply = registry_->List(r);
+  }
+  if (!reply.ok()) return Fail(c, reply.status());
+  std::vector<std::unique_ptr<google::protobuf::Message>> items;
+  items.reserve(reply->items_size());
+  for (const auto& b : reply->items()) {
+    auto m = k.New();
+    if (!m->ParseFromString(b)) return Fail(c, absl::InternalError("cannot decode a stored object"));
+    items.push_back(std::move(m));
+  }
+  if (WantsTable(c.req.Header("accept"))) {
+    std::vector<const google::protobuf::Message*> ptrs;
+    for (const auto& m : items) ptrs.push_back(m.get());
+    return Answer(c, JsonResponse(200, TableJson(k, ptrs, reply->resource_version(), reply->continue_())));
+  }
+  Answer(c, JsonResponse(200, ListJson(k, items, *reply)));
+}
+
+void Front::Create(Call& c) {
+  auto obj = DecodeBody(c);
+  if (!obj.ok()) return Answer(c, BadBody(obj.status()));
+  CreateRequest r;
+  r.set_resource(c.target.kind->request_resource());
+  r.set_namespace_(api::MetaOf(**obj).namespace_());
+  r.set_object((*obj)->SerializeAsString());
+  r.set_dry_run(DryRun(c));
+  Written(c, writes_->Create(r), 201);
+}
+
+void Front::Update(Call& c) {
+  const Target& t = c.target;
+  UpdateRequest r;
+  r.set_resource(t.kind->request_resource());
+  r.set_namespace_(t.ns);
+  r.set_subresource(t.subresource);
+  r.set_dry_run(DryRun(c));
+  if (t.subresource == "scale") {
+    api::Scale scale;
+    if (auto st = DecodeInto(c.req.body, &scale); !st.ok()) return Answer(c, BadBody(st));
+    if (scale.metadata().name().empty()) scale.mutable_metadata()->set_name(t.name);
+    if (scale.metadata().namespace_().empty()) scale.mutable_metadata()->set_namespace_(t.ns);
+    r.set_object(scale.SerializeAsString());
+  } else {
+    auto obj = DecodeBody(c);
+    if (!obj.ok()) return Answer(c, BadBody(obj.status()));
+    r.set_object((*obj)->SerializeAsString());
+  }
+  auto admit = gate_->CheckUpdate(
+      c.caller, {"update", t.kind->request_resource(), t.subresource, t.ns, t.name, ""});
+  if (!admit.ok()) return Fail(c, admit.status());
+  Written(c, writes_->Update(r, std::move(*admit)), 200);
+}
+
+void Front::Patch(Call& c) {
+  const Target& t = c.target;
+  auto type = api::PatchTypeOf(c.req.Header("content-type"));
+  if (!type) {
+    return Answer(c, Refusal(415, "UnsupportedMediaType",
+                             fmt::format("the body of the request was in an unknown format - "
+                                         "accepted media types include: "
+                                         "application/json-patch+json, application/merge-patch+json, "
+                                         "application/apply-patch+yaml, "
+                                         "application/strategic-merge-patch+json")));
+  }
+  const bool apply = *type == api::PatchType::kApply;
+  if (apply && c.Param("fieldManager").empty()) {
+    return Fail(c, absl::InvalidArgumentError(
+                       "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                       "is required for apply patch"));
+  }
+  PatchRequest r;
+  r.set_resource(t.kind->request_resource());
+  r.set_namespace_(t.ns);
+  r.set_name(t.name);
+  r.set_subresource(t.subresource);
+  r.set_merge_patch(c.req.body);
+  r.set_patch_type(api::PatchTypeName(*type));
+  r.set_dry_run(DryRun(c));
+  r.set_field_manager(c.Param("fieldManager"));
+  r.set_force(c.Flag("force"));
+  auto bytes = writes_->Patch(r);
+  if (!bytes.ok() && apply && t.subresource.empty() &&
+      bytes.status().code() == absl::StatusCode::kNotFound) {
+    // Server-side apply of an object that does not exist creates it.
+    if (auto st = gate_->Check(c.caller, {"create", t.kind->request_resource(), "", t.ns, t.name, ""});
+        !st.ok()) {
+      return Fail(c, st);
+    }
+    return Create(c);
+  }
+  if (!bytes.ok()) {
+    if (bytes.status().code() == absl::StatusCode::kInvalidArgument &&
+        absl::StrContains(bytes.status().message(), "patch")) {
+      return Answer(c, Refusal(400, "BadRequest", std::string(bytes.status().message())));
+    }
+    return Fail(c, bytes.status());
+  }
+  Written(c, std::move(bytes), 200);
+}
+
+void Front::Delete(Call& c) {
+  const Target& t = c.target;
+  DeleteRequest r;
+  r.set_resource(t.kind->request_resource());
+  r.set_namespace_(t.ns);
+  r.set_name(t.name);
+  if (auto st = ReadDeleteOptions(c, &r); !st.ok()) return Answer(c, BadBody(st));
+  Written(c, registry_->Delete(r), 200);
+}
+
+void Front::DeleteCollection(Call& c) {
+  const Target& t = c.target;
+  const api::KindInfo& k = *t.kind;
+  DeleteRequest options;
+  if (auto st = ReadDeleteOptions(c, &options); !st.ok()) return Answer(c, BadBody(st));
+  ListRequest lr;
+  lr.set_resource(k.request_resource());
+  lr.set_namespace_(t.ns);
+  lr.set_label_selector(c.Param("labelSelector"));
+  lr.set_field_selector(c.Param("fieldSelector"));
+  auto listed = registry_->List(lr);
+  if (!listed.ok()) return Fail(c, listed.status());
+  std::vector<std::unique_ptr<google::protobuf::Message>> deleted;
+  for (const auto& b : listed->items()) {
+    auto m = k.New();
+    if (!m->ParseFromString(b)) continue;
+    DeleteRequest r = options;
+    r.set_resource(k.request_resource());
+    r.set_namespace_(api::MetaOf(*m).namespace_());
+    r.set_name(api::MetaOf(*m).name());
+    auto bytes = registry_->Delete(r);
+    if (!bytes.ok() && bytes.status().code() != absl::StatusCode::kNotFound) {
+      return Fail(c, bytes.status());
+    }
+    if (bytes.ok()) {
+      auto d = k.New();
+      if (d->ParseFromString(*bytes)) deleted.push_back(std::move(d));
+    }
+  }
+  Answer(c, JsonResponse(200, ListJson(k, deleted, *listed)));
+}
+
+void Front::CreateSubresource(Call& c) {
+  const Target& t = c.target;
+  CreateRequest r;
+  r.set_resource(t.kind->request_resource());
+  r.set_namespace_(t.ns);
+  r.set_name(t.name);
+  r.set_subresource(t.subresource);
+  r.set_dry_run(DryRun(c));
+  std::unique_ptr<google::protobuf::Message> body;
+  if (t.subresource == "eviction") {
+    body = std::make_unique<api::Eviction>();
+  } else if (t.subresource == "binding") {
+    body = std::make_unique<api::Binding>();
+  } else {
+    return Answer(c, Refusal(405, "MethodNotAllowed",
+                             fmt::format("the server does not allow this method on {}/{}",
+                                         t.kind->resource, t.subresource)));
+  }
+  if (auto st = DecodeInto(c.req.body, body.get()); !st.ok()) return Answer(c, BadBody(st));
+  api::ObjectMeta* meta = api::MutableMetaOf(body.get());
+  if (meta->name().empty()) meta->set_name(t.name);
+  if (meta->namespace_().empty()) meta->set_namespace_(t.ns);
+  if (meta->name() != t.name) {
+    return Answer(c, Refusal(400, "BadRequest",
+                             fmt::format("name in URL does not match name in {} object",
+                                         body->GetDescriptor()->name())));
+  }
+  r.set_object(body->SerializeAsString());
+  auto done = writes_->Create(r);
+  if (!done.ok()) return Fail(c, done.status());
+  Answer(c, JsonResponse(201, SuccessJson(201)));
+}
+
+void Front::Review(Call& c) {
+  if (c.req.method != "POST") {
+    return Answer(c, Refusal(405, "MethodNotAllowed", "reviews are only created"));
+  }
+  Json groups = c.caller.groups;
+  if (std::find(c.caller.groups.begin(), c.caller.groups.end(), "system:authenticated") ==
+      c.caller.groups.end()) {
+    groups.push_back("system:authenticated");
+  }
+  if (c.target.review == "selfsubjectreviews") {
+    Json out = {{"kind", "SelfSubjectReview"},
+                {"apiVersion", "authentication.k8s.io/v1"},
+                {"metadata", {{"creationTimestamp", nullptr}}},
+                {"status", {{"userInfo", {{"username", c.caller.user}, {"groups", groups}}}}}};
+    return Answer(c, JsonResponse(201, out));
+  }
+  Json spec;
+  if (absl::StartsWith(c.req.Header("content-type"), "application/vnd.kubernetes.protobuf")) {
+    auto object = UnwrapProtobuf(c.req.body);
+    auto decoded = object.ok() ? AccessReviewSpecFromProtobuf(object->raw)
+                               : absl::StatusOr<Json>(object.status());
+    if (!decoded.ok()) {
+      return Answer(c, Refusal(400, "BadRequest", std::string(decoded.status().message())));
+    }
+    spec = std::move(*decoded);
+  } else {
+    Json body = Json::parse(c.req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return Answer(c, Refusal(400, "BadRequest", "the request body is not a JSON object"));
+    }
+    spec = body.value("spec", Json::object());
+  }
+  bool allowed = false;
+  std::string reason;
+  if (spec.contains("resourceAttributes")) {
+    const Json& ra = spec["resourceAttributes"];
+    auth::Attributes a;
+    a.verb = ra.value("verb", "");
+    a.resource = ra.value("resource", "");
+    a.subresource = ra.value("subresource", "");
+    a.ns = ra.value("namespace", "");
+    a.name = ra.value("name", "");
+    absl::Status st = a.verb == "*" || a.resource == "*"
+                          ? (auth::Authorize(c.caller, {"delete", "nodes", "", "", "", ""}).ok()
+                                 ? absl::OkStatus()
+                                 : absl::PermissionDeniedError("not every verb and resource"))
+                          : gate_->Check(c.caller, a);
+    allowed = st.ok();
+    if (!allowed) reason = std::string(st.message());
+  } else {
+    // Non-resource paths (discovery, /version, /healthz): every authenticated user.
+    allowed = true;
+  }
+  Json status = {{"allowed", allowed}};
+  if (!reason.empty()) status["reason"] = reason;
+  Json out = {{"kind", "SelfSubjectAccessReview"},
+              {"apiVersion", "authorization.k8s.io/v1"},
+              {"metadata", {{"creationTimestamp", nullptr}}},
+              {"spec", spec},
+              {"status", status}};
+  Answer(c, JsonResponse(201, out));
+}
+
+}  // namespace mkube::apiserver::rest

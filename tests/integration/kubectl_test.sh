@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The real kubectl (1.32, through its dispatcher) drives a cluster started by up.sh, with the
+# kubeconfig up.sh writes, through the apiserver's Kubernetes HTTP API: discovery, Tables,
+# labels, taints, cordon, apply (client-side with server validation, and server-side),
+# deployments, scale, set image, rollout, drain, reviews, watch, errors — with the outcomes
+# mkubectl sees over gRPC. Without kubectl on PATH the test fails: it does not skip.
+set -euo pipefail
+trap 'echo "kubectl_test.sh: failed at line $LINENO" >&2' ERR
+root=$(cd "$(dirname "$0")/../.." && pwd)
+command -v kubectl >/dev/null || { echo "kubectl_test.sh: kubectl is not on PATH" >&2; exit 1; }
+state=$(mktemp -d)
+# Addresses apart from a cluster the user may be running (block 1) and from the C++ tests'
+# clusters (20-219).
+block=$((220 + $$ % 35))
+trap '"$root/deploy/down.sh" --state-dir "$state" --purge >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
+out=$("$root/deploy/up.sh" --state-dir "$state" --store-listen 127.0.0.1:0 \
+  --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 --agent-port 0 \
+  --address-block "$block" --nodes 2 2>&1) || { echo "$out" >&2; echo "up.sh failed" >&2; exit 1; }
+mkubectl="${MKUBE_BUILD_DIR:-$root/build}/bin/mkubectl"
+ctl() { MKUBECONFIG=$state/config "$mkubectl" "$@"; }
+# Each kubectl run discovers afresh (its own cache dir), as a first run does.
+k() { KUBECONFIG=$state/config kubectl --cache-dir "$state/kcache" --request-timeout 20s "$@"; }
+passed=0
+pass() { passed=$((passed + 1)); echo "ok $passed: $*"; }
+fail() {
+  echo "FAILED: $*" >&2
+  ctl get pods -o wide >&2 || true
+  echo "--- the apiserver's log:" >&2
+  tail -n 30 "$state/logs/apiserver.log" >&2 || true
+  exit 1
+}
+source "$root/tests/lib/checks.sh"
+
+server=$(awk '/server:/ {print $2; exit}' "$state/config")
+[[ "$server" == https://127.0.0.1:* ]] || fail "the kubeconfig's server is $server"
+shows '"minor": "32"' k version -o json
+shows '^node01 *Ready *<none>' k get nodes
+shows '^NAME *STATUS *ROLES *AGE *VERSION$' k get nodes
+shows 'kubernetes.io/hostname=node02' k get nodes --show-labels
+# The same kubeconfig serves mkubectl (over gRPC).
+shows '^node01 *Ready' ctl get nodes
+pass "one kubeconfig: kubectl get nodes (Table columns, --show-labels) and mkubectl"
+
+says 'node/node01 labeled' k label nodes node01 abc=aaa
+shows '^node01 ' k get nodes -l abc=aaa
+[ "$(k get nodes -l abc=aaa -o name)" = node/node01 ] || fail "-l abc=aaa selects more"
+says 'node/node01 labeled' k label nodes node01 abc=ccc --overwrite
+[ "$(ctl get node node01 -o jsonpath='{.metadata.labels.abc}')" = ccc ] || fail "overwrite"
+says 'node/node01 unlabeled' k label nodes node01 abc-
+says 'node/node01 annotated' k annotate nodes node01 note=hello
+[ "$(ctl get node node01 -o jsonpath='{.metadata.annotations.note}')" = hello ] || fail "annotate"
+pass "label (add, overwrite, remove) and annotate, seen by mkubectl"
+
+says 'node/node01 tainted' k taint node node01 key1=value1:NoSchedule
+says 'node/node01 tainted' k taint node node01 key2=v2:NoExecute
+[ "$(ctl get node node01 -o jsonpath='{range .spec.taints[*]}{.key}{" "}{end}')" = "key2 key1 " ] ||
+  fail "taints: $(ctl get node node01 -o jsonpath='{.spec.taints}')"
+says 'node/node01 untainted' k taint node node01 key1:NoSchedule-
+[ "$(ctl get node node01 -o jsonpath='{range .spec.taints[*]}{.key}{" "}{end}')" = "key2 " ] ||
+  fail "taint removal kept: $(ctl get node node01 -o jsonpath='{.spec.taints}')"
+says 'node/node01 untainted' k taint node node01 key2:NoExecute-
+[ -z "$(ctl get node node01 -o jsonpath='{.spec.taints}')" ] || fail "taints left"
+pass "taint and untaint: spec.taints is an atomic list in the strategic merge patch"
+
+says 'node/node02 cordoned' k cordon node02
+shows '^node02 *Ready,SchedulingDisabled' k get nodes
+shows '^node02 *Ready,SchedulingDisabled' ctl get nodes
+says 'node/node02 uncordoned' k uncordon node02
+shows '^node02 *Ready *<none>' k get nodes
+pass "cordon and uncordon"
+
+cat >"$state/web.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  containers:
+  - name: web
+    image: soscscs/myapp:v1
+    ports:
+    - containerPort: 80
+YAML
+says 'pod/web created' k apply -f "$state/web.yaml"
+says 'pod/web unchanged' k apply -f "$state/web.yaml"
+sed -i 's/    app: web/    app: web\n    tier: fe/' "$state/web.yaml"
+says 'pod/web configured' k apply -f "$state/web.yaml"
+[ "$(ctl get pod web -o jsonpath='{.metadata.labels.tier}')" = fe ] || fail "apply's patch"
+until_ok 60 shows '^web *1/1 *Running' k get pods
+shows '^NAME *READY *STATUS *RESTARTS *AGE *IP *NODE' k get pods -o wide
+sed 's/spec:/spec:\n  foo: bar/' "$state/web.yaml" >"$state/bad.yaml"
+out=$(k apply -f "$state/bad.yaml" 2>&1) && fail "an unknown field was taken"
+grep -q 'unknown field "spec.foo"' <<<"$out" || fail "unknown field refused as: $out"
+pass "apply: created, unchanged, configured; unknown fields refused by the server"
+
+sed 's/name: web$/name: ssa/' "$state/web.yaml" >"$state/ssa.yaml"
+says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
+says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
+pass "apply --server-side creates, then applies again"
+
+out=$(k get pod nonexist 2>&1) && fail "a missing pod was found"
+grep -qxF 'Error from server (NotFound): pods "nonexist" not found' <<<"$out" || fail "$out"
+shows '^pods  *po  *v1  *true  *Pod$' k api-resources
+shows '^deployments  *deploy  *apps/v1  *true  *Deployment$' k api-resources
+says 'yes' k auth can-i create pods
+shows 'admin' k auth whoami
+pass "errors as Status, api-resources, auth can-i and whoami"
+
+says 'deployment.apps/myapp created' k create deployment myapp --image=soscscs/myapp:v1 --replicas=2
+shows 'successfully rolled out' k rollout status deployment/myapp --timeout=90s
+says 'deployment.apps/myapp scaled' k scale deployment myapp --replicas=3
+shows 'successfully rolled out' k rollout status deployment/myapp --timeout=90s
+[ "$(ctl get deployment myapp -o jsonpath='{.status.readyReplicas}')" = 3 ] || fail "scale"
+says 'deployment.apps/myapp image updated' k set image deployment/myapp myapp=soscscs/myapp:v2
+shows 'successfully rolled out' k rollout status deployment/myapp --timeout=90s
+[ "$(ctl get deployment myapp -o jsonpath='{.spec.template.spec.containers[0].image}')" = soscscs/myapp:v2 ] ||
+  fail "set image"
+pass "create deployment, rollout status, scale, set image"
+
+# get -w prints the rows of what changes after its list.
+k get pods -w >"$state/watch.out" 2>&1 &
+watcher=$!
+until_ok 20 grep -q '^web ' "$state/watch.out"
+k label pod web watched=yes >/dev/null
+until_ok 20 test "$(grep -c '^web ' "$state/watch.out")" -ge 2
+kill "$watcher" 2>/dev/null || true
+wait "$watcher" 2>/dev/null || true
+pass "get -w: the list, then one row per change"
+
+out=$(k drain node01 --ignore-daemonsets --delete-emptydir-data --force 2>&1) || fail "drain: $out"
+grep -qxF 'node/node01 drained' <<<"$out" || fail "drain said: $out"
+[ -z "$(ctl get pods --field-selector spec.nodeName=node01 -o name)" ] || fail "pods left on node01"
+shows '^node01 *Ready,SchedulingDisabled' ctl get nodes
+says 'node/node01 uncordoned' k uncordon node01
+pass "drain evicts node01's pods (policy/v1 eviction) and cordons it"
+
+sed 's/name: web$/name: gone/; s/^spec:/spec:\n  nodeName: node02/' "$state/web.yaml" >"$state/gone.yaml"
+says 'pod/gone created' k apply -f "$state/gone.yaml"
+until_ok 60 shows '^gone *1/1 *Running' k get pods
+# A pod on a node stops gracefully: delete waits for its DELETED event.
+says 'pod "gone" deleted' k delete pod gone
+out=$(ctl get pod gone 2>&1) && fail "gone is still there"
+says 'deployment.apps "myapp" deleted' k delete deployment myapp
+pass "delete waits until the object is gone"
+
+# Debian's python3-kubernetes, with the same kubeconfig (the system's python, where Debian
+# installs it).
+/usr/bin/python3 -c 'import kubernetes' 2>/dev/null ||
+  fail "python3-kubernetes is not installed (deploy/deps.sh installs it)"
+/usr/bin/python3 "$root/tests/integration/python_client.py" "$state/config" || fail "python client"
+pass "python3-kubernetes: list, create, watch until Running, delete"
+
+echo "kubectl_test.sh: $passed checks passed"
