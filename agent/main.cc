@@ -2,10 +2,12 @@
 // runs the pods bound to it as process groups and serves their logs and exec.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -26,7 +28,9 @@
 #include "api/quantity.h"
 #include "api/taint_spec.h"
 #include "base/daemon.h"
+#include "base/http/health.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "client/client.h"
 #include "client/credentials.h"
 #include "client/event_recorder.h"
@@ -38,6 +42,7 @@ namespace {
 
 namespace agent = mkube::agent;
 namespace client = mkube::client;
+namespace metrics = mkube::metrics;
 
 constexpr char kVersion[] = "v0.1.0";
 
@@ -45,6 +50,7 @@ struct Flags {
   client::ApiserverFlags apiserver;
   std::string node_name = mkube::daemon::Hostname(), node_ip = "127.0.0.1", listen, address_file;
   std::string ready_file;
+  mkube::http::StatusFlags status;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   agent::server::ServingFlags serving;
   std::string node_labels, taints, log_level = "info";
@@ -66,6 +72,7 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
   app->add_option("--listen", f->listen,
                   "Where to serve logs and exec (default <node-ip>:10250; port 0: any)");
   app->add_option("--address-file", f->address_file, "Write the bound address to this file");
+  mkube::http::AddStatusFlags(*app, &f->status);
   app->add_option("--ready-file", f->ready_file,
                   "Write \"ready\" to this file once the node is registered and runs its pods");
   app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
@@ -292,6 +299,22 @@ absl::Status RegisterNode(agent::node::NodeStatusManager* status) {
   return registered;
 }
 
+// kubelet_running_pods and kubelet_running_containers, read from `workers` at each scrape.
+void CountRunning(agent::pods::PodWorkers* workers) {
+  auto& r = metrics::Registry::Default();
+  r.AddCallback("kubelet_running_pods", "Number of pods that have a running pod sandbox", "gauge",
+                {}, [workers] {
+                  std::set<std::string> pods;
+                  for (const auto& c : workers->RunningContainers()) pods.insert(c.uid);
+                  return std::vector<metrics::Sample>{{{}, static_cast<double>(pods.size())}};
+                });
+  r.AddCallback("kubelet_running_containers", "Number of containers currently running", "gauge",
+                {"container_state"}, [workers] {
+                  return std::vector<metrics::Sample>{
+                      {{"running"}, static_cast<double>(workers->RunningContainers().size())}};
+                });
+}
+
 // A real node: its pods run here, until a signal.
 int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageStore* images,
             agent::node::NodeOptions node, const agent::server::Serving& serving) {
@@ -321,6 +344,10 @@ int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageSto
   }
   parts.workers.Start();
   parts.usage.Start(absl::Seconds(f.metrics_resolution));
+  std::atomic<bool> synced{true};
+  CountRunning(&parts.workers);
+  auto status_server = mkube::http::StartStatusServer(f.status, mkube::http::DaemonChecks(&synced));
+  if (!status_server.ok()) return Fail(std::string(status_server.status().message()));
   WriteReadyFile(f.address_file, address);
   WriteReadyFile(f.ready_file, "ready");
   log.info("mkube-agent {} serving on {} ({}), apiserver {}", f.node_name, address,

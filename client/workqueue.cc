@@ -4,15 +4,27 @@
 
 namespace mkube::client {
 
-WorkQueue::WorkQueue(Options options, Clock* clock) : options_(options), clock_(clock) {}
+WorkQueue::WorkQueue(Options options, Clock* clock) : options_(options), clock_(clock) {
+  if (options_.name.empty()) return;
+  auto& r = metrics::Registry::Default();
+  depth_ = &r.AddGauge("workqueue_depth", "Current depth of workqueue", {"name"}).With({options_.name});
+  adds_ = &r.AddCounter("workqueue_adds_total", "Total number of adds handled by workqueue",
+                        {"name"})
+               .With({options_.name});
+  retries_ = &r.AddCounter("workqueue_retries_total", "Total number of retries handled by workqueue",
+                           {"name"})
+                  .With({options_.name});
+}
 
 WorkQueue::~WorkQueue() { ShutDown(); }
 
 void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_ || dirty_.contains(key)) return;
   dirty_.insert(key);
+  if (adds_) adds_->Inc();
   if (processing_.contains(key)) return;  // queued again by Done
   queue_.push_back(key);
+  Measure();
 }
 
 void WorkQueue::Add(const std::string& key) {
@@ -54,6 +66,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   {
     absl::MutexLock lock(&mu_);
     delay = DelayFor(failures_[key]++);
+    if (retries_) retries_->Inc();
   }
   AddAfter(key, delay);
 }
@@ -83,8 +96,10 @@ void WorkQueue::PromoteDue() const {
     waiting_.erase(key);
     if (shutting_down_ || dirty_.contains(key)) continue;
     dirty_.insert(key);
+    if (adds_) adds_->Inc();
     if (!processing_.contains(key)) queue_.push_back(std::move(key));
   }
+  Measure();
 }
 
 std::optional<std::string> WorkQueue::Get() {
@@ -105,6 +120,7 @@ std::optional<std::string> WorkQueue::Get() {
   if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
   queue_.pop_front();
+  Measure();
   processing_.insert(key);
   dirty_.erase(key);
   return key;
@@ -114,6 +130,7 @@ void WorkQueue::Done(const std::string& key) {
   absl::MutexLock lock(&mu_);
   processing_.erase(key);
   if (dirty_.contains(key)) queue_.push_back(key);
+  Measure();
 }
 
 void WorkQueue::ShutDown() {

@@ -8,6 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "base/metrics.h"
 #include "absl/time/time.h"
 #include "client/clock.h"
 
@@ -23,6 +24,9 @@ class WorkQueue {
   struct Options {
     absl::Duration base_delay = absl::Milliseconds(5);
     absl::Duration max_delay = absl::Seconds(1000);
+    // Named queues report workqueue_depth, workqueue_adds_total and workqueue_retries_total
+    // with this name in the process's metrics, as client-go's do.
+    std::string name;
   };
   explicit WorkQueue(Clock* clock = RealClock()) : WorkQueue(Options{}, clock) {}
   explicit WorkQueue(Options options, Clock* clock = RealClock());
@@ -55,6 +59,9 @@ class WorkQueue {
   // Moves the delayed keys that are due into the queue.
   void PromoteDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration DelayFor(int failures) const;
+  void Measure() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (depth_) depth_->Set(static_cast<double>(queue_.size()));
+  }
 
   const Options options_;
   Clock* const clock_;
@@ -67,6 +74,10 @@ class WorkQueue {
   mutable std::multimap<absl::Time, std::string> delayed_ ABSL_GUARDED_BY(mu_);
   mutable std::map<std::string, absl::Time> waiting_ ABSL_GUARDED_BY(mu_);  // delayed_ by key
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Its metrics, when named.
+  metrics::Gauge* depth_ = nullptr;
+  metrics::Counter* adds_ = nullptr;
+  metrics::Counter* retries_ = nullptr;
 };
 
 }  // namespace mkube::client

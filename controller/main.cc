@@ -1,11 +1,13 @@
 // mkube-controller-manager: the controllers that turn Deployments, ReplicaSets and
 // ReplicationControllers into pods, as kube-controller-manager does; with leader election,
 // one of several acts.
+#include <atomic>
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "base/daemon.h"
+#include "base/http/health.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "client/client.h"
@@ -19,6 +21,7 @@ namespace {
 struct Flags {
   mkube::client::ApiserverFlags apiserver;
   std::string ready_file, log_level = "info";
+  mkube::http::StatusFlags status;
   mkube::client::Leadership::Flags election;
   std::string controllers = "*";
   std::string grace = "50s", monitor = "5s";
@@ -83,6 +86,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   f.election.resource_name = "kube-controller-manager";
   mkube::client::Leadership::Register(app, &f.election, "one controller-manager of several acts");
   app.add_option("--ready-file", f.ready_file, "Write this file once the caches have synced");
+  mkube::http::AddStatusFlags(app, &f.status);
   mkube::daemon::AddLogLevelOption(app, &f.log_level);
 }
 
@@ -111,15 +115,20 @@ int Run(const Flags& f, const mkube::client::ClientOptions& copts) {
   spdlog::logger& log = mkube::log::Logger("main");
   mkube::client::GrpcClient client(copts);
   mkube::controller::Manager manager(&client, f.manager);
+  std::atomic<bool> synced{false};
+  auto status = mkube::http::StartStatusServer(f.status, mkube::http::DaemonChecks(&synced));
+  if (!status.ok()) return Fail(std::string(status.status().message()));
   while (!manager.StartInformers(std::chrono::seconds(30))) {
     log.warn("the caches have not synced after 30 s; still waiting");
   }
+  synced = true;
   if (auto st = mkube::daemon::WriteReadyFile(f.ready_file, f.election.identity); !st.ok()) {
     manager.Stop();
     return Fail(std::string(st.message()));
   }
   mkube::client::Leadership leadership(copts, f.election, [&] {
     log.info("leading: starting controllers {}", fmt::join(manager.Running(), ", "));
+    mkube::http::LeaderGauge(f.election.resource_name).Set(1);
     manager.StartControllers();
   });
   log.info("mkube-controller-manager {} watching apiserver {}", f.election.identity,

@@ -237,7 +237,8 @@ if [ "$store_kind" = mkube ]; then
   fi
   start store "$state/run/store.addr" --listen-file "$state/run/store.addr" "$bin/mkube-store" \
     --data-dir "$state/store" --listen "$(listen_on "$store_listen" "$state/run/store.addr")" \
-    --address-file "$state/run/store.addr" "${store_tls[@]}"
+    --address-file "$state/run/store.addr" "${store_tls[@]}" \
+    --metrics-listen 127.0.0.1:0 --metrics-address-file "$state/run/store.metrics"
 else
   # A one-member etcd; its peer port is the client port + 1. It serves once it answers.
   port=${store_listen##*:}
@@ -286,13 +287,16 @@ leader_host=$(hostname)
 # The scheduler: binds pods that name no node.
 start scheduler "$state/run/scheduler.ready" "$bin/mkube-scheduler" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" --token-file "$state/pki/scheduler.token" \
-  --ready-file "$state/run/scheduler.ready" --identity "${leader_host}_scheduler"
+  --ready-file "$state/run/scheduler.ready" --identity "${leader_host}_scheduler" \
+  --metrics-listen 127.0.0.1:0 --metrics-address-file "$state/run/scheduler.metrics"
 
 # The controller-manager: Deployments, ReplicaSets and ReplicationControllers become pods.
 start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-controller-manager" \
   --apiserver "$apiserver_addr" --ca-file "$state/pki/ca.crt" \
   --token-file "$state/pki/controller-manager.token" --ready-file "$state/run/controller-manager.ready" \
-  --identity "${leader_host}_controller-manager" ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
+  --identity "${leader_host}_controller-manager" \
+  --metrics-listen 127.0.0.1:0 --metrics-address-file "$state/run/controller-manager.metrics" \
+  ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
 
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
@@ -318,6 +322,7 @@ for node in "${nodes[@]}"; do
     --listen "$(listen_on "127.0.$block.$i:$agent_port" "$addr_file")" \
     --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
     --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" \
+    --metrics-listen "127.0.$block.$i:0" --metrics-address-file "$state/run/agent-$node.metrics" \
     ${MKUBE_AGENT_FLAGS:-}
 done
 if [ "$simulated" -gt 0 ]; then
@@ -388,6 +393,10 @@ for node in "${nodes[@]}"; do
 done
 agent_list=${agent_list%, }
 [ "$simulated" -eq 0 ] || agent_list+="; $simulated simulated nodes sim-0000 ..."
+metrics_list="apiserver https://$apiserver_http_addr (with a token)"
+for d in store scheduler controller-manager "${nodes[@]/#/agent-}"; do
+  metrics_list+=", $d http://$(cat "$state/run/$d.metrics" 2>/dev/null || echo starting)"
+done
 mkubeconfig_hint=""
 [ "$state" = "$HOME/.mkube" ] || mkubeconfig_hint="MKUBECONFIG=$state/config "
 cat <<MSG
@@ -398,6 +407,7 @@ mkube is up (state in $state, logs in $state/logs).
   scheduler: $(cat "$state/run/scheduler.ready" 2>/dev/null || echo starting)
   controller-manager: $(cat "$state/run/controller-manager.ready" 2>/dev/null || echo starting)
   agents: $agent_list (all Ready)
+  /metrics, /healthz, /readyz: $metrics_list
   each daemon is started again when it exits (pids: $state/run, supervisors: run/supervisors)
   images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
 Try:

@@ -1,6 +1,7 @@
 // mkube-scheduler: binds pods that name no node to the node its profile's filters and scores
 // choose, as kube-scheduler does; with leader election, one of several schedules.
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/daemon.h"
+#include "base/http/health.h"
 #include "base/log.h"
 #include "client/client.h"
 #include "client/credentials.h"
@@ -25,6 +27,7 @@ using mkube::client::Informer;
 struct Flags {
   mkube::client::ApiserverFlags apiserver;
   std::string config_file, ready_file, log_level = "info";
+  mkube::http::StatusFlags status;
   mkube::client::Leadership::Flags election;
   int bind_workers = 8;
 };
@@ -39,6 +42,7 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app.add_option("--ready-file", f.ready_file, "Write this file once the caches have synced");
+  mkube::http::AddStatusFlags(app, &f.status);
   mkube::daemon::AddLogLevelOption(app, &f.log_level);
 }
 
@@ -118,9 +122,13 @@ int Run(const Flags& f, const mkube::client::ClientOptions& copts) {
   scheduler.SetNamespaces(&namespaces);
   nodes.AddHandlers(scheduler.NodeHandlers());
   pods.AddHandlers(scheduler.PodHandlers());
+  std::atomic<bool> synced{false};
+  auto status = mkube::http::StartStatusServer(f.status, mkube::http::DaemonChecks(&synced));
+  if (!status.ok()) return Fail(std::string(status.status().message()));
   replica_sets.Start();
   namespaces.Start();
   SyncCaches(nodes, pods);
+  synced = true;
 
   if (auto st = mkube::daemon::WriteReadyFile(f.ready_file, f.election.identity); !st.ok()) {
     return Fail(std::string(st.message()));
@@ -128,6 +136,7 @@ int Run(const Flags& f, const mkube::client::ClientOptions& copts) {
   std::thread loop;
   mkube::client::Leadership leadership(copts, f.election, [&] {
     log.info("scheduling pods for profiles {}", fmt::join(names, ", "));
+    mkube::http::LeaderGauge(f.election.resource_name).Set(1);
     loop = std::thread([&scheduler] { scheduler.Run(); });
   });
   log.info("mkube-scheduler {} watching apiserver {}", f.election.identity, f.apiserver.address);

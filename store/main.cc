@@ -1,9 +1,12 @@
 // mkube-store: an etcd v3 compatible versioned key-value store on RocksDB.
 #include <cstdio>
+#include <filesystem>
 
 #include "CLI/CLI.hpp"
 #include "base/daemon.h"
+#include "base/http/health.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "store/server/store_server.h"
 
 namespace {
@@ -12,6 +15,7 @@ struct Flags {
   mkube::store::server::ServerOptions server;
   std::string log_level = "info";
   std::string address_file;
+  mkube::http::StatusFlags status;
   int64_t progress_ms = 10 * 60 * 1000;
   double max_request_bytes = static_cast<double>(server.max_request_bytes);
 };
@@ -59,7 +63,30 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1u, 1u << 31));
   AddTlsFlags(app, o);
   app.add_option("--address-file", f.address_file, "Write the bound address to this file");
+  mkube::http::AddStatusFlags(app, &f.status);
   mkube::daemon::AddLogLevelOption(app, &f.log_level);
+}
+
+// etcd's names for what it shares with mkube-store: one member, always its own leader, and the
+// size of its database on disk.
+void AddStoreMetrics(const std::string& data_dir) {
+  auto& r = mkube::metrics::Registry::Default();
+  r.AddGauge("etcd_server_has_leader", "Whether or not a leader exists. 1 is existence, 0 is not.")
+      .With()
+      .Set(1);
+  r.AddGauge("etcd_server_is_leader", "Whether or not this member is a leader. 1 if is, 0 otherwise.")
+      .With()
+      .Set(1);
+  r.AddCallback("etcd_mvcc_db_total_size_in_bytes",
+                "Total size of the underlying database physically allocated in bytes.", "gauge",
+                {}, [data_dir] {
+                  std::error_code ec;
+                  double bytes = 0;
+                  for (const auto& e : std::filesystem::recursive_directory_iterator(data_dir, ec)) {
+                    if (e.is_regular_file(ec)) bytes += static_cast<double>(e.file_size(ec));
+                  }
+                  return std::vector<mkube::metrics::Sample>{{{}, bytes}};
+                });
 }
 
 int Fail(const std::string& what) {
@@ -82,6 +109,11 @@ int main(int argc, char** argv) {
 
   auto server = mkube::store::server::StoreServer::Start(flags.server);
   if (!server.ok()) return Fail(server.status().ToString());
+  AddStoreMetrics(flags.server.store.data_dir);
+  mkube::http::HealthChecks checks;
+  checks.live.push_back({"ping", [] { return absl::OkStatus(); }});
+  auto status = mkube::http::StartStatusServer(flags.status, std::move(checks));
+  if (!status.ok()) return Fail(std::string(status.status().message()));
   if (auto st = mkube::daemon::WriteReadyFile(flags.address_file, (*server)->address()); !st.ok()) {
     return Fail(std::string(st.message()));
   }

@@ -1,6 +1,8 @@
 #include "base/http/health.h"
 
 #include "absl/strings/match.h"
+#include "base/daemon.h"
+#include "base/log.h"
 #include "fmt/format.h"
 
 namespace mkube::http {
@@ -86,6 +88,47 @@ absl::StatusOr<std::unique_ptr<Server>> StartHealthServer(const std::string& lis
         }
       });
   if (auto st = server->Start(); !st.ok()) return st;
+  return server;
+}
+
+HealthChecks DaemonChecks(const std::atomic<bool>* synced) {
+  HealthChecks checks;
+  checks.live.push_back({"ping", [] { return absl::OkStatus(); }});
+  checks.ready.push_back({"informer-sync", [synced] {
+                            return synced->load() ? absl::OkStatus()
+                                                  : absl::UnavailableError(
+                                                        "the informers' caches have not synced");
+                          }});
+  return checks;
+}
+
+metrics::Gauge& LeaderGauge(const std::string& name) {
+  return metrics::Registry::Default()
+      .AddGauge("leader_election_master_status",
+                "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+                "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+                {"name"})
+      .With({name});
+}
+
+void AddStatusFlags(CLI::App& app, StatusFlags* f) {
+  app.add_option("--metrics-listen", f->listen,
+                 "Where to serve /healthz, /livez, /readyz and /metrics (plain HTTP; port 0: "
+                 "any free port; empty: not served)")
+      ->capture_default_str();
+  app.add_option("--metrics-address-file", f->address_file,
+                 "Write the address /metrics is served on to this file");
+}
+
+absl::StatusOr<std::unique_ptr<Server>> StartStatusServer(const StatusFlags& f,
+                                                          HealthChecks checks) {
+  if (f.listen.empty()) return nullptr;
+  auto server = StartHealthServer(f.listen, std::move(checks), &metrics::Registry::Default());
+  if (!server.ok()) return server.status();
+  log::Logger("main").info("/healthz, /readyz and /metrics on http://{}", (*server)->address());
+  if (auto st = daemon::WriteReadyFile(f.address_file, (*server)->address()); !st.ok()) {
+    return st;
+  }
   return server;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "base/http/server.h"
 #include "base/metrics.h"
@@ -34,5 +36,24 @@ bool ServeHealth(const Request& req, Exchange& ex, const HealthChecks& checks,
 absl::StatusOr<std::unique_ptr<Server>> StartHealthServer(const std::string& listen,
                                                           HealthChecks checks,
                                                           const metrics::Registry* registry);
+
+// What a client daemon's probes check: /livez always passes ("ping"), /readyz once `synced`
+// (its informers' caches have synced: "informer-sync").
+HealthChecks DaemonChecks(const std::atomic<bool>* synced);
+// leader_election_master_status{name}: 1 while this process leads `name`, as Kubernetes'
+// daemons report it.
+metrics::Gauge& LeaderGauge(const std::string& name);
+
+// A daemon's status port, as its flags say: --metrics-listen (127.0.0.1:0 by default: any free
+// port on loopback; empty: none) and --metrics-address-file.
+struct StatusFlags {
+  std::string listen = "127.0.0.1:0";
+  std::string address_file;
+};
+void AddStatusFlags(CLI::App& app, StatusFlags* f);
+// Starts the status port with the process's metrics (metrics::Registry::Default()), logs where
+// it is and writes that to the address file; null when not asked for.
+absl::StatusOr<std::unique_ptr<Server>> StartStatusServer(const StatusFlags& f,
+                                                          HealthChecks checks);
 
 }  // namespace mkube::http

@@ -6,7 +6,7 @@
 namespace mkube::controller {
 
 Controller::Controller(std::string name, client::Clock* clock)
-    : clock_(clock), name_(std::move(name)), queue_(clock) {}
+    : clock_(clock), name_(std::move(name)), queue_({.name = name_}, clock) {}
 
 Controller::~Controller() { Stop(); }
 

@@ -4,6 +4,7 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/framework/explain.h"
@@ -20,6 +21,17 @@ spdlog::logger& Log() {
 }
 
 bool Bound(const api::Pod& pod) { return !pod.spec().node_name().empty(); }
+
+// scheduler_schedule_attempts_total, as kube-scheduler counts them.
+void CountAttempt(const api::Pod& pod, const char* result) {
+  static auto& attempts = metrics::Registry::Default().AddCounter(
+      "scheduler_schedule_attempts_total",
+      "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
+      "be scheduled, while 'error' means an internal scheduler problem.",
+      {"result", "profile"});
+  const std::string& profile = pod.spec().scheduler_name();
+  attempts.With({result, profile.empty() ? "default-scheduler" : profile}).Inc();
+}
 bool Terminating(const api::Pod& pod) { return !pod.metadata().deletion_timestamp().empty(); }
 bool Ended(const api::Pod& pod) {
   return pod.status().phase() == "Succeeded" || pod.status().phase() == "Failed";
@@ -208,6 +220,7 @@ void Scheduler::Failed(QueuedPod qp, const framework::ScheduleResult& result, ui
                                   : absl::StrJoin(result.status.reasons(), ", ");
   if (events_) events_->Record(pod, "Warning", "FailedScheduling", message);
   Log().debug("{}: unschedulable: {}", PodKey(pod), message);
+  CountAttempt(pod, result.status.code() == framework::Code::kError ? "error" : "unschedulable");
   if (result.status.code() == framework::Code::kError) {
     queue_.AddBackoff(std::move(qp));
     return;
@@ -301,6 +314,7 @@ void Scheduler::BindingAnswered(const QueuedPod& qp, const std::string& node,
     return;
   }
   ++scheduled_;
+  CountAttempt(pod, "scheduled");
   queue_.Done(key);
   if (events_) {
     events_->Record(pod, "Normal", "Scheduled",

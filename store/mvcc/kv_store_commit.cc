@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "fmt/format.h"
 #include "store/mvcc/meta.h"
 #include "store/mvcc/validate.h"
@@ -141,7 +142,16 @@ absl::Status KvStore::WriteGroupBatch(WriteGroup& group, size_t requests) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
+  const absl::Time began = absl::Now();
   absl::Status commit = FromRocks(db_->Write(wo, group.batch()), "write failed");
+  // The write and its WAL sync are one call here: etcd's fsync and commit figures both.
+  static metrics::Histogram& fsync =
+      metrics::Registry::Default()
+          .AddHistogram("etcd_disk_wal_fsync_duration_seconds",
+                        "The latency distributions of fsync called by WAL.", {},
+                        metrics::ExponentialBuckets(0.001, 2, 14))
+          .With();
+  fsync.Observe(absl::ToDoubleSeconds(absl::Now() - began));
   if (!commit.ok()) {
     Log().error("group commit of {} requests (revision {}) failed: {}", requests,
                 final_revision, commit.ToString());

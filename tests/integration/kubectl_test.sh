@@ -3,7 +3,8 @@
 # kubeconfig up.sh writes, through the apiserver's Kubernetes HTTP API: discovery, Tables,
 # labels, taints, cordon, apply (client-side with server validation, and server-side),
 # deployments, scale, set image, rollout, drain, reviews, watch, errors — with the outcomes
-# mkubectl sees over gRPC. Without kubectl on PATH the test fails: it does not skip.
+# mkubectl sees over gRPC; then python3-kubernetes, and a scrape of every daemon's /metrics.
+# Without kubectl on PATH the test fails: it does not skip.
 set -euo pipefail
 trap 'echo "kubectl_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -151,5 +152,10 @@ pass "delete waits until the object is gone"
   fail "python3-kubernetes is not installed (deploy/deps.sh installs it)"
 /usr/bin/python3 "$root/tests/integration/python_client.py" "$state/config" || fail "python client"
 pass "python3-kubernetes: list, create, watch until Running, delete"
+
+# Every daemon's /metrics parses as Prometheus' text format, with Kubernetes' and etcd's names,
+# and /readyz answers 200 (the apiserver's with a token only).
+/usr/bin/python3 "$root/tests/integration/scrape_metrics.py" "$state" || fail "metrics"
+pass "every daemon's /metrics parsed by prometheus_client; /readyz 200"
 
 echo "kubectl_test.sh: $passed checks passed"
