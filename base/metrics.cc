@@ -203,7 +203,9 @@ void Registry::AddCallback(const std::string& name, const std::string& help,
 std::string Registry::Render() const {
   std::string out;
   absl::MutexLock l(&mu_);
-  for (const auto& [name, e] : entries_) {
+  for (const auto& entry : entries_) {
+    const std::string& name = entry.first;  // not a structured binding: lambdas capture it
+    const Entry& e = entry.second;
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, Escape(e.help, false), name, e.type);
     if (e.counter) {
       e.counter->ForEach([&](const LabelValues& v, const Counter& c) {

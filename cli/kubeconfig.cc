@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "base/status.h"
 #include "fmt/format.h"
 #include "yaml-cpp/yaml.h"
 
@@ -50,6 +51,30 @@ absl::StatusOr<std::string> GrpcAddress(const YAML::Node& cluster, const std::st
     return grpc;
   }
   return "";
+}
+
+// The CA the cluster's server certificate chains to: certificate-authority-data, or the file
+// certificate-authority names (relative to the kubeconfig, as kubectl resolves it); empty
+// when neither is given.
+absl::StatusOr<std::string> ClusterCa(const YAML::Node& cluster, const std::string& path) {
+  std::string pem;
+  if (const std::string data = Str(cluster, "certificate-authority-data"); !data.empty()) {
+    if (!absl::Base64Unescape(data, &pem)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "error loading config file \"{}\": certificate-authority-data is not base64", path));
+    }
+  } else if (std::string file = Str(cluster, "certificate-authority"); !file.empty()) {
+    if (file[0] != '/') {
+      auto dir = path.find_last_of('/');
+      if (dir != std::string::npos) file = path.substr(0, dir + 1) + file;
+    }
+    auto ca = ReadFile(file);
+    if (!ca.ok()) {
+      return absl::NotFoundError(fmt::format("unable to read certificate-authority {}", file));
+    }
+    pem = *ca;
+  }
+  return pem;
 }
 
 }  // namespace
@@ -113,21 +138,7 @@ absl::StatusOr<KubeConfig> LoadKubeConfig(const std::string& path) {
   } else if (!grpc->empty()) {
     cfg.address = *grpc;
   }
-  if (const std::string data = Str(cluster, "certificate-authority-data"); !data.empty()) {
-    if (!absl::Base64Unescape(data, &cfg.ca_pem)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "error loading config file \"{}\": certificate-authority-data is not base64", path));
-    }
-  } else if (std::string file = Str(cluster, "certificate-authority"); !file.empty()) {
-    if (file[0] != '/') {  // relative to the kubeconfig, as kubectl resolves it
-      auto dir = path.find_last_of('/');
-      if (dir != std::string::npos) file = path.substr(0, dir + 1) + file;
-    }
-    auto ca = ReadFile(file);
-    if (!ca.ok())
-      return absl::NotFoundError(fmt::format("unable to read certificate-authority {}", file));
-    cfg.ca_pem = *ca;
-  }
+  MKUBE_ASSIGN_OR_RETURN(cfg.ca_pem, ClusterCa(cluster, path));
   if (cfg.tls && cfg.ca_pem.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("error loading config file \"{}\": an https server needs certificate-authority "

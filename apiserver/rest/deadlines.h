@@ -49,7 +49,9 @@ class Deadlines {
       }
       auto first = due_.begin();
       if (first->first > std::chrono::steady_clock::now()) {
-        cv_.wait_until(l, first->first);
+        // A copy: Flush may free the entry while this waits.
+        const auto when = first->first;
+        cv_.wait_until(l, when);
         continue;
       }
       auto f = std::move(first->second);

@@ -161,16 +161,13 @@ void Front::HandleNonResource(const Request& req, const ExchangePtr& ex,
     return;
   }
   const std::string& accept = req.Header("accept");
-  const bool aggregated = absl::StrContains(accept, "as=APIGroupDiscoveryList") &&
-                          absl::StrContains(accept, "v=v2") &&
-                          !absl::StrContains(accept, "v=v2beta1;as=APIGroupDiscoveryList,");
   std::string path = req.path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   auto segs = Segments(path);
   if (path == "/api" || path == "/apis") {
     const bool core = path == "/api";
-    if (absl::StrContains(accept, "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") ||
-        aggregated) {
+    // Aggregated discovery v2 when the client asks for it (kubectl does, first).
+    if (absl::StrContains(accept, "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")) {
       ex->Finish(JsonResponse(200, AggregatedDiscovery(core), kAggregatedContentType));
     } else {
       ex->Finish(JsonResponse(200, core ? ApiVersions(std::string(req.Header("host")))

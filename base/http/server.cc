@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -76,19 +77,29 @@ std::string Head(int status, const std::string& content_type,
   return out;
 }
 
+class SessionBase;
+
 // What the sessions of one server share.
 struct Context {
   ServerOptions options;
   Handler handler;
-  net::io_context ioc;
-  std::optional<ssl::context> tls;
   std::atomic<size_t> connections{0};
+  std::optional<ssl::context> tls;
+  // Every session, to let go of those still waiting for an answer when the server stops.
+  std::mutex sessions_mu;
+  std::vector<std::weak_ptr<SessionBase>> sessions;
+  net::io_context ioc;
 };
 
-// A connection's side of an Exchange: everything runs on the connection's strand.
+// A connection's side of an Exchange: everything runs on the connection's strand. A session
+// lives while an operation of its connection is pending, or (`hold`) while a handler owes it
+// an answer; Exchanges refer to it weakly, so none outlives its server.
 class SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
   virtual ~SessionBase() = default;
+  // Lets go of the session's hold on itself: only once the server's threads have stopped.
+  void Detach() { hold.reset(); }
+  std::shared_ptr<SessionBase> hold;
   virtual void Post(std::function<void()> f) = 0;
   virtual void Finish(uint64_t seq, Response r) = 0;
   virtual void Start(uint64_t seq, int status, std::string content_type) = 0;
@@ -102,31 +113,38 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
 
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(std::shared_ptr<SessionBase> s, uint64_t seq, size_t max_backlog)
+  ExchangeImpl(std::weak_ptr<SessionBase> s, uint64_t seq, size_t max_backlog)
       : s_(std::move(s)), seq_(seq), max_backlog_(max_backlog) {}
   void Finish(Response r) override {
-    s_->Post([s = s_, seq = seq_, r = std::move(r)]() mutable { s->Finish(seq, std::move(r)); });
+    if (auto s = s_.lock()) {
+      s->Post([s, seq = seq_, r = std::move(r)]() mutable { s->Finish(seq, std::move(r)); });
+    }
   }
   void Start(int status, std::string content_type) override {
-    s_->Post([s = s_, seq = seq_, status, ct = std::move(content_type)]() mutable {
-      s->Start(seq, status, std::move(ct));
-    });
+    if (auto s = s_.lock()) {
+      s->Post([s, seq = seq_, status, ct = std::move(content_type)]() mutable {
+        s->Start(seq, status, std::move(ct));
+      });
+    }
   }
   bool Write(std::string chunk) override {
-    if (s_->gone.load() || s_->backlog.load() > max_backlog_) return false;
-    s_->backlog.fetch_add(chunk.size());
-    s_->Post([s = s_, seq = seq_, c = std::move(chunk)]() mutable { s->Send(seq, std::move(c)); });
+    auto s = s_.lock();
+    if (!s || s->gone.load() || s->backlog.load() > max_backlog_) return false;
+    s->backlog.fetch_add(chunk.size());
+    s->Post([s, seq = seq_, c = std::move(chunk)]() mutable { s->Send(seq, std::move(c)); });
     return true;
   }
   void End() override {
-    s_->Post([s = s_, seq = seq_] { s->End(seq); });
+    if (auto s = s_.lock()) s->Post([s, seq = seq_] { s->End(seq); });
   }
   void OnClose(std::function<void()> f) override {
-    s_->Post([s = s_, seq = seq_, f = std::move(f)]() mutable { s->OnClose(seq, std::move(f)); });
+    auto s = s_.lock();
+    if (!s) return f();
+    s->Post([s, seq = seq_, f = std::move(f)]() mutable { s->OnClose(seq, std::move(f)); });
   }
 
  private:
-  std::shared_ptr<SessionBase> s_;
+  std::weak_ptr<SessionBase> s_;
   uint64_t seq_;
   size_t max_backlog_;
 };
@@ -159,6 +177,7 @@ class Session final : public SessionBase {
     if (!cache_control) r.headers.emplace_back("Cache-Control", "no-cache, private");
     Queue(Head(r.status, r.content_type, r.headers, keep_alive_, r.body.size()) + r.body);
     state_ = keep_alive_ ? State::kReadingNext : State::kClosing;
+    hold.reset();  // the write in flight holds the session now
   }
 
   void Start(uint64_t seq, int status, std::string content_type) override {
@@ -170,6 +189,7 @@ class Session final : public SessionBase {
     beast::get_lowest_layer(stream_).expires_never();
     Queue(Head(status, content_type, {{"Cache-Control", "no-cache, private"}}, false, std::nullopt));
     WatchForClose();
+    hold.reset();  // the read watching for the client's close holds the session now
   }
 
   void Send(uint64_t seq, std::string chunk) override {
@@ -276,10 +296,12 @@ class Session final : public SessionBase {
     req.peer = peer_;
     ++seq_;
     state_ = State::kAnswering;
-    // The answer may take long (a worker, a store round trip): no read timeout meanwhile.
+    // The answer may take long (a worker, a store round trip): no read timeout meanwhile, and
+    // the session holds itself until it comes.
     beast::get_lowest_layer(stream_).expires_never();
-    ctx_->handler(std::move(req),
-                  std::make_shared<ExchangeImpl>(Self(), seq_, ctx_->options.max_stream_backlog));
+    hold = shared_from_this();
+    ctx_->handler(std::move(req), std::make_shared<ExchangeImpl>(weak_from_this(), seq_,
+                                                                 ctx_->options.max_stream_backlog));
   }
 
   void Refuse(int status, const std::string& message) {
@@ -332,6 +354,7 @@ class Session final : public SessionBase {
     beast::get_lowest_layer(stream_).close();
     out_.clear();
     if (auto f = std::move(on_close_)) f();
+    hold.reset();
   }
 
   Context* ctx_;
@@ -423,16 +446,24 @@ struct Server::Impl {
     socket.set_option(tcp::no_delay(true), ec);
     auto remote = socket.remote_endpoint(ec);
     std::string peer = ec ? "" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
+    std::shared_ptr<SessionBase> session;
     if (ctx.tls) {
       using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-      std::make_shared<Session<TlsStream>>(&ctx, TlsStream(std::move(socket), *ctx.tls),
-                                           std::move(peer))
-          ->Run();
+      auto s = std::make_shared<Session<TlsStream>>(
+          &ctx, TlsStream(std::move(socket), *ctx.tls), std::move(peer));
+      s->Run();
+      session = s;
     } else {
-      std::make_shared<Session<beast::tcp_stream>>(&ctx, beast::tcp_stream(std::move(socket)),
-                                                   std::move(peer))
-          ->Run();
+      auto s = std::make_shared<Session<beast::tcp_stream>>(
+          &ctx, beast::tcp_stream(std::move(socket)), std::move(peer));
+      s->Run();
+      session = s;
     }
+    std::lock_guard<std::mutex> l(ctx.sessions_mu);
+    if (ctx.sessions.size() >= 1024 && ctx.sessions.size() >= 2 * ctx.connections.load()) {
+      std::erase_if(ctx.sessions, [](const auto& w) { return w.expired(); });
+    }
+    ctx.sessions.push_back(session);
   }
 };
 
@@ -491,6 +522,13 @@ void Server::Stop() {
   impl_->ctx.ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // The threads are gone: sessions that waited for an answer let go of themselves, and go
+  // with the I/O context's pending work when the server does.
+  std::lock_guard<std::mutex> l(impl_->ctx.sessions_mu);
+  for (auto& w : impl_->ctx.sessions) {
+    if (auto s = w.lock()) s->Detach();
+  }
+  impl_->ctx.sessions.clear();
 }
 
 std::string Server::address() const {

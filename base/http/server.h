@@ -39,7 +39,8 @@ struct Response {
 };
 
 // One request's answer, from any thread: Finish once; or Start, Write any number of chunks,
-// then End. Calls after the connection closed do nothing.
+// then End. Calls after the connection closed (or its server stopped) do nothing; an
+// Exchange may outlive its server.
 class Exchange {
  public:
   virtual ~Exchange() = default;
@@ -77,7 +78,6 @@ struct ServerOptions {
   std::function<Response(int status, const std::string& message)> error_response;
 };
 
-// Exchanges must be released before their Server is destroyed.
 class Server {
  public:
   Server(ServerOptions options, Handler handler);

@@ -6,10 +6,11 @@
 # mkubectl sees over gRPC; then python3-kubernetes, and a scrape of every daemon's /metrics.
 # Without kubectl on PATH the test fails: it does not skip.
 set -euo pipefail
-trap 'echo "kubectl_test.sh: failed at line $LINENO" >&2' ERR
 root=$(cd "$(dirname "$0")/../.." && pwd)
 command -v kubectl >/dev/null || { echo "kubectl_test.sh: kubectl is not on PATH" >&2; exit 1; }
 state=$(mktemp -d)
+trap 'echo "kubectl_test.sh: failed at line $LINENO; the apiserver said:" >&2
+  tail -n 40 "$state/logs/apiserver.log" >&2 || true' ERR
 # Addresses apart from a cluster the user may be running (block 1) and from the C++ tests'
 # clusters (20-219).
 block=$((220 + $$ % 35))
