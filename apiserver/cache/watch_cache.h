@@ -25,8 +25,13 @@ namespace mkube::apiserver::cache {
 enum class EventType { kAdded, kModified, kDeleted, kBookmark };
 const char* EventTypeName(EventType t);
 
-// A transport's encodings of an entry as a watch event of each type, made by the first sink that
-// sends it and shared by every other. Sinks run on several threads at once (the feed, the
+// The encodings that watches share, one set per way of sending events: gRPC's WatchBatch
+// messages, and the Kubernetes HTTP API's JSON lines.
+enum class Encoder { kGrpc, kJsonLine };
+inline constexpr size_t kEncoders = 2;
+
+// The encodings of an entry as a watch event of each type, per encoder, made by the first sink
+// that sends it and shared by every other. Sinks run on several threads at once (the feed, the
 // callers of new watches, the bookmark thread), so a slot is published atomically: two first
 // senders may both encode, one encoding is kept. A copied entry starts without encodings.
 class EncodingMemo {
@@ -46,11 +51,12 @@ class EncodingMemo {
     }
   }
 
-  // The encoding for `t` (ADDED, MODIFIED or DELETED); `make()` returns a
+  // The encoding by `encoder` for `t` (ADDED, MODIFIED or DELETED); `make()` returns a
   // std::unique_ptr<Encoding> and is called only while there is none.
   template <typename Make>
-  const Encoding& GetOrMake(EventType t, Make&& make) const {
-    std::atomic<const Encoding*>& slot = slots_[static_cast<size_t>(t)];
+  const Encoding& GetOrMake(Encoder encoder, EventType t, Make&& make) const {
+    std::atomic<const Encoding*>& slot =
+        slots_[static_cast<size_t>(encoder) * 3 + static_cast<size_t>(t)];
     if (const Encoding* e = slot.load(std::memory_order_acquire)) return *e;
     std::unique_ptr<const Encoding> made = make();
     const Encoding* seen = nullptr;
@@ -62,7 +68,8 @@ class EncodingMemo {
   }
 
  private:
-  mutable std::atomic<const Encoding*> slots_[3] = {};  // ADDED, MODIFIED, DELETED: owned
+  // Per encoder: ADDED, MODIFIED, DELETED. Owned.
+  mutable std::atomic<const Encoding*> slots_[kEncoders * 3] = {};
 };
 
 // One object as the cache holds it: immutable, shared by every reader.

@@ -1,6 +1,7 @@
 // Watches over HTTP: one JSON event per line, each flushed as its own chunk; Tables of one row
 // for `kubectl get -w`; BOOKMARKs when asked; a 410 Expired ERROR event for a version the
 // cache no longer holds; the stream ends after timeoutSeconds.
+#include <atomic>
 #include <mutex>
 #include <random>
 
@@ -12,8 +13,12 @@
 
 namespace mkube::apiserver::rest {
 
-
 namespace {
+
+// An event as one JSON line, kept with its entry and shared by every HTTP watcher.
+struct EncodedLine final : cache::EncodingMemo::Encoding {
+  std::string text;
+};
 
 // One HTTP watch: the cache pushes events, which go out as lines.
 class HttpWatch final : public cache::WatchSink {
@@ -22,7 +27,7 @@ class HttpWatch final : public cache::WatchSink {
       : kind_(kind), table_(table), ex_(std::move(ex)) {}
 
   bool Push(const cache::Event& e, bool) override {
-    std::string line = Encode(e).dump() + "\n";
+    std::string line = Line(e);
     std::lock_guard<std::mutex> l(mu_);
     if (!ex_) return false;
     return ex_->Write(std::move(line));
@@ -40,6 +45,20 @@ class HttpWatch final : public cache::WatchSink {
   }
 
  private:
+  // A Table's row says the object's age now, so it is made for each watcher (kubectl get -w);
+  // object lines are made once for all.
+  std::string Line(const cache::Event& e) const {
+    if (!e.entry || e.type == cache::EventType::kBookmark || table_) {
+      return Encode(e).dump() + "\n";
+    }
+    const auto& encoded = e.entry->encoded.GetOrMake(cache::Encoder::kJsonLine, e.type, [&] {
+      auto line = std::make_unique<EncodedLine>();
+      line->text = Encode(e).dump() + "\n";
+      return line;
+    });
+    return static_cast<const EncodedLine&>(encoded).text;
+  }
+
   Json Encode(const cache::Event& e) const {
     if (e.type == cache::EventType::kBookmark || !e.entry) {
       return {{"type", "BOOKMARK"},
@@ -99,19 +118,25 @@ void Front::Watch(std::shared_ptr<Call> call) {
     c.ex->End();
     return;
   }
-  auto& gauge = longrunning_.With({"WATCH", t.group, t.version, t.kind->resource, "", 
+  auto& gauge = longrunning_.With({"WATCH", t.group, t.version, t.kind->resource, "",
                                    t.ns.empty() ? "cluster" : "namespace", "apiserver"});
   gauge.Add(1);
-  auto ended = std::make_shared<std::once_flag>();
-  auto end = [this, id = *id, sink, ended, &gauge] {
-    std::call_once(*ended, [&] {
+  // The watch ends once: at its deadline, or when the client goes (which cancels the deadline).
+  struct Ending {
+    std::once_flag once;
+    std::atomic<uint64_t> deadline{0};
+  };
+  auto ending = std::make_shared<Ending>();
+  auto end = [this, id = *id, sink, ending, &gauge] {
+    std::call_once(ending->once, [&] {
+      deadlines_->Cancel(ending->deadline.load());
       registry_->Unwatch(id);
       sink->Close(absl::OkStatus());
       gauge.Add(-1);
     });
   };
+  ending->deadline = deadlines_->At(Deadlines::Clock::now() + timeout, end);
   c.ex->OnClose(end);
-  deadlines_->At(std::chrono::steady_clock::now() + timeout, end);
 }
 
 void Front::Stop() {

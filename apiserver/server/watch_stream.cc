@@ -43,7 +43,7 @@ struct EncodedEvent final : cache::EncodingMemo::Encoding {
 grpc::Slice Encoded(const cache::Event& e) {
   if (!e.entry || e.type == cache::EventType::kBookmark) return EncodeEvent(e);
   const auto& encoded = e.entry->encoded.GetOrMake(
-      e.type, [&] { return std::make_unique<EncodedEvent>(EncodeEvent(e)); });
+      cache::Encoder::kGrpc, e.type, [&] { return std::make_unique<EncodedEvent>(EncodeEvent(e)); });
   return static_cast<const EncodedEvent&>(encoded).slice;
 }
 
