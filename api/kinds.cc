@@ -81,6 +81,18 @@ const KindInfo* FindKind(std::string_view api_version, std::string_view kind) {
   return nullptr;
 }
 
+const std::vector<const KindInfo*>& AllCategory() {
+  static const auto* kinds = new std::vector<const KindInfo*>([] {
+    std::vector<const KindInfo*> out;
+    for (const char* r : {"pods", "replicationcontrollers", "daemonsets", "deployments",
+                          "replicasets", "jobs", "cronjobs"}) {
+      out.push_back(FindResource(r));
+    }
+    return out;
+  }());
+  return *kinds;
+}
+
 const KindInfo* FindResource(std::string_view name) {
   std::string lower(name);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -43,6 +43,9 @@ const std::vector<KindInfo>& Kinds();
 const KindInfo* FindKind(std::string_view api_version, std::string_view kind);
 // By any name a user types: resource ("pods"), singular ("pod"), short name ("po"), or kind.
 const KindInfo* FindResource(std::string_view name);
+// The kinds of the category "all" (`get all`; discovery's categories), in the order kubectl
+// lists them.
+const std::vector<const KindInfo*>& AllCategory();
 
 // One decoded manifest.
 struct Object {

@@ -236,10 +236,7 @@ absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlag
   const std::string ns = f.all_namespaces ? "" : s.ns();
   std::vector<Target> targets;
   if (!args.empty() && args[0] == "all") {
-    for (const char* r : {"pods", "replicationcontrollers", "daemonsets", "deployments",
-                          "replicasets", "jobs", "cronjobs"}) {
-      targets.push_back({api::FindResource(r), ""});
-    }
+    for (const api::KindInfo* k : api::AllCategory()) targets.push_back({k, ""});
   } else {
     MKUBE_ASSIGN_OR_RETURN(targets, ParseTargets(args, false));
   }

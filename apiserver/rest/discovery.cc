@@ -1,5 +1,6 @@
 #include "apiserver/rest/discovery.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -20,9 +21,8 @@ std::vector<std::pair<std::string, std::string>> Groups() {
 }
 
 bool InAllCategory(const api::KindInfo& k) {
-  static const std::set<std::string> all = {"pods", "replicationcontrollers", "deployments",
-                                            "replicasets", "daemonsets", "jobs", "cronjobs"};
-  return !k.measured && all.count(k.resource) > 0;
+  const auto& all = api::AllCategory();
+  return std::find(all.begin(), all.end(), &k) != all.end();
 }
 
 Json ResourceEntry(const api::KindInfo& k) {
@@ -125,7 +125,7 @@ Json ApiVersions(const std::string& server) {
            {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", server}}}}};
 }
 
-Json ApiGroupList() {
+static Json MakeApiGroupList() {
   Json groups = Json::array();
   for (const auto& [g, v] : Groups()) {
     groups.push_back({{"name", g},
@@ -135,7 +135,7 @@ Json ApiGroupList() {
   return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", std::move(groups)}};
 }
 
-Json ResourceList(std::string_view group, std::string_view version) {
+static Json MakeResourceList(std::string_view group, std::string_view version) {
   Json resources = Json::array();
   bool served = false;
   for (const auto& k : api::Kinds()) {
@@ -174,7 +174,7 @@ Json ResourceList(std::string_view group, std::string_view version) {
           {"resources", std::move(resources)}};
 }
 
-Json AggregatedDiscovery(bool core) {
+static Json MakeAggregatedDiscovery(bool core) {
   Json items = Json::array();
   auto group_item = [&](const std::string& g, const std::string& v) {
     Json resources = Json::array();
@@ -204,6 +204,30 @@ Json AggregatedDiscovery(bool core) {
           {"apiVersion", "apidiscovery.k8s.io/v2"},
           {"metadata", Json::object()},
           {"items", std::move(items)}};
+}
+
+// The documents do not change while the process runs: each is made once.
+const Json& ApiGroupList() {
+  static const Json* list = new Json(MakeApiGroupList());
+  return *list;
+}
+
+const Json& ResourceList(std::string_view group, std::string_view version) {
+  static const auto* lists = new std::map<std::pair<std::string, std::string>, Json>([] {
+    std::map<std::pair<std::string, std::string>, Json> m;
+    m[{"", "v1"}] = MakeResourceList("", "v1");
+    for (const auto& [g, v] : Groups()) m[{g, v}] = MakeResourceList(g, v);
+    return m;
+  }());
+  static const Json* none = new Json(nullptr);
+  auto it = lists->find({std::string(group), std::string(version)});
+  return it == lists->end() ? *none : it->second;
+}
+
+const Json& AggregatedDiscovery(bool core) {
+  static const Json* documents[2] = {new Json(MakeAggregatedDiscovery(false)),
+                                     new Json(MakeAggregatedDiscovery(true))};
+  return *documents[core ? 1 : 0];
 }
 
 }  // namespace mkube::apiserver::rest

@@ -39,11 +39,11 @@ Json Version();
 // The legacy documents: /api, /apis, /api/v1 and /apis/<group>/<version>. `server` is the
 // address clients reached (for serverAddressByClientCIDRs).
 Json ApiVersions(const std::string& server);
-Json ApiGroupList();
-// Null when no such group-version is served.
-Json ResourceList(std::string_view group, std::string_view version);
+const Json& ApiGroupList();
+// Null when no such group-version is served. Each document is made once, on first use.
+const Json& ResourceList(std::string_view group, std::string_view version);
 // Aggregated discovery v2: the core group alone (/api) or every other group (/apis).
-Json AggregatedDiscovery(bool core);
+const Json& AggregatedDiscovery(bool core);
 inline constexpr char kAggregatedContentType[] =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "api/codec.h"
 #include "api/object.h"
@@ -96,6 +97,10 @@ void FillRequired(Json& j, const google::protobuf::Descriptor* d) {
 }
 
 }  // namespace
+
+absl::Status NotServed() {
+  return absl::NotFoundError("the server could not find the requested resource");
+}
 
 int HttpCode(const absl::Status& st) {
   switch (st.code()) {
@@ -194,6 +199,34 @@ Json TypedJson(const std::string& api_version, const std::string& kind,
     if (k != "apiVersion" && k != "kind") out[k] = std::move(v);
   }
   return out;
+}
+
+absl::StatusOr<YAML::Node> LoadBody(const std::string& text) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("the request body is not valid JSON or YAML: {}", e.msg));
+  }
+  if (!doc.IsMap()) {
+    return absl::InvalidArgumentError("the request body must be a JSON or YAML object");
+  }
+  return doc;
+}
+
+absl::Status DecodeMessage(const std::string& body, google::protobuf::Message* msg) {
+  auto doc = LoadBody(body);
+  if (!doc.ok()) return doc.status();
+  return api::DecodeNode(*doc, msg);
+}
+
+bool ReadableBody(const std::string& content_type) {
+  const std::string media(absl::StripAsciiWhitespace(content_type.substr(0, content_type.find(';'))));
+  // An apply patch is YAML too: applying to nothing creates from it.
+  return media.empty() || media == "application/json" || media == "application/yaml" ||
+         media == "application/apply-patch+yaml" ||
+         media == "application/vnd.kubernetes.protobuf" || media == "*/*";
 }
 
 bool WantsTable(const std::string& accept) { return absl::StrContains(accept, "as=Table"); }

@@ -10,6 +10,7 @@
 #include "base/http/server.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
+#include "yaml-cpp/yaml.h"
 
 // Objects, lists, Tables and errors as the Kubernetes API writes them in JSON.
 namespace mkube::apiserver::rest {
@@ -21,6 +22,9 @@ struct Subject {
   const api::KindInfo* kind = nullptr;
   std::string name;
 };
+
+// Kubernetes' 404 for a path it serves nothing at.
+absl::Status NotServed();
 
 // The HTTP code and Kubernetes reason of a status: NOT_FOUND 404 NotFound, ALREADY_EXISTS 409
 // AlreadyExists, ABORTED 409 Conflict, INVALID_ARGUMENT 422 Invalid, OUT_OF_RANGE 410 Expired,
@@ -46,6 +50,14 @@ absl::StatusOr<Json> ObjectJson(const api::KindInfo& kind, const std::string& by
 // A message that is no stored kind (Scale, Status-like replies), under the given type.
 Json TypedJson(const std::string& api_version, const std::string& kind,
                const google::protobuf::Message& obj);
+
+// A request body (JSON, which is YAML too, or YAML) as a map; the error says what is wrong.
+absl::StatusOr<YAML::Node> LoadBody(const std::string& text);
+// A message that is no kind of the path's (Scale, Eviction, Binding) from a JSON or YAML body.
+absl::Status DecodeMessage(const std::string& body, google::protobuf::Message* msg);
+// Whether an object in a request body of this Content-Type can be read: JSON, YAML (an apply
+// patch's too) or Kubernetes' protobuf (absent: JSON).
+bool ReadableBody(const std::string& content_type);
 
 // The Accept header asks for a Table (kubectl get).
 bool WantsTable(const std::string& accept);

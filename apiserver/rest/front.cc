@@ -11,6 +11,7 @@
 #include "apiserver/rest/openapi.h"
 #include "apiserver/rest/protobuf.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::apiserver::rest {
@@ -24,10 +25,6 @@ spdlog::logger& Log() {
 using mkube::http::ExchangePtr;
 using mkube::http::Request;
 using mkube::http::Response;
-
-absl::Status NotServed() {
-  return absl::NotFoundError("the server could not find the requested resource");
-}
 
 // Kubernetes' verb for a request on a resource path; empty for a method it does not take.
 std::string VerbOf(const std::string& method, const Target& t, bool watch) {
@@ -58,11 +55,10 @@ std::string Scope(const Target& t) {
 }
 
 Json ApiGroup(const std::string& group) {
-  Json list = ApiGroupList();
-  for (auto& g : list["groups"]) {
+  for (const auto& g : ApiGroupList()["groups"]) {
     if (g["name"] == group) {
       Json out = {{"kind", "APIGroup"}, {"apiVersion", "v1"}};
-      for (auto& [k, v] : g.items()) out[k] = v;
+      for (const auto& [k, v] : g.items()) out[k] = v;
       return out;
     }
   }
@@ -115,7 +111,18 @@ absl::StatusOr<registry::Caller> Front::Authenticate(const Request& req) const {
 
 void Front::Handle(Request req, ExchangePtr ex) {
   // What anyone may read, as Kubernetes' system:public-info-viewer: health and the version.
-  if (req.path != "/metrics" && ServeHealth(req, *ex, health_, *metrics_)) return;
+  // The readiness check asks the store: on a worker, not on this I/O thread.
+  if (mkube::http::IsProbePath(req.path)) {
+    auto probe = std::make_shared<Request>(std::move(req));
+    if (!executor_.Run([this, probe, ex] {
+          if (!ServeHealth(*probe, *ex, health_, *metrics_)) {
+            ex->Finish(Refusal(405, "MethodNotAllowed", "probes are read with GET"));
+          }
+        })) {
+      ex->Finish(StatusResponse(absl::ResourceExhaustedError("Too many requests, please try again later.")));
+    }
+    return;
+  }
   if (req.path == "/version" || req.path == "/version/") {
     ex->Finish(JsonResponse(200, Version()));
     return;
@@ -126,7 +133,7 @@ void Front::Handle(Request req, ExchangePtr ex) {
     return;
   }
   if (!IsResourcePath(req.path)) {
-    HandleNonResource(req, ex, *caller);
+    HandleNonResource(req, ex);
     return;
   }
   auto call = std::make_shared<Call>();
@@ -150,8 +157,7 @@ void Front::Handle(Request req, ExchangePtr ex) {
   }
 }
 
-void Front::HandleNonResource(const Request& req, const ExchangePtr& ex,
-                              const registry::Caller& caller) {
+void Front::HandleNonResource(const Request& req, const ExchangePtr& ex) {
   if (req.path == "/metrics") {
     if (!ServeHealth(req, *ex, health_, *metrics_)) ex->Finish(StatusResponse(NotServed()));
     return;
@@ -176,7 +182,7 @@ void Front::HandleNonResource(const Request& req, const ExchangePtr& ex,
     return;
   }
   if (segs.size() == 2 && segs[0] == "api") {
-    Json list = ResourceList("", segs[1]);
+    const Json& list = ResourceList("", segs[1]);
     ex->Finish(list.is_null() ? StatusResponse(NotServed()) : JsonResponse(200, list));
     return;
   }
@@ -186,7 +192,7 @@ void Front::HandleNonResource(const Request& req, const ExchangePtr& ex,
     return;
   }
   if (segs.size() == 3 && segs[0] == "apis") {
-    Json list = ResourceList(segs[1], segs[2]);
+    const Json& list = ResourceList(segs[1], segs[2]);
     ex->Finish(list.is_null() ? StatusResponse(NotServed()) : JsonResponse(200, list));
     return;
   }
@@ -194,7 +200,6 @@ void Front::HandleNonResource(const Request& req, const ExchangePtr& ex,
     ex->Finish(ServeOpenApi(path, req.query, req.Header("accept")));
     return;
   }
-  (void)caller;
   ex->Finish(StatusResponse(NotServed()));
 }
 
@@ -252,6 +257,12 @@ void Front::Record(const Call& c, int code) {
 absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(const Call& c) const {
   const api::KindInfo& kind = *c.target.kind;
   const std::string& type = c.req.Header("content-type");
+  if (!ReadableBody(type)) {
+    return absl::UnimplementedError(fmt::format(
+        "the body of the request was in an unknown format ({}) - accepted media types include: "
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        type));
+  }
   std::string text = c.req.body;
   if (absl::StartsWith(type, "application/vnd.kubernetes.protobuf")) {
     // kubectl's typed clients (create deployment, create namespace, ...) send protobuf.
@@ -263,16 +274,7 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(con
     (*json)["kind"] = object->kind;
     text = json->dump();
   }
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("the request body is not valid JSON or YAML: {}", e.msg));
-  }
-  if (!doc.IsMap()) {
-    return absl::InvalidArgumentError("the request body must be a JSON or YAML object");
-  }
+  MKUBE_ASSIGN_OR_RETURN(YAML::Node doc, LoadBody(text));
   if (!doc["apiVersion"]) doc["apiVersion"] = kind.api_version();
   if (!doc["kind"]) doc["kind"] = kind.kind;
   auto obj = api::DecodeObject(doc);

@@ -67,8 +67,8 @@ class Front {
   };
 
  private:
-  void HandleNonResource(const mkube::http::Request& req, const mkube::http::ExchangePtr& ex,
-                         const registry::Caller& caller);
+  // Discovery, OpenAPI and /metrics, for an authenticated caller.
+  void HandleNonResource(const mkube::http::Request& req, const mkube::http::ExchangePtr& ex);
   absl::StatusOr<registry::Caller> Authenticate(const mkube::http::Request& req) const;
   void Serve(std::shared_ptr<Call> call);
   void Answer(Call& call, mkube::http::Response r);

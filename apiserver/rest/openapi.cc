@@ -231,7 +231,7 @@ mkube::http::Response ServeOpenApi(const std::string& path, const std::string& q
   if (path == "/openapi/v2") {
     // kubectl asks for the protobuf form only, and does without it on 404.
     if (!accept.empty() && !absl::StrContains(accept, "json") && !absl::StrContains(accept, "*/*")) {
-      return StatusResponse(absl::NotFoundError("the server could not find the requested resource"));
+      return StatusResponse(NotServed());
     }
     return {.body = docs.v2};
   }
@@ -247,7 +247,7 @@ mkube::http::Response ServeOpenApi(const std::string& path, const std::string& q
       return r;
     }
   }
-  return StatusResponse(absl::NotFoundError("the server could not find the requested resource"));
+  return StatusResponse(NotServed());
 }
 
 }  // namespace mkube::apiserver::rest

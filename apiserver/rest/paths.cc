@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_split.h"
 #include "apiserver/rest/discovery.h"
+#include "apiserver/rest/encoding.h"
 #include "base/http/server.h"
 #include "fmt/format.h"
 
@@ -14,10 +15,6 @@ const api::KindInfo* KindAt(std::string_view group, std::string_view version,
     if (k.group == group && k.version == version && k.resource == resource) return &k;
   }
   return nullptr;
-}
-
-absl::Status NotServed() {
-  return absl::NotFoundError("the server could not find the requested resource");
 }
 
 }  // namespace

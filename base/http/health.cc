@@ -43,6 +43,13 @@ Response RunChecks(const std::string& endpoint, const std::vector<const HealthCh
 
 }  // namespace
 
+bool IsProbePath(const std::string& path) {
+  for (const char* endpoint : {"/healthz", "/livez", "/readyz"}) {
+    if (path == endpoint || path.rfind(std::string(endpoint) + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
 bool ServeHealth(const Request& req, Exchange& ex, const HealthChecks& checks,
                  const metrics::Registry& registry) {
   if (req.method != "GET" && req.method != "HEAD") return false;

@@ -26,8 +26,11 @@ struct HealthChecks {
   std::vector<HealthCheck> ready;  // /readyz: the live ones as well
 };
 
+// Whether `path` is /healthz, /livez or /readyz (or one check under them).
+bool IsProbePath(const std::string& path);
+
 // Answers `req` when its path is one of those above and returns true; false otherwise
-// (nothing answered).
+// (nothing answered). The checks run on the calling thread.
 bool ServeHealth(const Request& req, Exchange& ex, const HealthChecks& checks,
                  const metrics::Registry& registry);
 

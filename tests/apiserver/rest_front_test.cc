@@ -248,6 +248,9 @@ TEST_F(FrontTest, ErrorsAreStatusesWithKubernetesReasons) {
   EXPECT_EQ(mismatch.status, 400);
   EXPECT_EQ(J(mismatch)["message"],
             "the name of the object (web) does not match the name on the URL (other)");
+  auto cbor = Do("POST", "/api/v1/namespaces/default/pods", kPod, "application/cbor");
+  EXPECT_EQ(cbor.status, 415);
+  EXPECT_EQ(J(cbor)["reason"], "UnsupportedMediaType");
   auto bad_patch = Do("PATCH", "/api/v1/namespaces/default/pods/web", "{}", "text/plain");
   EXPECT_EQ(bad_patch.status, 415);
   EXPECT_EQ(J(bad_patch)["reason"], "UnsupportedMediaType");
@@ -274,6 +277,15 @@ TEST_F(FrontTest, PatchTypes) {
   auto cordon = Do("PATCH", "/api/v1/nodes/n1", R"({"spec":{"unschedulable":true}})",
                    "application/strategic-merge-patch+json");
   EXPECT_EQ(J(cordon)["spec"]["unschedulable"], true);
+  for (const auto& [body, type] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"spec\":", "application/merge-patch+json"},
+           {"[1]", "application/strategic-merge-patch+json"},
+           {"{}", "application/json-patch+json"}}) {
+    auto malformed = Do("PATCH", "/api/v1/nodes/n1", body, type);
+    EXPECT_EQ(malformed.status, 400) << body;
+    EXPECT_EQ(J(malformed)["reason"], "BadRequest");
+  }
   auto label = Do("PATCH", "/api/v1/nodes/n1", R"({"metadata":{"labels":{"abc":"aaa"}}})",
                   "application/merge-patch+json");
   EXPECT_EQ(J(label)["metadata"]["labels"]["abc"], "aaa");
@@ -349,6 +361,14 @@ TEST_F(FrontTest, EvictionDeleteAndReviews) {
                   R"({"spec":{"resourceAttributes":{"verb":"create","resource":"pods",)"
                   R"("namespace":"default"}}})"));
   EXPECT_EQ(can["status"]["allowed"], true);
+  auto everything = [&](const std::string& token) {
+    return J(Send("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                  R"({"spec":{"resourceAttributes":{"verb":"*","resource":"*"}}})",
+                  "application/json", "application/json", token)
+                 ->Wait())["status"]["allowed"];
+  };
+  EXPECT_EQ(everything("admin-token"), true);
+  EXPECT_EQ(everything("node-token"), false);
 }
 
 TEST_F(FrontTest, OpenApiNamesEveryKindWithFieldValidation) {
