@@ -33,10 +33,6 @@ void PrepareForUpdate(const google::protobuf::Message& current, bool status_only
 // (RFC 6902) or "apply" (see api/patch.h).
 absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyPatch(
     const google::protobuf::Message& current, const std::string& type, const std::string& patch);
-inline absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ApplyMergePatch(
-    const google::protobuf::Message& current, const std::string& merge_patch) {
-  return ApplyPatch(current, "merge", merge_patch);
-}
 
 // The grace period a delete of `obj` gives it, when the object is only marked (a pod bound to
 // a node terminates gracefully and its node removes it); nullopt when it goes at once.

@@ -149,30 +149,37 @@ Registry& Registry::Default() {
   return *r;
 }
 
+namespace {
+
+// The family in `slot`, made on the first registration of its name.
+template <typename M>
+Family<M>& Register(std::unique_ptr<Family<M>>& slot, std::string* help, std::string* type,
+                    const std::string& new_help, const char* new_type,
+                    std::vector<std::string> labels, std::function<std::unique_ptr<M>()> make) {
+  if (!slot) {
+    *help = new_help;
+    *type = new_type;
+    slot = std::make_unique<Family<M>>(std::move(labels), std::move(make));
+  }
+  return *slot;
+}
+
+}  // namespace
+
 Family<Counter>& Registry::AddCounter(const std::string& name, const std::string& help,
                                       std::vector<std::string> labels) {
   absl::MutexLock l(&mu_);
   Entry& e = entries_[name];
-  if (!e.counter) {
-    e.help = help;
-    e.type = "counter";
-    e.counter = std::make_unique<Family<Counter>>(std::move(labels),
-                                                  [] { return std::make_unique<Counter>(); });
-  }
-  return *e.counter;
+  return Register<Counter>(e.counter, &e.help, &e.type, help, "counter", std::move(labels),
+                           [] { return std::make_unique<Counter>(); });
 }
 
 Family<Gauge>& Registry::AddGauge(const std::string& name, const std::string& help,
                                   std::vector<std::string> labels) {
   absl::MutexLock l(&mu_);
   Entry& e = entries_[name];
-  if (!e.gauge) {
-    e.help = help;
-    e.type = "gauge";
-    e.gauge = std::make_unique<Family<Gauge>>(std::move(labels),
-                                              [] { return std::make_unique<Gauge>(); });
-  }
-  return *e.gauge;
+  return Register<Gauge>(e.gauge, &e.help, &e.type, help, "gauge", std::move(labels),
+                         [] { return std::make_unique<Gauge>(); });
 }
 
 Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::string& help,
@@ -180,13 +187,8 @@ Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::st
                                           std::vector<double> bounds) {
   absl::MutexLock l(&mu_);
   Entry& e = entries_[name];
-  if (!e.histogram) {
-    e.help = help;
-    e.type = "histogram";
-    e.histogram = std::make_unique<Family<Histogram>>(
-        std::move(labels), [bounds] { return std::make_unique<Histogram>(bounds); });
-  }
-  return *e.histogram;
+  return Register<Histogram>(e.histogram, &e.help, &e.type, help, "histogram", std::move(labels),
+                             [bounds] { return std::make_unique<Histogram>(bounds); });
 }
 
 void Registry::AddCallback(const std::string& name, const std::string& help,
@@ -207,16 +209,16 @@ std::string Registry::Render() const {
     const std::string& name = entry.first;  // not a structured binding: lambdas capture it
     const Entry& e = entry.second;
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, Escape(e.help, false), name, e.type);
+    // A counter's or a gauge's samples: one value per labelled child.
+    auto values = [&](const auto& family) {
+      family.ForEach([&](const LabelValues& v, const auto& m) {
+        out += fmt::format("{}{} {}\n", name, LabelText(family.label_names(), v), Value(m.Value()));
+      });
+    };
     if (e.counter) {
-      e.counter->ForEach([&](const LabelValues& v, const Counter& c) {
-        out += fmt::format("{}{} {}\n", name, LabelText(e.counter->label_names(), v),
-                           Value(c.Value()));
-      });
+      values(*e.counter);
     } else if (e.gauge) {
-      e.gauge->ForEach([&](const LabelValues& v, const Gauge& g) {
-        out += fmt::format("{}{} {}\n", name, LabelText(e.gauge->label_names(), v),
-                           Value(g.Value()));
-      });
+      values(*e.gauge);
     } else if (e.histogram) {
       const auto& names = e.histogram->label_names();
       e.histogram->ForEach([&](const LabelValues& v, const Histogram& h) {

@@ -512,16 +512,15 @@ absl::Status Server::Start() {
 void Server::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
-  if (impl_->acceptor) {
-    net::post(impl_->ctx.ioc, [this] {
-      beast::error_code ignored;
-      impl_->acceptor->close(ignored);
-    });
-  }
   impl_->work.reset();
   impl_->ctx.ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // No thread runs the I/O context now: the listener closes here, at once.
+  if (impl_->acceptor) {
+    beast::error_code ignored;
+    impl_->acceptor->close(ignored);
+  }
   // The threads are gone: sessions that waited for an answer let go of themselves, and go
   // with the I/O context's pending work when the server does.
   std::lock_guard<std::mutex> l(impl_->ctx.sessions_mu);
