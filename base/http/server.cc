@@ -193,9 +193,13 @@ class Session final : public SessionBase {
   }
 
   void Send(uint64_t seq, std::string chunk) override {
-    backlog.fetch_sub(chunk.size());
-    if (seq != seq_ || state_ != State::kStreaming || chunk.empty()) return;
-    Queue(fmt::format("{:x}\r\n", chunk.size()) + chunk + "\r\n");
+    const size_t n = chunk.size();
+    if (seq != seq_ || state_ != State::kStreaming || chunk.empty()) {
+      backlog.fetch_sub(n);
+      return;
+    }
+    // The chunk counts against the backlog until the socket has taken it.
+    Queue(fmt::format("{:x}\r\n", n) + chunk + "\r\n", n);
   }
 
   void End(uint64_t seq) override {
@@ -305,6 +309,7 @@ class Session final : public SessionBase {
   }
 
   void Refuse(int status, const std::string& message) {
+    if (state_ == State::kClosed) return;
     keep_alive_ = false;
     state_ = State::kAnswering;
     Finish(seq_, ctx_->options.error_response
@@ -312,8 +317,8 @@ class Session final : public SessionBase {
                      : Response{.status = status, .content_type = "text/plain", .body = message});
   }
 
-  void Queue(std::string bytes) {
-    out_.push_back(std::move(bytes));
+  void Queue(std::string bytes, size_t counted = 0) {
+    out_.push_back({std::move(bytes), counted});
     if (!writing_) WriteNext();
   }
 
@@ -328,9 +333,12 @@ class Session final : public SessionBase {
     if (state_ != State::kStreaming) {
       beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
     }
-    net::async_write(stream_, net::buffer(out_.front()),
+    net::async_write(stream_, net::buffer(out_.front().bytes),
                      [self = Self()](beast::error_code ec, size_t) {
-                       if (ec) return self->Close();
+                       // Closed meanwhile (the client went away while this write was queued
+                       // to complete): the queue is gone with the connection.
+                       if (ec || self->state_ == State::kClosed) return self->Close();
+                       self->backlog.fetch_sub(self->out_.front().counted);
                        self->out_.pop_front();
                        self->WriteNext();
                      });
@@ -352,7 +360,8 @@ class Session final : public SessionBase {
     beast::error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     beast::get_lowest_layer(stream_).close();
-    out_.clear();
+    // A write in flight still reads the front of the queue: the queue goes with the session.
+    if (!writing_) out_.clear();
     if (auto f = std::move(on_close_)) f();
     hold.reset();
   }
@@ -369,7 +378,11 @@ class Session final : public SessionBase {
   uint64_t requests_ = 0;
   bool keep_alive_ = true;
   bool writing_ = false;
-  std::deque<std::string> out_;
+  struct Pending {
+    std::string bytes;
+    size_t counted;  // of the backlog
+  };
+  std::deque<Pending> out_;
   std::function<void()> on_close_;
 };
 
