@@ -12,7 +12,9 @@
 
 #include "absl/strings/str_join.h"
 #include "api/labels.h"
+#include "api/object.h"
 #include "base/status.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "fmt/format.h"
 #include "proto/api/core.pb.h"
@@ -143,6 +145,19 @@ absl::Status StreamLog(Session& s, const api::Pod& pod, const std::string& conta
   req.set_follow(f.follow);
   req.set_previous(f.previous);
   if (tail >= 0) req.set_tail_lines(tail);
+  req.set_timestamps(f.timestamps);
+  if (f.limit_bytes >= 0) req.set_limit_bytes(f.limit_bytes);
+  if (!f.since.empty()) {
+    MKUBE_ASSIGN_OR_RETURN(auto since, ParseDuration(f.since, "--since"));
+    req.set_since_seconds(since.count());
+  }
+  if (!f.since_time.empty()) {
+    auto t = api::ParseRfc3339(f.since_time);
+    if (!t) {
+      return UserError(fmt::format("error: --since-time: \"{}\" is not an RFC 3339 time", f.since_time));
+    }
+    req.set_since_unix_nanos(absl::ToUnixNanos(*t));
+  }
   const std::string prefix =
       f.prefix ? fmt::format("[pod/{}/{}] ", pod.metadata().name(), container) : "";
   grpc::ClientContext ctx;
@@ -245,6 +260,9 @@ absl::Status ExecResult(Session& s, const grpc::Status& st, std::optional<int> e
 }  // namespace
 
 absl::Status Logs(Session& s, const std::string& pod_arg, const LogsFlags& f) {
+  if (!f.since.empty() && !f.since_time.empty()) {
+    return UserError("error: at most one of `sinceTime` or `sinceSeconds` may be specified");
+  }
   if (!f.selector.empty() && !pod_arg.empty()) {
     return UserError("error: only a selector (-l) or a POD name is allowed");
   }

@@ -134,8 +134,10 @@ absl::Status RolloutControl(Session& s, const std::string& verb,
 
 struct LogsFlags {
   std::string container, selector;
-  bool follow = false, previous = false, prefix = false;
+  bool follow = false, previous = false, prefix = false, timestamps = false;
   int64_t tail = -1;  // all lines (10 per pod with a selector)
+  std::string since, since_time;  // a duration ("5m"); an RFC 3339 time
+  int64_t limit_bytes = -1;       // no limit
 };
 absl::Status Logs(Session& s, const std::string& pod, const LogsFlags& f);
 struct ExecFlags {

@@ -34,6 +34,11 @@ void AddLogs(Wiring& w) {
                    "Lines of recent log to show (-1: all; 10 per pod with a selector)");
   logs->add_flag("-p,--previous", st->flags.previous,
                  "The previous instance of the container, if it restarted");
+  logs->add_flag("--timestamps", st->flags.timestamps, "Start each line with when it was written");
+  logs->add_option("--since", st->flags.since, "Only what was written in the last 5s, 2m, 3h...");
+  logs->add_option("--since-time", st->flags.since_time,
+                   "Only what was written at or after this RFC 3339 time");
+  logs->add_option("--limit-bytes", st->flags.limit_bytes, "At most this many bytes per container");
   logs->callback([&w, st] {
     w.action = [&w, st] {
       return WithSession(w.g, [&](Session& s) { return Logs(s, st->pod, st->flags); });

@@ -1,7 +1,7 @@
 // mkube-monitor: runs one container process for the agent and outlives it.
 //   mkube-monitor [--pause] [--sandbox FILE] EXIT_FILE DIR PROGRAM ARGV0 [ARGS...]
 //       (environment: the container's)
-// Started by the agent in a session of its own with: 0-2 the container's stdin/stdout/stderr,
+// Started by the agent in a session of its own with: 0 the container's stdin, 1-2 its log,
 // 3 a pipe to tell the agent the container's pid, 4 a pipe on which the agent says "g" once it
 // has recorded that pid. Forks the container (its own process group, killed with its monitor),
 // which execs only after the "g", in DIR. Waits for it and writes "<exit code> <signal>" to
@@ -19,10 +19,13 @@
 // no init of its own; --pause starts the process that holds such a namespace (its pid 1,
 // which only reaps, and runs nothing).
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/runtime/cri_log.h"
 #include "agent/runtime/sandbox_enter.h"
 #include "nlohmann/json.hpp"
 
@@ -233,6 +237,54 @@ bool SetUpPidNamespace(const mkube::agent::runtime::SandboxSpec& spec, bool load
   ExecProgram(report, args.dir, args.program, args.argv);
 }
 
+int64_t NowNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Reads what waits on `fd` into the log (fd 1) as entries of `stream`; false at its end.
+bool CopyOut(int fd, const char* stream) {
+  char buf[64 * 1024];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {
+  }
+  if (n <= 0) return false;
+  WriteAll(1, mkube::agent::runtime::crilog::Entries(std::string_view(buf, static_cast<size_t>(n)),
+                                                     stream, NowNanos()));
+  return true;
+}
+
+// Copies the container's output to the log until `child` ends; then what it left in the
+// pipes (not waiting for processes it left behind that still hold them). Its wait status.
+int WaitCopying(pid_t child, int out, int err, int sigfd) {
+  pollfd fds[3] = {{sigfd, POLLIN, 0}, {out, POLLIN, 0}, {err, POLLIN, 0}};
+  const char* streams[3] = {nullptr, "stdout", "stderr"};
+  int status = 0;
+  for (;;) {
+    if (poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 1; i < 3; ++i) {
+      if (fds[i].revents != 0 && !CopyOut(fds[i].fd, streams[i])) fds[i].fd = -1;
+    }
+    if (fds[0].revents != 0) {
+      signalfd_siginfo info;
+      while (read(sigfd, &info, sizeof info) < 0 && errno == EINTR) {
+      }
+      if (waitpid(child, &status, WNOHANG) == child) break;
+    }
+  }
+  for (int i = 1; i < 3; ++i) {
+    if (fds[i].fd < 0) continue;
+    fcntl(fds[i].fd, F_SETFL, O_NONBLOCK);
+    while (CopyOut(fds[i].fd, streams[i])) {
+    }
+  }
+  return status;
+}
+
 // "<exit code> <signal>[ OOMKilled]", then why it could not start, if it could not, written
 // through a temporary file so that a reader never sees half of it.
 void WriteExitRecord(const std::string& exit_path, int code, int sig, bool oom,
@@ -263,16 +315,29 @@ int main(int argc, char** argv) {
   std::string load_error;
   const bool loaded = !args.sandbox_file || LoadSandbox(args.sandbox_file, &spec, &load_error);
   const bool own_pid_ns = SetUpPidNamespace(spec, loaded, &load_error);
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return 1;
+  int report[2], out[2], err[2];
+  if (pipe2(report, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return 1;
+  }
+  // The container's end is noticed on a descriptor, beside its output.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  const int sigfd = signalfd(-1, &chld, SFD_CLOEXEC);
+  if (sigfd < 0) return 1;
   const pid_t self = getpid();
   const pid_t child = fork();
   if (child < 0) return 1;
   if (child == 0) {
     close(report[0]);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
     RunContainer(args, spec, load_error, own_pid_ns, self, report[1]);
   }
   close(report[1]);
+  close(out[1]);
+  close(err[1]);
   setpgid(child, child);
   // Held to its limits before it runs anything: the agent's "g" comes only after the pid.
   std::string failure = JoinCgroups(spec.cgroups, child);
@@ -281,13 +346,12 @@ int main(int argc, char** argv) {
   close(4);
   WriteAll(3, std::string(reinterpret_cast<const char*>(&child), sizeof child));
   close(3);
-  // Until the container ends (its init reports how) or execs (the pipe closes), or says why
-  // it cannot start.
+  const int status = WaitCopying(child, out[0], err[0], sigfd);
+  // How it ended, as its init reports it, or why it could not start (the pipe is closed by
+  // now: at the exec, or by the process that has ended).
+  fcntl(report[0], F_SETFL, O_NONBLOCK);
   const std::string said = ReadAll(report[0]);
   close(report[0]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
   if (!said.empty() && said[0] == 'X') {

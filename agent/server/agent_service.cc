@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "agent/runtime/cri_log.h"
 #include "agent/runtime/process.h"
 #include "base/log.h"
 #include "fmt/format.h"
@@ -221,6 +223,18 @@ void FinishCommand(pid_t pid, bool cancelled, ExecStream* stream) {
 
 }  // namespace
 
+runtime::crilog::ReadOptions ReadOptionsOf(const LogRequest& req) {
+  runtime::crilog::ReadOptions o;
+  o.since_nanos = req.since_unix_nanos();
+  if (req.has_since_seconds()) {
+    const int64_t now = absl::ToUnixNanos(absl::Now());
+    o.since_nanos = std::max(o.since_nanos, now - req.since_seconds() * 1'000'000'000);
+  }
+  o.timestamps = req.timestamps();
+  if (req.has_limit_bytes()) o.limit_bytes = req.limit_bytes();
+  return o;
+}
+
 int64_t TailOffset(int fd, int64_t lines) {
   struct stat sb {};
   if (fstat(fd, &sb) != 0 || lines < 0) return 0;
@@ -258,6 +272,8 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
   auto target = pods_->Logs(req->namespace_(), req->pod(), req->pod_uid(), req->container(),
                             req->previous());
   if (!target.ok()) return ToGrpc(target.status());
+  // An empty first message: the log is there (errors before it come as the call's status).
+  if (!writer->Write(LogChunk())) return grpc::Status::OK;
   Fd fd(open(target->path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0 && !req->follow()) return grpc::Status::OK;  // it never wrote anything
   while (fd.get() < 0) {  // following a container that has not written yet
@@ -266,6 +282,7 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
     fd.Reset(open(target->path.c_str(), O_RDONLY | O_CLOEXEC));
   }
   int64_t offset = req->has_tail_lines() ? TailOffset(fd.get(), req->tail_lines()) : 0;
+  runtime::crilog::Decoder decoder(ReadOptionsOf(*req));
   std::string buf(kChunk, '\0');
   for (;;) {
     // Read to the end; when following, look again until the instance has stopped (one more
@@ -276,8 +293,9 @@ grpc::Status AgentService::Logs(grpc::ServerContext* ctx, const LogRequest* req,
       if (n <= 0) break;
       offset += n;
       LogChunk chunk;
-      chunk.set_data(buf.data(), static_cast<size_t>(n));
-      if (!writer->Write(chunk)) return grpc::Status::OK;  // the caller went away
+      chunk.set_data(decoder.Feed(std::string_view(buf.data(), static_cast<size_t>(n))));
+      if (!chunk.data().empty() && !writer->Write(chunk)) return grpc::Status::OK;  // gone
+      if (decoder.done()) return grpc::Status::OK;
     }
     if (!was_running || ctx->IsCancelled()) return grpc::Status::OK;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -47,7 +47,8 @@ grpc::Status PortForwardService::Forward(
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const std::string why = std::strerror(errno);
     close(fd);
-    return {grpc::StatusCode::UNAVAILABLE,
+    // Not UNAVAILABLE: that is the apiserver's word for an agent it cannot reach.
+    return {grpc::StatusCode::FAILED_PRECONDITION,
             fmt::format("error forwarding port {} to pod {}: dial tcp {}:{}: connect: {}",
                         start.port(), start.pod(), *ip, start.port(), why)};
   }

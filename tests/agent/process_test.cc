@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/runtime/cri_log.h"
 #include "agent/server/agent_service.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
@@ -49,8 +50,24 @@ TEST(StartMonitored, RunsTheCommandAndRecordsHowItEnded) {
   EXPECT_EQ(rec->dir, dir.path());
   ASSERT_TRUE(Eventually([&] { return ReadExitRecord(dir.Sub("0.exit")).has_value(); }));
   EXPECT_EQ(ReadExitRecord(dir.Sub("0.exit"))->exit_code, 3);
-  EXPECT_EQ(testing::ReadFile(dir.Sub("0.log")), "out test\nerr\n");
+  // The log holds entries, one a line, each with its stream.
+  const std::string log = testing::ReadFile(dir.Sub("0.log"));
+  crilog::Decoder decoder({});
+  EXPECT_EQ(decoder.Feed(log), "out test\nerr\n");
+  EXPECT_THAT(log, ::testing::MatchesRegex("[0-9T:.-]+Z stdout F out test\n[0-9T:.-]+Z stderr F err\n"));
   EXPECT_FALSE(Alive(*rec));
+  ReapMonitor(r->monitor);
+}
+
+TEST(StartMonitored, ProcessesLeftHoldingTheOutputDoNotDelayTheEnd) {
+  testing::TempDir dir;
+  auto r = Start(dir, {"sh", "-c", "sleep 100 & echo $! > child; echo bye"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(Eventually([&] { return ReadExitRecord(dir.Sub("0.exit")).has_value(); }));
+  EXPECT_EQ(ReadExitRecord(dir.Sub("0.exit"))->exit_code, 0);
+  crilog::Decoder decoder({});
+  EXPECT_EQ(decoder.Feed(testing::ReadFile(dir.Sub("0.log"))), "bye\n");
+  kill(std::stoi(testing::ReadFile(dir.Sub("child"))), SIGKILL);
   ReapMonitor(r->monitor);
 }
 

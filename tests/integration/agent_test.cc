@@ -88,6 +88,13 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   EXPECT_EQ(Ctl({"logs", "web"}).out, "started web at " + st.pod_ip() + "\n");
   EXPECT_EQ(Ctl({"logs", "pod/web", "--tail", "1"}).out, "started web at " + st.pod_ip() + "\n");
   EXPECT_EQ(Ctl({"logs", "web", "--tail", "0"}).out, "");
+  // Each line with when it was written; only what came after a time; at most N bytes.
+  EXPECT_THAT(Ctl({"logs", "web", "--timestamps"}).out,
+              ::testing::MatchesRegex("20[0-9-]+T[0-9:]+\\.[0-9]{9}Z started web at [0-9.]+\n"));
+  EXPECT_EQ(Ctl({"logs", "web", "--since-time", "2100-01-01T00:00:00Z"}).out, "");
+  EXPECT_EQ(Ctl({"logs", "web", "--since", "1h"}).out, "started web at " + st.pod_ip() + "\n");
+  EXPECT_EQ(Ctl({"logs", "web", "--limit-bytes", "7"}).out, "started");
+  EXPECT_NE(Ctl({"logs", "web", "--since", "1h", "--since-time", "2100-01-01T00:00:00Z"}).exit_code, 0);
 
   // exec: the container's environment and folder, output, stdin, and the exit code.
   auto r = Ctl({"exec", "web", "--", "sh", "-c", "echo $HOSTNAME $WHO; cat main.pid >/dev/null && echo found; echo oops >&2; exit 3"});
