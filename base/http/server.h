@@ -26,9 +26,13 @@ struct Request {
   std::string client_cn;
   std::vector<std::string> client_orgs;
   std::string peer;  // host:port of the client
+  // An `Upgrade: websocket` request (see Exchange::AcceptWebSocket).
+  bool websocket = false;
 
   // The first value of header `name` (lower case); empty when absent.
   const std::string& Header(std::string_view name) const;
+  // The WebSocket subprotocols the client offers, in its order of preference.
+  std::vector<std::string> Subprotocols() const;
 };
 
 struct Response {
@@ -36,6 +40,29 @@ struct Response {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+};
+
+// A WebSocket connection once accepted, from any thread. Calls after it closed (or its
+// server stopped) do nothing; it may outlive its server.
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  // Sends one binary message, waiting while the client is behind; false once closed.
+  virtual bool Send(std::string message) = 0;
+  // As Send, without waiting: for small answers made on an I/O thread.
+  virtual bool Push(std::string message) = 0;
+  // Reads again after on_message returned false.
+  virtual void Resume() = 0;
+  // A normal close, after what was sent.
+  virtual void Close() = 0;
+};
+using WebSocketPtr = std::shared_ptr<WebSocket>;
+
+struct WebSocketHandlers {
+  // Each message in turn, on an I/O thread; false pauses reading until Resume.
+  std::function<bool(std::string message)> on_message;
+  // Once, on an I/O thread, when the connection has ended, whichever side ended it.
+  std::function<void()> on_close;
 };
 
 // One request's answer, from any thread: Finish once; or Start, Write any number of chunks,
@@ -49,9 +76,17 @@ class Exchange {
   virtual void Start(int status, std::string content_type) = 0;
   // False once the client is gone, or when it is so far behind that the stream is cut.
   virtual bool Write(std::string chunk) = 0;
+  // As Write, but a client that is behind makes it wait rather than cutting the stream: for
+  // a relay whose source can wait (a log, a command's output). False once the client is gone.
+  virtual bool WriteWaiting(std::string chunk) = 0;
   virtual void End() = 0;
   // Called once, on an I/O thread, if the connection closes before the answer ended.
   virtual void OnClose(std::function<void()> f) = 0;
+  // The answer to a websocket request: 101 with `subprotocol` (empty: none), then `open` is
+  // called on an I/O thread with the connection and returns its handlers (no message is
+  // read before). If the handshake fails, `open` is not called.
+  virtual void AcceptWebSocket(std::string subprotocol,
+                               std::function<WebSocketHandlers(WebSocketPtr)> open) = 0;
 };
 using ExchangePtr = std::shared_ptr<Exchange>;
 using Handler = std::function<void(Request, ExchangePtr)>;

@@ -12,6 +12,10 @@
 #include <chrono>
 #include <thread>
 
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
 #include "absl/synchronization/notification.h"
 #include "base/http/health.h"
 #include "base/metrics.h"
@@ -185,6 +189,59 @@ TEST_F(ServerTest, AClientThatStopsReadingHasItsStreamCut) {
   ASSERT_TRUE(cut.WaitForNotificationWithTimeout(absl::Seconds(25)));
   // The kernel's socket buffers take some; the server holds at most its backlog beyond them.
   EXPECT_LT(written.load(), size_t{64} << 20);
+}
+
+// A WebSocket upgrade, accepted by the handler with the subprotocol it chose: messages go
+// both ways in order, the server's close reaches the client, and on_close runs once.
+TEST_F(ServerTest, AcceptsAWebSocketAndEchoesItsMessages) {
+  absl::Notification closed;
+  std::atomic<int> closes{0};
+  Start([&](Request req, ExchangePtr ex) {
+    ASSERT_TRUE(req.websocket);
+    ASSERT_EQ(req.Subprotocols(), (std::vector<std::string>{"v5.channel.k8s.io", "v4.channel.k8s.io"}));
+    ex->AcceptWebSocket("v5.channel.k8s.io", [&](WebSocketPtr ws) {
+      return WebSocketHandlers{
+          .on_message =
+              [ws](std::string m) {
+                if (m == "bye") {
+                  ws->Close();
+                } else {
+                  std::thread([ws, m] { ws->Send("echo " + m); }).detach();
+                }
+                return true;
+              },
+          .on_close =
+              [&] {
+                closes.fetch_add(1);
+                closed.Notify();
+              }};
+    });
+  });
+  namespace net = boost::asio;
+  namespace websocket = boost::beast::websocket;
+  net::io_context ioc;
+  websocket::stream<net::ip::tcp::socket> ws(ioc);
+  ws.next_layer().connect({net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server_->port())});
+  ws.set_option(websocket::stream_base::decorator([](websocket::request_type& r) {
+    r.set(boost::beast::http::field::sec_websocket_protocol, "v5.channel.k8s.io, v4.channel.k8s.io");
+  }));
+  websocket::response_type res;
+  ws.handshake(res, "127.0.0.1", "/exec");
+  EXPECT_EQ(res[boost::beast::http::field::sec_websocket_protocol], "v5.channel.k8s.io");
+  ws.binary(true);
+  boost::beast::flat_buffer buf;
+  for (const std::string m : {"one", "two"}) {
+    ws.write(net::buffer(m));
+    ws.read(buf);
+    EXPECT_EQ(boost::beast::buffers_to_string(buf.data()), "echo " + m);
+    buf.consume(buf.size());
+  }
+  ws.write(net::buffer(std::string("bye")));
+  boost::beast::error_code ec;
+  ws.read(buf, ec);
+  EXPECT_EQ(ec, websocket::error::closed);
+  EXPECT_TRUE(closed.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(closes.load(), 1);
 }
 
 TEST_F(ServerTest, RefusesOversizedAndMalformedRequests) {

@@ -1,0 +1,364 @@
+#pragma once
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+
+#include "absl/strings/ascii.h"
+#include "base/http/flow.h"
+#include "base/http/websocket_session.h"
+#include "fmt/format.h"
+
+// An HTTP/1.1 connection of the server (internal to base/http): reads requests in turn, hands
+// each to the handler with an Exchange, writes the answer (whole or chunked), and becomes a
+// WebSocket when the handler accepts an upgrade.
+namespace mkube::http::detail {
+
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+std::string Head(int status, const std::string& content_type,
+                 const std::vector<std::pair<std::string, std::string>>& headers, bool keep_alive,
+                 std::optional<size_t> length);
+
+// A connection's side of an Exchange: everything runs on the connection's strand. A session
+// lives while an operation of its connection is pending, or (`hold`) while a handler owes it
+// an answer; Exchanges refer to it weakly, so none outlives its server.
+class SessionBase : public Flow, public std::enable_shared_from_this<SessionBase> {
+ public:
+  void Detach() override {
+    hold.reset();
+    Flow::Detach();
+  }
+  std::shared_ptr<SessionBase> hold;
+  virtual void Finish(uint64_t seq, Response r) = 0;
+  virtual void Start(uint64_t seq, int status, std::string content_type) = 0;
+  virtual void Send(uint64_t seq, std::string chunk) = 0;
+  virtual void End(uint64_t seq) = 0;
+  virtual void OnClose(uint64_t seq, std::function<void()> f) = 0;
+  virtual void Upgrade(uint64_t seq, std::string subprotocol,
+                       std::function<WebSocketHandlers(WebSocketPtr)> open) = 0;
+};
+
+class ExchangeImpl final : public Exchange {
+ public:
+  ExchangeImpl(std::weak_ptr<SessionBase> s, uint64_t seq, size_t max_backlog)
+      : s_(std::move(s)), seq_(seq), max_backlog_(max_backlog) {}
+  void Finish(Response r) override {
+    if (auto s = s_.lock()) {
+      s->Post([s, seq = seq_, r = std::move(r)]() mutable { s->Finish(seq, std::move(r)); });
+    }
+  }
+  void Start(int status, std::string content_type) override {
+    if (auto s = s_.lock()) {
+      s->Post([s, seq = seq_, status, ct = std::move(content_type)]() mutable {
+        s->Start(seq, status, std::move(ct));
+      });
+    }
+  }
+  bool Write(std::string chunk) override {
+    auto s = s_.lock();
+    if (!s || s->gone.load() || s->backlog.load() > max_backlog_) return false;
+    Queue(s, std::move(chunk));
+    return true;
+  }
+  bool WriteWaiting(std::string chunk) override {
+    auto s = s_.lock();
+    if (!s || !s->WaitBelow(max_backlog_)) return false;
+    Queue(s, std::move(chunk));
+    return true;
+  }
+  void End() override {
+    if (auto s = s_.lock()) s->Post([s, seq = seq_] { s->End(seq); });
+  }
+  void OnClose(std::function<void()> f) override {
+    auto s = s_.lock();
+    if (!s) return f();
+    s->Post([s, seq = seq_, f = std::move(f)]() mutable { s->OnClose(seq, std::move(f)); });
+  }
+  void AcceptWebSocket(std::string subprotocol,
+                       std::function<WebSocketHandlers(WebSocketPtr)> open) override {
+    if (auto s = s_.lock()) {
+      s->Post([s, seq = seq_, sp = std::move(subprotocol), open = std::move(open)]() mutable {
+        s->Upgrade(seq, std::move(sp), std::move(open));
+      });
+    }
+  }
+
+ private:
+  void Queue(const std::shared_ptr<SessionBase>& s, std::string chunk) {
+    s->backlog.fetch_add(chunk.size());
+    s->Post([s, seq = seq_, c = std::move(chunk)]() mutable { s->Send(seq, std::move(c)); });
+  }
+
+  std::weak_ptr<SessionBase> s_;
+  uint64_t seq_;
+  size_t max_backlog_;
+};
+
+template <typename Stream>
+class Session final : public SessionBase {
+ public:
+  Session(Context* ctx, Stream stream, std::string peer)
+      : ctx_(ctx), stream_(std::move(stream)), peer_(std::move(peer)) {
+    ctx_->connections.fetch_add(1);
+  }
+  ~Session() override { ctx_->connections.fetch_sub(1); }
+
+  void Run() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      Read();
+    } else {
+      beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = Self()](beast::error_code ec) { self->Handshaken(ec); });
+    }
+  }
+
+  void Post(std::function<void()> f) override { net::post(stream_.get_executor(), std::move(f)); }
+
+  void Finish(uint64_t seq, Response r) override {
+    if (seq != seq_ || state_ != State::kAnswering) return;
+    bool cache_control = false;
+    for (const auto& [k, v] : r.headers) cache_control |= k == "Cache-Control";
+    if (!cache_control) r.headers.emplace_back("Cache-Control", "no-cache, private");
+    Queue(Head(r.status, r.content_type, r.headers, keep_alive_, r.body.size()) + r.body);
+    state_ = keep_alive_ ? State::kReadingNext : State::kClosing;
+    hold.reset();  // the write in flight holds the session now
+  }
+
+  void Start(uint64_t seq, int status, std::string content_type) override {
+    if (seq != seq_ || state_ != State::kAnswering) return;
+    // A streamed answer ends the connection: while it runs the connection is watched for
+    // the client going away, which reads what would be the next request.
+    keep_alive_ = false;
+    state_ = State::kStreaming;
+    beast::get_lowest_layer(stream_).expires_never();
+    Queue(Head(status, content_type, {{"Cache-Control", "no-cache, private"}}, false, std::nullopt));
+    WatchForClose();
+    hold.reset();  // the read watching for the client's close holds the session now
+  }
+
+  void Send(uint64_t seq, std::string chunk) override {
+    const size_t n = chunk.size();
+    if (seq != seq_ || state_ != State::kStreaming || chunk.empty()) return Written(n);
+    // The chunk counts against the backlog until the socket has taken it.
+    Queue(fmt::format("{:x}\r\n", n) + chunk + "\r\n", n);
+  }
+
+  void End(uint64_t seq) override {
+    if (seq != seq_ || state_ != State::kStreaming) return;
+    Queue("0\r\n\r\n");
+    state_ = State::kClosing;
+  }
+
+  void OnClose(uint64_t seq, std::function<void()> f) override {
+    if (seq != seq_) return;
+    if (state_ == State::kClosed) {
+      f();
+    } else {
+      on_close_ = std::move(f);
+    }
+  }
+
+  // The connection becomes a WebSocket: its stream goes to a session of that kind, this one
+  // ends without closing it.
+  void Upgrade(uint64_t seq, std::string subprotocol,
+               std::function<WebSocketHandlers(WebSocketPtr)> open) override {
+    if (seq != seq_ || state_ != State::kAnswering || !upgrade_) return;
+    auto ws = std::make_shared<WsSession<Stream>>(ctx_, std::move(stream_));
+    ctx_->Register(ws);
+    ws->Accept(std::move(*upgrade_), std::move(subprotocol), std::move(open));
+    upgrade_.reset();
+    state_ = State::kClosed;
+    gone.store(true);
+    Drained();
+    hold.reset();
+  }
+
+ private:
+  enum class State { kReading, kAnswering, kStreaming, kReadingNext, kClosing, kClosed };
+
+  std::shared_ptr<Session> Self() {
+    return std::static_pointer_cast<Session>(shared_from_this());
+  }
+
+  void Handshaken(beast::error_code ec) {
+    if (ec) return Close();
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      SSL* ssl = stream_.native_handle();
+      if (X509* cert = SSL_get1_peer_certificate(ssl)) {
+        if (SSL_get_verify_result(ssl) == X509_V_OK) Subject(cert);
+        X509_free(cert);
+      }
+    }
+    Read();
+  }
+
+  void Subject(X509* cert) {
+    X509_NAME* name = X509_get_subject_name(cert);
+    for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
+      X509_NAME_ENTRY* e = X509_NAME_get_entry(name, i);
+      const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
+      unsigned char* utf8 = nullptr;
+      const int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(e));
+      if (n < 0) continue;
+      std::string value(reinterpret_cast<char*>(utf8), n);
+      OPENSSL_free(utf8);
+      if (nid == NID_commonName) cn_ = value;
+      if (nid == NID_organizationName) orgs_.push_back(value);
+    }
+  }
+
+  void Read() {
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(ctx_->options.max_header_bytes));
+    parser_->body_limit(ctx_->options.max_body_bytes);
+    beast::get_lowest_layer(stream_).expires_after(requests_ == 0 ? ctx_->options.read_timeout
+                                                                  : ctx_->options.idle_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = Self()](beast::error_code ec, size_t) { self->Received(ec); });
+  }
+
+  void Received(beast::error_code ec) {
+    if (ec) {
+      if (ec == bhttp::error::body_limit) {
+        return Refuse(413, fmt::format("the request body is larger than the limit of {} bytes",
+                                       ctx_->options.max_body_bytes));
+      }
+      if (ec == bhttp::error::header_limit) {
+        return Refuse(431, "the request's headers are too large");
+      }
+      if (ec == beast::error::timeout && buffer_.size() > 0) {
+        return Refuse(408, "the request did not arrive in time");
+      }
+      if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+          ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+        return Refuse(400, fmt::format("malformed HTTP request: {}", ec.message()));
+      }
+      return Close();
+    }
+    ++requests_;
+    auto msg = parser_->release();
+    parser_.reset();
+    keep_alive_ = msg.keep_alive();
+    const bool websocket = boost::beast::websocket::is_upgrade(msg);
+    Request req;
+    req.method = std::string(msg.method_string());
+    std::string_view target = msg.target();
+    const size_t q = target.find('?');
+    req.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) req.query = std::string(target.substr(q + 1));
+    for (const auto& field : msg) {
+      req.headers.emplace_back(absl::AsciiStrToLower(std::string(field.name_string())),
+                               std::string(field.value()));
+    }
+    req.websocket = websocket;
+    if (websocket) {
+      upgrade_.emplace(msg);  // the handshake answers it (its body is empty)
+    } else {
+      upgrade_.reset();
+    }
+    req.body = std::move(msg.body());
+    req.client_cn = cn_;
+    req.client_orgs = orgs_;
+    req.peer = peer_;
+    ++seq_;
+    state_ = State::kAnswering;
+    // The answer may take long (a worker, a store round trip): no read timeout meanwhile, and
+    // the session holds itself until it comes.
+    beast::get_lowest_layer(stream_).expires_never();
+    hold = shared_from_this();
+    ctx_->handler(std::move(req), std::make_shared<ExchangeImpl>(weak_from_this(), seq_,
+                                                                 ctx_->options.max_stream_backlog));
+  }
+
+  void Refuse(int status, const std::string& message) {
+    if (state_ == State::kClosed) return;
+    keep_alive_ = false;
+    state_ = State::kAnswering;
+    Finish(seq_, ctx_->options.error_response
+                     ? ctx_->options.error_response(status, message)
+                     : Response{.status = status, .content_type = "text/plain", .body = message});
+  }
+
+  void Queue(std::string bytes, size_t counted = 0) {
+    out_.push_back({std::move(bytes), counted});
+    if (!writing_) WriteNext();
+  }
+
+  void WriteNext() {
+    if (out_.empty()) {
+      writing_ = false;
+      if (state_ == State::kReadingNext) return Read();
+      if (state_ == State::kClosing) return Close();
+      return;
+    }
+    writing_ = true;
+    if (state_ != State::kStreaming) {
+      beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
+    }
+    net::async_write(stream_, net::buffer(out_.front().bytes),
+                     [self = Self()](beast::error_code ec, size_t) {
+                       // Closed meanwhile (the client went away while this write was queued
+                       // to complete): the queue is gone with the connection.
+                       if (ec || self->state_ == State::kClosed) return self->Close();
+                       self->Written(self->out_.front().counted);
+                       self->out_.pop_front();
+                       self->WriteNext();
+                     });
+  }
+
+  // While an answer streams, a read that ends tells the client went away.
+  void WatchForClose() {
+    stream_.async_read_some(buffer_.prepare(4096), [self = Self()](beast::error_code ec, size_t n) {
+      if (ec || self->buffer_.size() + n > 64 * 1024) return self->Close();
+      self->buffer_.commit(n);
+      if (self->state_ == State::kStreaming) self->WatchForClose();
+    });
+  }
+
+  void Close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    gone.store(true);
+    Drained();
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).close();
+    // A write in flight still reads the front of the queue: the queue goes with the session.
+    if (!writing_) out_.clear();
+    if (auto f = std::move(on_close_)) f();
+    hold.reset();
+  }
+
+  Context* ctx_;
+  Stream stream_;
+  std::string peer_;
+  std::string cn_;
+  std::vector<std::string> orgs_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  State state_ = State::kReading;
+  uint64_t seq_ = 0;
+  uint64_t requests_ = 0;
+  bool keep_alive_ = true;
+  bool writing_ = false;
+  struct Pending {
+    std::string bytes;
+    size_t counted;  // of the backlog
+  };
+  std::deque<Pending> out_;
+  std::function<void()> on_close_;
+  // The request of a websocket upgrade, until its handler answers it.
+  std::optional<bhttp::request<bhttp::string_body>> upgrade_;
+};
+
+
+}  // namespace mkube::http::detail
