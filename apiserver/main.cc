@@ -337,14 +337,15 @@ int main(int argc, char** argv) {
   mkube::apiserver::server::Agents agents(*std::move(agent_credentials));
   mkube::apiserver::server::MetricsApi metrics(&registry, &agents);
   mkube::apiserver::server::ApiService service(&registry, &*authn, flags.service_options, &metrics);
-  mkube::apiserver::server::PodStreamsService streams(&registry, &*authn, &agents);
+  mkube::apiserver::server::Gate gate(&registry, &*authn);
+  mkube::apiserver::server::PodTargets pod_targets(&registry, &gate, &agents);
+  mkube::apiserver::server::PodStreamsService streams(&pod_targets, &*authn);
   mkube::apiserver::server::PodPortForwardService port_forward(&streams);
 
   int port = 0;
   auto server = StartServer(flags, *creds, service, streams, port_forward, &port);
   if (!server || port == 0) return Fail("cannot listen on " + flags.listen);
   service.StartWatches();
-  mkube::apiserver::server::Gate gate(&registry, &*authn);
   mkube::apiserver::server::SizedWrites writes(&registry,
                                                flags.service_options.store_max_request_bytes);
   mkube::http::HealthChecks health;
@@ -353,8 +354,8 @@ int main(int argc, char** argv) {
                             return registry.GetAs<mkube::api::Namespace>("namespaces", "", "default")
                                 .status();
                           }});
-  mkube::apiserver::rest::Front front(&registry, &gate, &writes, &metrics, std::move(health),
-                                      &mkube::metrics::Registry::Default());
+  mkube::apiserver::rest::Front front(&registry, &gate, &writes, &metrics, &pod_targets,
+                                      std::move(health), &mkube::metrics::Registry::Default());
   auto kube_api = StartKubeApi(flags, front);
   if (!kube_api.ok()) return Fail(kube_api.status());
   mkube::apiserver::storage::Compactor compactor(
@@ -370,8 +371,8 @@ int main(int argc, char** argv) {
   const int sig = mkube::daemon::WaitForTermination();
   Log().info("signal {}: shutting down", sig);
   compactor.Stop();
-  front.Stop();
   if (*kube_api) (*kube_api)->Stop();
+  front.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   cache.Stop();
   return 0;

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential clang cmake ninja-build ccache pkg-config git openssl libssl-dev libnghttp2-dev
+  build-essential clang cmake ninja-build ccache pkg-config git openssl libssl-dev libnghttp2-dev zlib1g-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libboost-dev

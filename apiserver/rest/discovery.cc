@@ -84,6 +84,9 @@ std::vector<Subresource> SubresourcesOf(const api::KindInfo& k) {
     out.push_back({"binding", "", "v1", "Binding", {"create"}});
     out.push_back({"eviction", "policy", "v1", "Eviction", {"create"}});
     out.push_back({"log", "", "v1", "Pod", {"get"}});
+    out.push_back({"exec", "", "v1", "PodExecOptions", {"create", "get"}});
+    out.push_back({"attach", "", "v1", "PodAttachOptions", {"create", "get"}});
+    out.push_back({"portforward", "", "v1", "PodPortForwardOptions", {"create", "get"}});
   }
   if (k.resource == "deployments" || k.resource == "replicasets" ||
       k.resource == "replicationcontrollers") {

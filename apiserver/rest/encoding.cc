@@ -171,6 +171,11 @@ mkube::http::Response StatusResponse(const absl::Status& st, const Subject& abou
   return r;
 }
 
+mkube::http::Response ResolveRefusal(const absl::Status& st) {
+  if (absl::IsFailedPrecondition(st)) return Refusal(400, "BadRequest", std::string(st.message()));
+  return StatusResponse(st);
+}
+
 mkube::http::Response Refusal(int code, std::string_view reason, const std::string& message) {
   return StatusResponse(absl::UnknownError(message), {}, code, reason);
 }

@@ -40,6 +40,9 @@ mkube::http::Response StatusResponse(const absl::Status& st, const Subject& abou
                                      int code = 0, std::string_view reason = "");
 // A request the front itself refuses: 400 BadRequest, 415, 405, ...
 mkube::http::Response Refusal(int code, std::string_view reason, const std::string& message);
+// Why a stream to a pod (log, exec, attach, portforward) cannot start, as kube-apiserver
+// words it: a request that names no container, or a pod not yet placed, is a BadRequest.
+mkube::http::Response ResolveRefusal(const absl::Status& st);
 mkube::http::Response JsonResponse(int status, const Json& body,
                                    std::string content_type = "application/json");
 

@@ -7,6 +7,7 @@
 #include "api/codec.h"
 #include "api/object.h"
 #include "apiserver/rest/deadlines.h"
+#include "apiserver/rest/relays.h"
 #include "apiserver/rest/discovery.h"
 #include "apiserver/rest/openapi.h"
 #include "apiserver/rest/protobuf.h"
@@ -68,17 +69,19 @@ Json ApiGroup(const std::string& group) {
 }  // namespace
 
 Front::Front(registry::Registry* registry, const server::Gate* gate, server::SizedWrites* writes,
-             server::MetricsApi* metrics_api, mkube::http::HealthChecks health,
-             metrics::Registry* metrics, FrontOptions options)
+             server::MetricsApi* metrics_api, const server::PodTargets* pods,
+             mkube::http::HealthChecks health, metrics::Registry* metrics, FrontOptions options)
     : registry_(registry),
       gate_(gate),
       writes_(writes),
       metrics_api_(metrics_api),
+      pods_(pods),
       health_(std::move(health)),
       metrics_(metrics),
       options_(options),
       executor_(options.workers, options.max_waiting_requests),
       deadlines_(std::make_unique<Deadlines>()),
+      relays_(std::make_unique<Relays>()),
       requests_(metrics->AddCounter(
           "apiserver_request_total",
           "Counter of apiserver requests broken out for each verb, dry run value, group, "
@@ -208,6 +211,17 @@ void Front::Serve(std::shared_ptr<Call> call) {
   const Target& t = c.target;
   if (!t.review.empty()) return Review(c);
   const std::string resource = t.kind->request_resource();
+  // A stream to a pod's agent: exec, attach and portforward create (whatever the method, as
+  // for a WebSocket's GET), log reads.
+  const bool connect = t.subresource == "exec" || t.subresource == "attach" ||
+                       t.subresource == "portforward";
+  if (connect && (c.req.method == "GET" || c.req.method == "POST")) c.verb = "create";
+  if (connect || t.subresource == "log") {
+    if (!pods_) return Fail(c, NotServed());
+    if (t.subresource == "log" && c.verb != "get") {
+      return Answer(c, Refusal(405, "MethodNotAllowed", "pods/log is read with GET"));
+    }
+  }
   auth::Attributes a{c.verb == "deletecollection" ? "delete" : c.verb, resource, t.subresource,
                      t.ns, t.name, ""};
   if (c.verb == "create" && t.subresource.empty()) a.name.clear();
@@ -215,6 +229,9 @@ void Front::Serve(std::shared_ptr<Call> call) {
     if (auto st = gate_->Check(c.caller, a); !st.ok()) return Fail(c, st);
   }
   try {
+    if (t.subresource == "log") return Logs(call);
+    if (t.subresource == "portforward") return PortForward(call);
+    if (connect) return RemoteCommandCall(call);
     if (c.verb == "get") return Get(c);
     if (c.verb == "list") return List(c);
     if (c.verb == "watch") return Watch(call);

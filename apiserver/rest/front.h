@@ -10,6 +10,7 @@
 #include "apiserver/rest/paths.h"
 #include "apiserver/server/gate.h"
 #include "apiserver/server/metrics.h"
+#include "apiserver/server/pod_streams.h"
 #include "apiserver/server/sized_writes.h"
 #include "base/executor.h"
 #include "base/http/health.h"
@@ -31,19 +32,22 @@ struct FrontOptions {
 };
 
 class Deadlines;
+class Relays;
 
 class Front {
  public:
-  // `metrics_api`: metrics.k8s.io (absent: not served). `health`: /livez and /readyz checks.
+  // `metrics_api`: metrics.k8s.io (absent: not served). `pods`: the agents behind logs, exec,
+  // attach and port forwarding (absent: not served). `health`: /livez and /readyz checks.
   Front(registry::Registry* registry, const server::Gate* gate, server::SizedWrites* writes,
-        server::MetricsApi* metrics_api, mkube::http::HealthChecks health,
-        metrics::Registry* metrics, FrontOptions options = {});
+        server::MetricsApi* metrics_api, const server::PodTargets* pods,
+        mkube::http::HealthChecks health, metrics::Registry* metrics, FrontOptions options = {});
   ~Front();
 
   // The server's handler: answers on the I/O thread what costs nothing (health, discovery),
   // hands the rest to the workers.
   void Handle(mkube::http::Request req, mkube::http::ExchangePtr ex);
-  // Ends every watch; afterwards new ones are refused. Idempotent.
+  // Ends every watch and every relayed stream; afterwards new ones are refused. Call it once
+  // the HTTP server has stopped (a relay may wait for a client until then). Idempotent.
   void Stop();
 
   // One request, once parsed and authenticated.
@@ -88,6 +92,12 @@ class Front {
   void Review(Call& call);
   // watch.cc
   void Watch(std::shared_ptr<Call> call);
+  // streams.cc: pods/log; pods/exec and pods/attach over WebSocket; portforward.cc.
+  void Logs(std::shared_ptr<Call> call);
+  void RemoteCommandCall(std::shared_ptr<Call> call);
+  void PortForward(std::shared_ptr<Call> call);
+  class RemoteCommand;
+  class PortForwardTunnel;
 
   // The object a request's body holds, as the path's kind; the error a 400 BadRequest.
   absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeBody(const Call& call) const;
@@ -97,11 +107,13 @@ class Front {
   const server::Gate* gate_;
   server::SizedWrites* writes_;
   server::MetricsApi* metrics_api_;
+  const server::PodTargets* pods_;
   const mkube::http::HealthChecks health_;
   metrics::Registry* metrics_;
   const FrontOptions options_;
   Executor executor_;
   std::unique_ptr<Deadlines> deadlines_;
+  std::unique_ptr<Relays> relays_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& durations_;
   metrics::Family<metrics::Gauge>& longrunning_;

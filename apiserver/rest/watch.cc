@@ -10,6 +10,7 @@
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/rest/deadlines.h"
 #include "apiserver/rest/front.h"
+#include "apiserver/rest/relays.h"
 
 namespace mkube::apiserver::rest {
 
@@ -141,6 +142,7 @@ void Front::Watch(std::shared_ptr<Call> call) {
 
 void Front::Stop() {
   if (deadlines_) deadlines_->Flush();
+  if (relays_) relays_->Stop();
 }
 
 }  // namespace mkube::apiserver::rest

@@ -21,15 +21,6 @@ spdlog::logger& Log() {
   return logger;
 }
 
-// The agent's answer for the caller: an agent that cannot be reached (down, or refused in
-// the TLS handshake: not the node's agent) is the server's error, as kube-apiserver reports a
-// kubelet it cannot reach, not UNAVAILABLE, which clients take for the apiserver's own.
-grpc::Status FromAgent(const grpc::Status& st, const std::string& node) {
-  if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return st;
-  return {grpc::StatusCode::INTERNAL,
-          fmt::format("cannot reach the agent of node \"{}\": {}", node, st.error_message())};
-}
-
 // Relays a two-way stream between the caller and an agent, `first` (what to do) having been
 // read from the caller. The agent answers with one message once it has started, or fails
 // the call; only then is the caller's input relayed (so a failure is returned as it is, at
@@ -75,13 +66,19 @@ grpc::Status Relay(grpc::ServerContext* ctx, grpc::ServerReaderWriter<Out, In>* 
 
 }  // namespace
 
-absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
-    grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
-    const std::string& ns, const std::string& name, const std::string& container) {
-  MKUBE_ASSIGN_OR_RETURN(auto caller, authn_->Authenticate(AuthorizationHeader(*ctx)));
-  if (auto st = auth::Authorize(caller, {verb, "pods", subresource, ns, name, ""}); !st.ok()) {
-    return st;
-  }
+grpc::Status FromAgent(const grpc::Status& st, const std::string& node) {
+  if (st.error_code() != grpc::StatusCode::UNAVAILABLE) return st;
+  return {grpc::StatusCode::INTERNAL,
+          fmt::format("cannot reach the agent of node \"{}\": {}", node, st.error_message())};
+}
+
+absl::StatusOr<PodTargets::Target> PodTargets::Resolve(const registry::Caller& caller,
+                                                      const std::string& verb,
+                                                      const std::string& subresource,
+                                                      const std::string& ns,
+                                                      const std::string& name,
+                                                      const std::string& container) const {
+  MKUBE_RETURN_IF_ERROR(gate_->Check(caller, {verb, "pods", subresource, ns, name, ""}));
   MKUBE_ASSIGN_OR_RETURN(auto pod, registry_->GetAs<api::Pod>("pods", ns, name));
   Target t;
   t.pod_uid = pod.metadata().uid();
@@ -121,10 +118,17 @@ absl::StatusOr<PodStreamsService::Target> PodStreamsService::Resolve(
   return t;
 }
 
+absl::StatusOr<PodTargets::Target> PodStreamsService::Resolve(
+    grpc::ServerContext* ctx, const std::string& verb, const std::string& subresource,
+    const std::string& ns, const std::string& name, const std::string& container) const {
+  MKUBE_ASSIGN_OR_RETURN(auto caller, authn_->Authenticate(AuthorizationHeader(*ctx)));
+  return targets_->Resolve(caller, verb, subresource, ns, name, container);
+}
+
 std::unique_ptr<grpc::ClientContext> PodStreamsService::AgentContext(grpc::ServerContext* ctx) const {
   // Cancelled with the caller's call, and no later than its deadline.
   auto c = grpc::ClientContext::FromServerContext(*ctx);
-  agents_->Authorize(c.get());
+  targets_->Authorize(c.get());
   return c;
 }
 

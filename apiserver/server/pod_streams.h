@@ -6,6 +6,7 @@
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/agents.h"
+#include "apiserver/server/gate.h"
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/agent/port_forward.grpc.pb.h"
 #include "proto/apiserver/apiserver.grpc.pb.h"
@@ -13,23 +14,13 @@
 
 namespace mkube::apiserver::server {
 
-// pods/log and pods/exec: checks who asks and what for, finds the pod's node and relays the
-// stream to that node's agent. Streams run on gRPC's synchronous threads: each is long-lived
-// and mostly waits. Nothing is queued in between: each message is read from one side and
-// written to the other before the next is read, so a slow reader holds up its writer through
-// gRPC's flow control rather than filling memory here.
-class PodStreamsService final : public PodStreams::Service {
+// Where a stream for a pod goes (logs, exec, port forwarding), for both fronts: checks who
+// asks and what for, finds the pod's node and that node's agent.
+class PodTargets {
  public:
-  PodStreamsService(registry::Registry* registry, const auth::TokenAuthenticator* authn,
-                    Agents* agents)
-      : registry_(registry), authn_(authn), agents_(agents) {}
+  PodTargets(registry::Registry* registry, const Gate* gate, Agents* agents)
+      : registry_(registry), gate_(gate), agents_(agents) {}
 
-  grpc::Status Logs(grpc::ServerContext* ctx, const agent::LogRequest* req,
-                    grpc::ServerWriter<agent::LogChunk>* writer) override;
-  grpc::Status Exec(grpc::ServerContext* ctx,
-                    grpc::ServerReaderWriter<agent::ExecOutput, agent::ExecInput>* stream) override;
-
-  // Where a stream for the pod goes (also for port forwarding).
   struct Target {
     std::shared_ptr<grpc::Channel> channel;  // to the agent of the pod's node
     std::string node;
@@ -37,16 +28,49 @@ class PodStreamsService final : public PodStreams::Service {
     std::string container;  // none for portforward
   };
   // Authorizes `verb` on pods/<subresource>, then finds the pod's agent and container.
-  absl::StatusOr<Target> Resolve(grpc::ServerContext* ctx, const std::string& verb,
+  absl::StatusOr<Target> Resolve(const registry::Caller& caller, const std::string& verb,
                                  const std::string& subresource, const std::string& ns,
-                                 const std::string& pod, const std::string& container);
+                                 const std::string& pod, const std::string& container) const;
+  // Presents the apiserver to the agent on a call.
+  void Authorize(grpc::ClientContext* ctx) const { agents_->Authorize(ctx); }
+
+ private:
+  registry::Registry* registry_;
+  const Gate* gate_;
+  Agents* agents_;
+};
+
+// An agent that cannot be reached (down, or refused in the TLS handshake: not the node's
+// agent) is the server's error, as kube-apiserver reports a kubelet it cannot reach, not
+// UNAVAILABLE, which clients take for the apiserver's own.
+grpc::Status FromAgent(const grpc::Status& st, const std::string& node);
+
+// pods/log and pods/exec over gRPC: relays the stream to the pod's agent. Streams run on
+// gRPC's synchronous threads: each is long-lived and mostly waits. Nothing is queued in
+// between: each message is read from one side and written to the other before the next is
+// read, so a slow reader holds up its writer through gRPC's flow control rather than filling
+// memory here.
+class PodStreamsService final : public PodStreams::Service {
+ public:
+  PodStreamsService(const PodTargets* targets, const auth::TokenAuthenticator* authn)
+      : targets_(targets), authn_(authn) {}
+
+  grpc::Status Logs(grpc::ServerContext* ctx, const agent::LogRequest* req,
+                    grpc::ServerWriter<agent::LogChunk>* writer) override;
+  grpc::Status Exec(grpc::ServerContext* ctx,
+                    grpc::ServerReaderWriter<agent::ExecOutput, agent::ExecInput>* stream) override;
+
+  // The caller the call's token names, then PodTargets::Resolve.
+  absl::StatusOr<PodTargets::Target> Resolve(grpc::ServerContext* ctx, const std::string& verb,
+                                             const std::string& subresource, const std::string& ns,
+                                             const std::string& pod,
+                                             const std::string& container) const;
   // A call to the agent, ended with the caller's and carrying the agent token.
   std::unique_ptr<grpc::ClientContext> AgentContext(grpc::ServerContext* ctx) const;
 
  private:
-  registry::Registry* registry_;
+  const PodTargets* targets_;
   const auth::TokenAuthenticator* authn_;
-  Agents* agents_;
 };
 
 // pods/portforward: one stream per TCP connection, relayed to the agent as exec is.

@@ -32,10 +32,13 @@ class RecordingExchange final : public mkube::http::Exchange {
     body_ += chunk;
     return true;
   }
+  bool WriteWaiting(std::string chunk) override { return Write(std::move(chunk)); }
   void End() override {
     absl::MutexLock l(&mu_);
     ended_ = true;
   }
+  void AcceptWebSocket(std::string, std::function<mkube::http::WebSocketHandlers(
+                                        mkube::http::WebSocketPtr)>) override {}
   void OnClose(std::function<void()> f) override {
     absl::MutexLock l(&mu_);
     on_close_ = std::move(f);
@@ -94,7 +97,7 @@ class FrontTest : public ::testing::Test {
     authn_ = std::make_unique<auth::TokenAuthenticator>(std::move(*authn));
     gate_ = std::make_unique<server::Gate>(env_->registry.get(), authn_.get());
     writes_ = std::make_unique<server::SizedWrites>(env_->registry.get(), 1 << 20);
-    front_ = std::make_unique<Front>(env_->registry.get(), gate_.get(), writes_.get(), nullptr,
+    front_ = std::make_unique<Front>(env_->registry.get(), gate_.get(), writes_.get(), nullptr, nullptr,
                                      mkube::http::HealthChecks{}, &metrics_);
   }
   void TearDown() override {

@@ -2,7 +2,8 @@
 # The real kubectl (1.32, through its dispatcher) drives a cluster started by up.sh, with the
 # kubeconfig up.sh writes, through the apiserver's Kubernetes HTTP API: discovery, Tables,
 # labels, taints, cordon, apply (client-side with server validation, and server-side),
-# deployments, scale, set image, rollout, drain, reviews, watch, errors — with the outcomes
+# deployments, scale, set image, rollout, logs, exec, attach, port-forward, drain, reviews,
+# watch, errors — with the outcomes
 # mkubectl sees over gRPC; then python3-kubernetes, and a scrape of every daemon's /metrics.
 # Without kubectl on PATH the test fails: it does not skip.
 set -euo pipefail
@@ -130,6 +131,55 @@ until_ok 20 test "$(grep -c '^web ' "$state/watch.out")" -ge 2
 kill "$watcher" 2>/dev/null || true
 wait "$watcher" 2>/dev/null || true
 pass "get -w: the list, then one row per change"
+
+# Streams relayed to the pod's agent: logs (tail, timestamps, limits, since, follow), exec
+# over WebSocket (exit codes, stdin, errors), attach, and port-forward (SPDY over WebSocket).
+kt() { local secs=$1; shift; KUBECONFIG=$state/config timeout "$secs" kubectl --cache-dir "$state/kcache" "$@"; }
+says 'pod/talker created' k run talker --image=busybox -- \
+  sh -c 'i=0; while true; do echo line $i; i=$((i+1)); sleep 0.2; done'
+says 'pod/counter created' k run counter --image=busybox --restart=Never -- \
+  sh -c 'for i in 1 2 3; do echo tick $i; sleep 0.5; done; echo done >&2'
+until_ok 60 shows '^talker *1/1 *Running' k get pods
+until_ok 20 shows '^line 3$' k logs talker
+[[ "$(k logs talker --tail=1)" =~ ^line\ [0-9]+$ ]] || fail "logs --tail=1"
+shows '^20[0-9-]*T[0-9:]*\.[0-9]\{9\}Z line 0$' k logs talker --timestamps
+[ "$(k logs talker --limit-bytes=6)" = "line 0" ] || fail "logs --limit-bytes"
+[ -z "$(k logs talker --since-time=2100-01-01T00:00:00Z)" ] || fail "logs --since-time in the future"
+out=$(k logs counter -f) || fail "logs -f: $out"
+[ "$out" = "$(printf 'tick 1\ntick 2\ntick 3\ndone')" ] || fail "logs -f ends with the container: $out"
+out=$(k logs nosuchpod 2>&1) && fail "logs of a missing pod"
+grep -qF '(NotFound): pods "nosuchpod" not found' <<<"$out" || fail "logs: $out"
+set +e
+out=$(k exec talker -- sh -c 'echo out; echo err >&2; exit 3' 2>&1)
+rc=$?
+set -e
+[ "$rc" = 3 ] || fail "exec's exit code was $rc: $out"
+grep -qx out <<<"$out" && grep -qx err <<<"$out" || fail "exec's output: $out"
+[ "$(echo hello | k exec -i talker -- cat)" = hello ] || fail "exec -i"
+out=$(k exec talker -c nope -- true 2>&1) && fail "exec in a missing container"
+grep -qF 'Error from server (BadRequest): container nope is not valid for pod talker' <<<"$out" ||
+  fail "exec -c nope: $out"
+out=$(kt 3 attach talker 2>/dev/null || true)
+[[ "$(head -n 1 <<<"$out")" =~ ^line\ [0-9]+$ ]] || fail "attach: $out"
+kt 30 port-forward pod/web :80 >"$state/pf.out" 2>&1 &
+forwarder=$!
+until_ok 20 grep -q '^Forwarding from 127.0.0.1:' "$state/pf.out"
+local_port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> 80$/\1/p' "$state/pf.out")
+for _ in 1 2 3; do
+  shows 'Hello MyApp' curl -s -m 5 "http://127.0.0.1:$local_port/"
+done
+kill "$forwarder" 2>/dev/null || true
+wait "$forwarder" 2>/dev/null || true
+kt 30 port-forward pod/web :81 >"$state/pf81.out" 2>&1 &
+forwarder=$!
+until_ok 20 grep -q '^Forwarding from 127.0.0.1:' "$state/pf81.out"
+local_port=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> 81$/\1/p' "$state/pf81.out")
+curl -s -m 5 "http://127.0.0.1:$local_port/" && fail "a closed port answered"
+wait "$forwarder" 2>/dev/null || true
+grep -q 'error forwarding port 81 to pod web: dial tcp .*:81: connect: Connection refused' "$state/pf81.out" ||
+  fail "port-forward to a closed port: $(cat "$state/pf81.out")"
+k delete pod talker counter --now >/dev/null
+pass "logs (tail, timestamps, limit, since, -f), exec (exit code, stdin), attach, port-forward"
 
 out=$(k drain node01 --ignore-daemonsets --delete-emptydir-data --force 2>&1) || fail "drain: $out"
 grep -qxF 'node/node01 drained' <<<"$out" || fail "drain said: $out"
