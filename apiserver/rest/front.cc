@@ -79,7 +79,6 @@ Front::Front(registry::Registry* registry, const server::Gate* gate, server::Siz
       health_(std::move(health)),
       metrics_(metrics),
       options_(options),
-      executor_(options.workers, options.max_waiting_requests),
       deadlines_(std::make_unique<Deadlines>()),
       relays_(std::make_unique<Relays>()),
       requests_(metrics->AddCounter(
@@ -99,7 +98,8 @@ Front::Front(registry::Registry* registry, const server::Gate* gate, server::Siz
           "apiserver_longrunning_requests",
           "Gauge of all active long-running apiserver requests broken out by verb, group, "
           "version, resource, scope and component.",
-          {"verb", "group", "version", "resource", "subresource", "scope", "component"})) {}
+          {"verb", "group", "version", "resource", "subresource", "scope", "component"})),
+      executor_(options.workers, options.max_waiting_requests) {}
 
 Front::~Front() { Stop(); }
 

@@ -111,12 +111,13 @@ class Front {
   const mkube::http::HealthChecks health_;
   metrics::Registry* metrics_;
   const FrontOptions options_;
-  Executor executor_;
   std::unique_ptr<Deadlines> deadlines_;
   std::unique_ptr<Relays> relays_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& durations_;
   metrics::Family<metrics::Gauge>& longrunning_;
+  // Last: its workers use the members above, so it goes (joining them) first.
+  Executor executor_;
 };
 
 }  // namespace mkube::apiserver::rest

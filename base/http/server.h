@@ -107,7 +107,7 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(90);
   size_t max_connections = 20000;  // more are closed at once
   // Bytes a streamed answer may have waiting for a slow client before Write refuses.
-  size_t max_stream_backlog = 16 << 20;
+  size_t max_stream_backlog = 4 << 20;
   // The answer to a request refused before any handler saw it (413, 431, 408, 400);
   // plain text when unset.
   std::function<Response(int status, const std::string& message)> error_response;

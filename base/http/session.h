@@ -304,13 +304,21 @@ class Session final : public SessionBase {
     if (state_ != State::kStreaming) {
       beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
     }
-    net::async_write(stream_, net::buffer(out_.front().bytes),
+    // What has queued up meanwhile goes out in one write (a watch's many small chunks: one
+    // TLS record and one system call rather than one each).
+    writing_bytes_.clear();
+    writing_counted_ = 0;
+    while (!out_.empty() && (writing_bytes_.empty() || writing_bytes_.size() + out_.front().bytes.size() <= kMaxWrite)) {
+      writing_bytes_ += out_.front().bytes;
+      writing_counted_ += out_.front().counted;
+      out_.pop_front();
+    }
+    net::async_write(stream_, net::buffer(writing_bytes_),
                      [self = Self()](beast::error_code ec, size_t) {
                        // Closed meanwhile (the client went away while this write was queued
-                       // to complete): the queue is gone with the connection.
+                       // to complete): the buffer goes with the connection.
                        if (ec || self->state_ == State::kClosed) return self->Close();
-                       self->Written(self->out_.front().counted);
-                       self->out_.pop_front();
+                       self->Written(self->writing_counted_);
                        self->WriteNext();
                      });
   }
@@ -332,8 +340,7 @@ class Session final : public SessionBase {
     beast::error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     beast::get_lowest_layer(stream_).close();
-    // A write in flight still reads the front of the queue: the queue goes with the session.
-    if (!writing_) out_.clear();
+    out_.clear();  // (a write in flight has its own buffer)
     if (auto f = std::move(on_close_)) f();
     hold.reset();
   }
@@ -355,6 +362,9 @@ class Session final : public SessionBase {
     size_t counted;  // of the backlog
   };
   std::deque<Pending> out_;
+  static constexpr size_t kMaxWrite = 256 << 10;
+  std::string writing_bytes_;  // what the write in flight sends
+  size_t writing_counted_ = 0;  // of the backlog
   std::function<void()> on_close_;
   // The request of a websocket upgrade, until its handler answers it.
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;

@@ -21,6 +21,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "client/client.h"
+#include "tests/bench/http_watch.h"
 #include "proto/api/core.pb.h"
 
 namespace {
@@ -90,6 +91,23 @@ class Tally {
     ++batches_;
     delivered_->fetch_add(added);
     last_ns_->store(NowNs());
+    return seen_ < want_;
+  }
+  // One line of an HTTP watch (JSON): counted when ADDED, sampled like the gRPC side.
+  bool AddLine(std::string_view line) {
+    if (bench::IsAdded(line)) {
+      if (sample_) {
+        if (const int64_t sent = bench::SentNs(line); sent > 0) {
+          const int64_t now = NowNs();
+          latencies_.push_back(static_cast<double>(now - sent) / 1e6);
+          delivered_at_.push_back(now);
+        }
+      }
+      ++seen_;
+      ++batches_;
+      delivered_->fetch_add(1);
+      last_ns_->store(NowNs());
+    }
     return seen_ < want_;
   }
   void Done() {
@@ -174,6 +192,17 @@ class Watch {
   State state_ = kStarting;
 };
 
+// A watcher over the Kubernetes HTTP API: its tally and its connection.
+struct HttpWatcher {
+  HttpWatcher(boost::asio::io_context& ioc, int64_t want, bool sample,
+              std::atomic<int64_t>* delivered, std::atomic<int64_t>* last_ns)
+      : tally(want, sample, delivered, last_ns),
+        watch(ioc, [this](std::string_view line) { return tally.AddLine(line); },
+              [this] { tally.Done(); }) {}
+  Tally tally;
+  bench::HttpWatch watch;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,6 +228,10 @@ int main(int argc, char** argv) {
   double rate = 0;
   app.add_option("--create-rate", rate, "Pods created per second (0: as fast as the writers go)")
       ->capture_default_str();
+  std::string http;
+  app.add_option("--http", http,
+                 "The apiserver's Kubernetes HTTP API (plain HTTP): the watchers use it, "
+                 "reading JSON lines; creates and the list stay on gRPC");
   CLI11_PARSE(app, argc, argv);
   // As in the daemons: gRPC's mutexes are not checked for lock cycles on every acquisition.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -238,7 +271,7 @@ int main(int argc, char** argv) {
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
   for (int q = 0; q < 2; ++q) queues.push_back(std::make_unique<grpc::CompletionQueue>());
-  for (int w = 0; w < watchers; ++w) {
+  for (int w = 0; http.empty() && w < watchers; ++w) {
     mkube::apiserver::WatchRequest req;
     req.set_resource("pods");
     req.set_resource_version(list->resource_version());
@@ -247,6 +280,21 @@ int main(int argc, char** argv) {
     watches.push_back(std::make_unique<Watch>(pods + 1, sample, &delivered, &last_ns));
     watches.back()->Start(stubs[static_cast<size_t>(w % channels)].get(), token, req,
                           queues[static_cast<size_t>(w) % queues.size()].get());
+  }
+  // Or over HTTP: one Asio context, read by two threads as the gRPC queues are.
+  boost::asio::io_context ioc;
+  std::vector<std::unique_ptr<HttpWatcher>> http_watches;
+  std::vector<std::thread> http_threads;
+  if (!http.empty()) {
+    const size_t colon = http.rfind(':');
+    const boost::asio::ip::tcp::endpoint server(boost::asio::ip::make_address(http.substr(0, colon)),
+                                                static_cast<uint16_t>(std::stoi(http.substr(colon + 1))));
+    const std::string target = "/api/v1/pods?watch=1&resourceVersion=" + list->resource_version();
+    for (int w = 0; w < watchers; ++w) {
+      http_watches.push_back(std::make_unique<HttpWatcher>(ioc, pods + 1, w % 50 == 0, &delivered, &last_ns));
+      http_watches.back()->watch.Start(server, token, target);
+    }
+    for (int t = 0; t < 2; ++t) http_threads.emplace_back([&ioc] { ioc.run(); });
   }
   for (auto& q : queues) {
     pollers.emplace_back([cq = q.get()] {
@@ -335,15 +383,20 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (auto& w : watches) w->Cancel();
+  for (auto& w : http_watches) w->watch.Cancel();
   int64_t batches = 0;
   std::map<int64_t, std::vector<double>> by_second;
-  for (auto& w : watches) {
-    const auto& mine = w->tally().Wait();
-    batches += w->tally().batches();
+  auto gather = [&](Tally& tally) {
+    const auto& mine = tally.Wait();
+    batches += tally.batches();
     latencies.insert(latencies.end(), mine.begin(), mine.end());
-    const auto& at = w->tally().delivered_at();
+    const auto& at = tally.delivered_at();
     for (size_t i = 0; i < mine.size(); ++i) by_second[(at[i] - start) / 1'000'000'000].push_back(mine[i]);
-  }
+  };
+  for (auto& w : watches) gather(w->tally());
+  for (auto& w : http_watches) gather(w->tally);
+  ioc.stop();
+  for (auto& t : http_threads) t.join();
   if (timeline) {
     for (auto& [sec, v] : by_second) {
       std::sort(v.begin(), v.end());
