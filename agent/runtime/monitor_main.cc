@@ -261,10 +261,11 @@ int WaitCopying(pid_t child, int out, int err, int sigfd) {
   pollfd fds[3] = {{sigfd, POLLIN, 0}, {out, POLLIN, 0}, {err, POLLIN, 0}};
   const char* streams[3] = {nullptr, "stdout", "stderr"};
   int status = 0;
-  for (;;) {
+  bool reaped = false;
+  while (!reaped) {
     if (poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
-      break;
+      break;  // cannot happen with these descriptors; the wait below still tells how it ended
     }
     for (int i = 1; i < 3; ++i) {
       if (fds[i].revents != 0 && !CopyOut(fds[i].fd, streams[i])) fds[i].fd = -1;
@@ -273,8 +274,10 @@ int WaitCopying(pid_t child, int out, int err, int sigfd) {
       signalfd_siginfo info;
       while (read(sigfd, &info, sizeof info) < 0 && errno == EINTR) {
       }
-      if (waitpid(child, &status, WNOHANG) == child) break;
+      reaped = waitpid(child, &status, WNOHANG) == child;
     }
+  }
+  while (!reaped && waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   for (int i = 1; i < 3; ++i) {
     if (fds[i].fd < 0) continue;

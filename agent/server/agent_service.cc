@@ -221,8 +221,7 @@ void FinishCommand(pid_t pid, bool cancelled, ExecStream* stream) {
   stream->Write(last);
 }
 
-}  // namespace
-
+// How a log request wants the log shown (since: the later of its time and its seconds).
 runtime::crilog::ReadOptions ReadOptionsOf(const LogRequest& req) {
   runtime::crilog::ReadOptions o;
   o.since_nanos = req.since_unix_nanos();
@@ -234,6 +233,8 @@ runtime::crilog::ReadOptions ReadOptionsOf(const LogRequest& req) {
   if (req.has_limit_bytes()) o.limit_bytes = req.limit_bytes();
   return o;
 }
+
+}  // namespace
 
 int64_t TailOffset(int fd, int64_t lines) {
   struct stat sb {};

@@ -4,7 +4,6 @@
 
 #include "agent/node/usage.h"
 #include "agent/pods/pod_workers.h"
-#include "agent/runtime/cri_log.h"
 #include "agent/server/serving.h"
 #include "proto/agent/agent.grpc.pb.h"
 #include "proto/agent/stats.grpc.pb.h"
@@ -43,7 +42,5 @@ class StatsService final : public Stats::Service {
 
 // Byte offset in the file where its last `lines` lines start.
 int64_t TailOffset(int fd, int64_t lines);
-// How a log request wants the log shown (since: the later of its time and its seconds).
-runtime::crilog::ReadOptions ReadOptionsOf(const LogRequest& req);
 
 }  // namespace mkube::agent::server

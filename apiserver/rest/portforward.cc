@@ -34,6 +34,7 @@ using spdy::Framer;
 
 // One forwarded connection: its two streams and its agent call.
 struct Pair {
+  std::string key;  // its request id
   uint32_t error_stream = 0, data_stream = 0;
   int port = 0;
   std::shared_ptr<grpc::ClientContext> ctx;
@@ -104,7 +105,10 @@ class Front::PortForwardTunnel : public std::enable_shared_from_this<Front::Port
     std::string key = header("requestid");
     if (key.empty()) key = std::to_string(type == "error" ? f.stream : f.stream - 2);
     auto& pair = pairs_[key];
-    if (!pair) pair = std::make_shared<Pair>();
+    if (!pair) {
+      pair = std::make_shared<Pair>();
+      pair->key = key;
+    }
     pair->port = port;
     by_stream_[f.stream] = pair;
     if (type == "error") {
@@ -119,7 +123,10 @@ class Front::PortForwardTunnel : public std::enable_shared_from_this<Front::Port
     }
     pods_->Authorize(pair->ctx.get());
     auto self = shared_from_this();
-    if (!relays_->Spawn([self, pair] { self->Forward(pair); })) {
+    if (!relays_->Spawn([self, pair] {
+          self->Forward(pair);
+          self->Forget(*pair);
+        })) {
       ws_->Push(Framer::RstStream(f.stream, spdy::kRefusedStream));
     }
   }
@@ -192,6 +199,18 @@ class Front::PortForwardTunnel : public std::enable_shared_from_this<Front::Port
     if (!st.ok() && st.error_code() != grpc::StatusCode::CANCELLED) return Failed(*pair, st);
     if (!fin_sent) ws_->Send(Framer::Data(pair->data_stream, "", true));
     if (pair->error_stream) ws_->Send(Framer::Data(pair->error_stream, "", true));
+  }
+
+  // A connection that has ended leaves the tunnel (which may carry many in its life).
+  void Forget(const Pair& p) {
+    std::lock_guard<std::mutex> l(mu_);
+    by_stream_.erase(p.error_stream);
+    by_stream_.erase(p.data_stream);
+    pairs_.erase(p.key);
+    if (paused_ == &p) {
+      paused_ = nullptr;
+      ws_->Resume();
+    }
   }
 
   // The client's bytes to the agent, then the end of them.

@@ -20,7 +20,7 @@ namespace mkube::apiserver::rest::spdy {
 enum class FrameType { kSynStream, kData, kRstStream, kPing, kGoAway, kIgnored };
 inline constexpr uint8_t kFlagFin = 0x01;
 // RST_STREAM status codes.
-inline constexpr uint32_t kProtocolError = 1, kRefusedStream = 3, kCancel = 5, kInternalError = 6;
+inline constexpr uint32_t kProtocolError = 1, kRefusedStream = 3, kCancel = 5;
 
 struct Frame {
   FrameType type = FrameType::kIgnored;

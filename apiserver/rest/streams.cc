@@ -1,7 +1,6 @@
 // pods/log as a streamed text/plain answer, and pods/exec and pods/attach over WebSocket
 // (v5.channel.k8s.io, v4 too): relayed to the pod's agent as mkubectl's are, each on threads
 // of its own (Relays).
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -48,7 +47,7 @@ std::string FailureStatus(const absl::Status& st) {
   return s.dump();
 }
 
-// An integer query parameter; false (and a BadRequest) when it is not one.
+// An integer query parameter of at least `min`, when given; an error naming it otherwise.
 absl::Status IntParam(const Front::Call& c, const std::string& name, int64_t min,
                       std::optional<int64_t>* out) {
   const std::string v = c.Param(name);
@@ -340,7 +339,7 @@ void Front::RemoteCommandCall(std::shared_ptr<Call> call) {
     run = [rc, stub, req, node = target->node] { rc->Attach(stub, req, node); };
   }
   Record(c, 101);
-  c.ex->AcceptWebSocket(protocol, [this, rc, ctx, run](mkube::http::WebSocketPtr ws) {
+  c.ex->AcceptWebSocket(protocol, [this, rc, run](mkube::http::WebSocketPtr ws) {
     rc->Opened(ws);
     if (!relays_->Spawn(run)) ws->Close();
     return rc->Handlers();

@@ -38,7 +38,6 @@ class HttpWatch {
                                });
     });
   }
-  bool ok() const { return status_ == 200; }
   // Ends the watch (from any thread); on_end follows.
   void Cancel() {
     boost::asio::post(socket_.get_executor(), [this] {
@@ -52,7 +51,6 @@ class HttpWatch {
   void Read() {
     boost::beast::http::async_read_some(
         socket_, buffer_, parser_, [this](boost::beast::error_code ec, size_t) {
-          if (parser_.is_header_done()) status_ = parser_.get().result_int();
           if (ec || done_ || parser_.is_done()) return End();
           Read();
         });
@@ -80,7 +78,6 @@ class HttpWatch {
   std::function<size_t(uint64_t, std::string_view, boost::beast::error_code&)> on_chunk_;
   std::string partial_;
   bool done_ = false;
-  unsigned status_ = 0;
 };
 
 // An event line's type and, when asked, the pod's bench/sent-ns annotation (-1 if none):
