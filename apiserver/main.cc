@@ -156,7 +156,8 @@ void AddWatchAndProcessFlags(CLI::App& app, Flags& f) {
   app.add_option("--watch-coalesce-ms", f.watch_coalesce_ms,
                  "Once a watch thread has sent 32 events (per watch) within this many ms, its "
                  "watches wait for the rest of it and send their waiting events together (0: "
-                 "send each write as soon as the last is done)")
+                 "send each write as soon as the last is done); the same for the HTTP API's "
+                 "watches, counted per write")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--watch-threads", f.service_options.watch_threads,
@@ -286,6 +287,7 @@ absl::StatusOr<std::unique_ptr<mkube::http::Server>> StartKubeApi(
   o.tls_key_file = f.tls_key;
   o.client_ca_file = f.client_ca;
   o.max_body_bytes = std::min<size_t>(f.max_request_bytes, 3 << 20);
+  o.coalesce = std::chrono::milliseconds(f.watch_coalesce_ms);
   o.error_response = [](int code, const std::string& message) {
     return mkube::apiserver::rest::Refusal(code, code == 413 ? "RequestEntityTooLarge" : "BadRequest",
                                            message);

@@ -25,10 +25,11 @@ namespace mkube::apiserver::cache {
 enum class EventType { kAdded, kModified, kDeleted, kBookmark };
 const char* EventTypeName(EventType t);
 
-// The encodings that watches share, one set per way of sending events: gRPC's WatchBatch
-// messages, and the Kubernetes HTTP API's JSON lines.
-enum class Encoder { kGrpc, kJsonLine };
-inline constexpr size_t kEncoders = 2;
+// The encodings that clients share, one set per way of sending objects: gRPC's WatchBatch
+// messages, the Kubernetes HTTP API's JSON watch lines, and its JSON objects (for lists and
+// gets: kept under ADDED whatever the event).
+enum class Encoder { kGrpc, kJsonLine, kJson };
+inline constexpr size_t kEncoders = 3;
 
 // The encodings of an entry as a watch event of each type, per encoder, made by the first sink
 // that sends it and shared by every other. Sinks run on several threads at once (the feed, the

@@ -171,6 +171,16 @@ absl::StatusOr<cache::Filter> Registry::MakeFilter(const api::KindInfo& kind,
 }
 
 absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
+  MKUBE_ASSIGN_OR_RETURN(auto result, ListEntries(req));
+  ListReply reply;
+  reply.set_resource_version(std::to_string(result.revision));
+  reply.set_continue_(result.continue_key);
+  reply.set_remaining_item_count(result.remaining);
+  for (const auto& e : result.items) reply.add_items(e->bytes);
+  return reply;
+}
+
+absl::StatusOr<cache::WatchCache::ListResult> Registry::ListEntries(const ListRequest& req) {
   auto kind = Resolve(req.resource());
   if (!kind.ok()) return kind.status();
   MKUBE_ASSIGN_OR_RETURN(auto filter, MakeFilter(**kind, req.namespace_(), req.label_selector(),
@@ -188,13 +198,7 @@ absl::StatusOr<ListReply> Registry::List(const ListRequest& req) {
   if (min_rv > 0) {
     MKUBE_RETURN_IF_ERROR(cache_->WaitFor(min_rv, kCacheWait));
   }
-  auto result = cache_->List(filter, req.limit(), req.continue_());
-  ListReply reply;
-  reply.set_resource_version(std::to_string(result.revision));
-  reply.set_continue_(result.continue_key);
-  reply.set_remaining_item_count(result.remaining);
-  for (const auto& e : result.items) reply.add_items(e->bytes);
-  return reply;
+  return cache_->List(filter, req.limit(), req.continue_());
 }
 
 absl::Status Registry::NoSubresource(const api::KindInfo& kind, const std::string& sub) {

@@ -72,6 +72,8 @@ class Registry {
     return obj;
   }
   absl::StatusOr<ListReply> List(const ListRequest& req);
+  // The same list as the cache's entries, for a transport that encodes them itself.
+  absl::StatusOr<cache::WatchCache::ListResult> ListEntries(const ListRequest& req);
   absl::StatusOr<std::string> Update(const UpdateRequest& req, Admit admit = nullptr);
   void Update(const UpdateRequest& req, Admit admit, Done done);
   absl::StatusOr<std::string> Patch(const PatchRequest& req);

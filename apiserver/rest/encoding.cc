@@ -190,6 +190,21 @@ Json ObjectJson(const api::KindInfo& kind, const google::protobuf::Message& obj)
   return out;
 }
 
+namespace {
+struct EncodedText final : cache::EncodingMemo::Encoding {
+  std::string text;
+};
+}  // namespace
+
+const std::string& ObjectText(const cache::Entry& entry) {
+  const auto& made = entry.encoded.GetOrMake(cache::Encoder::kJson, cache::EventType::kAdded, [&] {
+    auto e = std::make_unique<EncodedText>();
+    e->text = ObjectJson(*entry.kind, *entry.object).dump();
+    return e;
+  });
+  return static_cast<const EncodedText&>(made).text;
+}
+
 absl::StatusOr<Json> ObjectJson(const api::KindInfo& kind, const std::string& bytes) {
   auto msg = kind.New();
   if (!msg->ParseFromString(bytes)) return absl::InternalError("cannot decode the stored object");

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "api/kinds.h"
+#include "apiserver/cache/watch_cache.h"
 #include "base/http/server.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
@@ -48,6 +49,8 @@ mkube::http::Response JsonResponse(int status, const Json& body,
 
 // An object with its apiVersion and kind first, as the API serves it.
 Json ObjectJson(const api::KindInfo& kind, const google::protobuf::Message& obj);
+// A cached object's JSON text, made once per object and shared by every list and watch.
+const std::string& ObjectText(const cache::Entry& entry);
 // The same from the serialized message; an error when it does not decode.
 absl::StatusOr<Json> ObjectJson(const api::KindInfo& kind, const std::string& bytes);
 // A message that is no stored kind (Scale, Status-like replies), under the given type.

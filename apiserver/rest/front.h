@@ -83,6 +83,7 @@ class Front {
   // The verbs (resources.cc).
   void Get(Call& call);
   void List(Call& call);
+  void ListMeasured(Call& call, const ListRequest& r);
   void Create(Call& call);
   void Update(Call& call);
   void Patch(Call& call);

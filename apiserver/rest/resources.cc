@@ -50,19 +50,37 @@ absl::StatusOr<Json> WrittenJson(const Target& t, const std::string& bytes) {
   return ObjectJson(*t.kind, bytes);
 }
 
-Json ListJson(const api::KindInfo& k, const std::vector<std::unique_ptr<google::protobuf::Message>>& items,
-              const ListReply& reply) {
-  Json metadata = {{"resourceVersion", reply.resource_version()}};
-  if (!reply.continue_().empty()) {
-    metadata["continue"] = reply.continue_();
-    if (reply.remaining_item_count() > 0) metadata["remainingItemCount"] = reply.remaining_item_count();
-  }
+// A list of decoded objects (a deletecollection's, metrics'), encoded on each request.
+template <typename Items>
+Json ListJson(const api::KindInfo& k, const Items& items, const std::string& resource_version) {
   Json list = Json::array();
   for (const auto& m : items) list.push_back(ObjectJson(k, *m));
   return {{"kind", k.kind + "List"},
           {"apiVersion", k.api_version()},
-          {"metadata", std::move(metadata)},
+          {"metadata", {{"resourceVersion", resource_version}}},
           {"items", std::move(list)}};
+}
+
+// A list as JSON text: the objects' texts, made once per object for every list and watch,
+// joined into it.
+std::string ListText(const api::KindInfo& k, const cache::WatchCache::ListResult& list) {
+  Json metadata = {{"resourceVersion", std::to_string(list.revision)}};
+  if (!list.continue_key.empty()) {
+    metadata["continue"] = list.continue_key;
+    if (list.remaining > 0) metadata["remainingItemCount"] = list.remaining;
+  }
+  size_t size = 256;
+  for (const auto& e : list.items) size += ObjectText(*e).size() + 1;
+  std::string out;
+  out.reserve(size);
+  out += fmt::format(R"({{"kind":{},"apiVersion":{},"metadata":{},"items":[)",
+                     Json(k.kind + "List").dump(), Json(k.api_version()).dump(), metadata.dump());
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += ObjectText(*list.items[i]);
+  }
+  out += "]}";
+  return out;
 }
 
 // DeleteOptions from the body (JSON; a protobuf one, as kubectl's drain may send, is taken
@@ -155,27 +173,37 @@ void Front::List(Call& c) {
     }
     r.set_limit(n);
   }
-  absl::StatusOr<ListReply> reply;
-  if (k.measured) {
-    if (!metrics_api_) return Fail(c, NotServed());
-    reply = metrics_api_->List(k, r);
-  } else {
-    reply = registry_->List(r);
+  if (k.measured) return ListMeasured(c, r);
+  auto list = registry_->ListEntries(r);
+  if (!list.ok()) return Fail(c, list.status());
+  if (WantsTable(c.req.Header("accept"))) {
+    std::vector<const google::protobuf::Message*> objects;
+    objects.reserve(list->items.size());
+    for (const auto& e : list->items) objects.push_back(e->object.get());
+    return Answer(c, JsonResponse(200, TableJson(k, objects, std::to_string(list->revision),
+                                                 list->continue_key)));
   }
+  Answer(c, {.status = 200, .body = ListText(k, *list)});
+}
+
+// metrics.k8s.io's lists, made from the agents' figures on each request.
+void Front::ListMeasured(Call& c, const ListRequest& r) {
+  const api::KindInfo& k = *c.target.kind;
+  if (!metrics_api_) return Fail(c, NotServed());
+  auto reply = metrics_api_->List(k, r);
   if (!reply.ok()) return Fail(c, reply.status());
   std::vector<std::unique_ptr<google::protobuf::Message>> items;
-  items.reserve(reply->items_size());
+  std::vector<const google::protobuf::Message*> objects;
   for (const auto& b : reply->items()) {
     auto m = k.New();
-    if (!m->ParseFromString(b)) return Fail(c, absl::InternalError("cannot decode a stored object"));
+    if (!m->ParseFromString(b)) return Fail(c, absl::InternalError("cannot decode a measured object"));
+    objects.push_back(m.get());
     items.push_back(std::move(m));
   }
   if (WantsTable(c.req.Header("accept"))) {
-    std::vector<const google::protobuf::Message*> ptrs;
-    for (const auto& m : items) ptrs.push_back(m.get());
-    return Answer(c, JsonResponse(200, TableJson(k, ptrs, reply->resource_version(), reply->continue_())));
+    return Answer(c, JsonResponse(200, TableJson(k, objects, reply->resource_version())));
   }
-  Answer(c, JsonResponse(200, ListJson(k, items, *reply)));
+  Answer(c, JsonResponse(200, ListJson(k, objects, reply->resource_version())));
 }
 
 void Front::Create(Call& c) {
@@ -295,7 +323,7 @@ void Front::DeleteCollection(Call& c) {
       if (d->ParseFromString(*bytes)) deleted.push_back(std::move(d));
     }
   }
-  Answer(c, JsonResponse(200, ListJson(k, deleted, *listed)));
+  Answer(c, JsonResponse(200, ListJson(k, deleted, listed->resource_version())));
 }
 
 void Front::CreateSubresource(Call& c) {

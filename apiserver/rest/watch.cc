@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/numbers.h"
+#include "fmt/format.h"
 #include "api/object.h"
 #include "apiserver/cache/watch_cache.h"
 #include "apiserver/rest/deadlines.h"
@@ -28,7 +29,7 @@ class HttpWatch final : public cache::WatchSink {
       : kind_(kind), table_(table), ex_(std::move(ex)) {}
 
   bool Push(const cache::Event& e, bool) override {
-    std::string line = Line(e);
+    mkube::http::Piece line = Line(e);
     std::lock_guard<std::mutex> l(mu_);
     if (!ex_) return false;
     return ex_->Write(std::move(line));
@@ -47,31 +48,29 @@ class HttpWatch final : public cache::WatchSink {
 
  private:
   // A Table's row says the object's age now, so it is made for each watcher (kubectl get -w);
-  // object lines are made once for all.
-  std::string Line(const cache::Event& e) const {
-    if (!e.entry || e.type == cache::EventType::kBookmark || table_) {
-      return Encode(e).dump() + "\n";
+  // an object's line is made once, kept with its entry, and sent to every watcher as it is.
+  mkube::http::Piece Line(const cache::Event& e) const {
+    if (!e.entry || e.type == cache::EventType::kBookmark) {
+      Json bookmark = {{"type", "BOOKMARK"},
+                       {"object",
+                        {{"kind", kind_->kind},
+                         {"apiVersion", kind_->api_version()},
+                         {"metadata", {{"resourceVersion", std::to_string(e.revision)}}}}}};
+      return std::make_shared<const std::string>(bookmark.dump() + "\n");
+    }
+    const char* type = cache::EventTypeName(e.type);
+    if (table_) {
+      Json row = {{"type", type},
+                  {"object", TableJson(*kind_, {e.entry->object.get()}, std::to_string(e.revision))}};
+      return std::make_shared<const std::string>(row.dump() + "\n");
     }
     const auto& encoded = e.entry->encoded.GetOrMake(cache::Encoder::kJsonLine, e.type, [&] {
       auto line = std::make_unique<EncodedLine>();
-      line->text = Encode(e).dump() + "\n";
+      line->text = fmt::format(R"({{"type":"{}","object":{}}})", type, ObjectText(*e.entry)) + "\n";
       return line;
     });
-    return static_cast<const EncodedLine&>(encoded).text;
-  }
-
-  Json Encode(const cache::Event& e) const {
-    if (e.type == cache::EventType::kBookmark || !e.entry) {
-      return {{"type", "BOOKMARK"},
-              {"object",
-               {{"kind", kind_->kind},
-                {"apiVersion", kind_->api_version()},
-                {"metadata", {{"resourceVersion", std::to_string(e.revision)}}}}}};
-    }
-    const google::protobuf::Message& obj = *e.entry->object;
-    Json object = table_ ? TableJson(*kind_, {&obj}, std::to_string(e.revision))
-                         : ObjectJson(*kind_, obj);
-    return {{"type", cache::EventTypeName(e.type)}, {"object", std::move(object)}};
+    // Shares the entry's ownership: the line lives while a write still holds it.
+    return mkube::http::Piece(e.entry, &static_cast<const EncodedLine&>(encoded).text);
   }
 
   const api::KindInfo* kind_;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <condition_variable>
@@ -30,6 +31,8 @@ class Flow {
  public:
   virtual ~Flow() = default;
   virtual void Post(std::function<void()> f) = 0;
+  // In a round of the server's: sends what the connection has waiting, on its strand.
+  virtual void PostFlush() {}
   // Called once the server's threads have stopped: the connection lets go of anything that
   // holds it, and writers waiting for the client give up.
   virtual void Detach() {
@@ -70,6 +73,27 @@ struct Context {
   std::optional<ssl::context> tls;
   net::io_context ioc;
 
+  Context() : round_timer_(ioc) {}
+
+  // `f` has something to flush: it goes in the next round (see ServerOptions::coalesce).
+  void Due(std::shared_ptr<Flow> f) {
+    std::lock_guard<std::mutex> l(round_mu_);
+    due_.push_back(std::move(f));
+    if (round_pending_) return;
+    round_pending_ = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= window_start_ + options.coalesce) {
+      window_start_ = now;
+      window_flushes_ = 0;
+    }
+    if (window_flushes_ < ServerOptions::kQuickFlushes) {
+      net::post(ioc, [this] { Round(); });
+    } else {
+      round_timer_.expires_at(window_start_ + options.coalesce);
+      round_timer_.async_wait([this](const boost::system::error_code&) { Round(); });
+    }
+  }
+
   // Every connection, to let go of those still waiting when the server stops.
   void Register(const std::shared_ptr<Flow>& f) {
     std::lock_guard<std::mutex> l(mu_);
@@ -87,8 +111,31 @@ struct Context {
   }
 
  private:
+  void Round() {
+    std::vector<std::shared_ptr<Flow>> round;
+    {
+      std::lock_guard<std::mutex> l(round_mu_);
+      round.swap(due_);
+      round_pending_ = false;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= window_start_ + options.coalesce) {
+        window_start_ = now;
+        window_flushes_ = 0;
+      }
+      window_flushes_ += round.size();
+    }
+    for (auto& f : round) f->PostFlush();
+  }
+
   std::mutex mu_;
   std::vector<std::weak_ptr<Flow>> flows_;
+
+  std::mutex round_mu_;
+  std::vector<std::shared_ptr<Flow>> due_;
+  bool round_pending_ = false;
+  std::chrono::steady_clock::time_point window_start_;
+  size_t window_flushes_ = 0;
+  net::steady_timer round_timer_;
 };
 
 }  // namespace mkube::http::detail

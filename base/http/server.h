@@ -65,6 +65,10 @@ struct WebSocketHandlers {
   std::function<void()> on_close;
 };
 
+// A piece of a streamed answer that may be shared with other streams (a watch event's line,
+// sent to every watcher without a copy).
+using Piece = std::shared_ptr<const std::string>;
+
 // One request's answer, from any thread: Finish once; or Start, Write any number of chunks,
 // then End. Calls after the connection closed (or its server stopped) do nothing; an
 // Exchange may outlive its server.
@@ -72,10 +76,13 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
   virtual void Finish(Response r) = 0;
-  // A streamed answer (Transfer-Encoding: chunked); each Write goes out as its own chunk.
+  // A streamed answer (Transfer-Encoding: chunked). What is written goes out in order; what
+  // a stream has waiting when its turn comes goes out as one chunk (see
+  // ServerOptions::coalesce).
   virtual void Start(int status, std::string content_type) = 0;
   // False once the client is gone, or when it is so far behind that the stream is cut.
   virtual bool Write(std::string chunk) = 0;
+  virtual bool Write(Piece piece) = 0;
   // As Write, but a client that is behind makes it wait rather than cutting the stream: for
   // a relay whose source can wait (a log, a command's output). False once the client is gone.
   virtual bool WriteWaiting(std::string chunk) = 0;
@@ -108,6 +115,13 @@ struct ServerOptions {
   size_t max_connections = 20000;  // more are closed at once
   // Bytes a streamed answer may have waiting for a slow client before Write refuses.
   size_t max_stream_backlog = 4 << 20;
+  // Streamed answers with something to send are flushed in rounds, each carrying all that a
+  // stream has waiting. A round starts at once while the rounds of the last `coalesce` have
+  // flushed fewer than kQuickFlushes streams; past that, the next waits for the next window.
+  // A quiet server so sends each event at once, and a busy one (a thousand watches) gathers
+  // events into fewer, larger writes, which cost both ends far less than one each.
+  std::chrono::milliseconds coalesce{10};
+  static constexpr size_t kQuickFlushes = 32;
   // The answer to a request refused before any handler saw it (413, 431, 408, 400);
   // plain text when unset.
   std::function<Response(int status, const std::string& message)> error_response;

@@ -38,8 +38,9 @@ class SessionBase : public Flow, public std::enable_shared_from_this<SessionBase
   std::shared_ptr<SessionBase> hold;
   virtual void Finish(uint64_t seq, Response r) = 0;
   virtual void Start(uint64_t seq, int status, std::string content_type) = 0;
-  virtual void Send(uint64_t seq, std::string chunk) = 0;
-  virtual void End(uint64_t seq) = 0;
+  // From any thread: a piece of a streamed answer (or, `end`, its end) for the next round;
+  // false when the client is gone or has more than `limit` bytes waiting.
+  virtual bool Enqueue(uint64_t seq, Piece piece, size_t limit, bool end) = 0;
   virtual void OnClose(uint64_t seq, std::function<void()> f) = 0;
   virtual void Upgrade(uint64_t seq, std::string subprotocol,
                        std::function<WebSocketHandlers(WebSocketPtr)> open) = 0;
@@ -62,19 +63,19 @@ class ExchangeImpl final : public Exchange {
     }
   }
   bool Write(std::string chunk) override {
+    return Write(std::make_shared<const std::string>(std::move(chunk)));
+  }
+  bool Write(Piece piece) override {
     auto s = s_.lock();
-    if (!s || s->gone.load() || s->backlog.load() > max_backlog_) return false;
-    Queue(s, std::move(chunk));
-    return true;
+    return s && s->Enqueue(seq_, std::move(piece), max_backlog_, false);
   }
   bool WriteWaiting(std::string chunk) override {
     auto s = s_.lock();
     if (!s || !s->WaitBelow(max_backlog_)) return false;
-    Queue(s, std::move(chunk));
-    return true;
+    return s->Enqueue(seq_, std::make_shared<const std::string>(std::move(chunk)), SIZE_MAX, false);
   }
   void End() override {
-    if (auto s = s_.lock()) s->Post([s, seq = seq_] { s->End(seq); });
+    if (auto s = s_.lock()) s->Enqueue(seq_, nullptr, SIZE_MAX, true);
   }
   void OnClose(std::function<void()> f) override {
     auto s = s_.lock();
@@ -91,11 +92,6 @@ class ExchangeImpl final : public Exchange {
   }
 
  private:
-  void Queue(const std::shared_ptr<SessionBase>& s, std::string chunk) {
-    s->backlog.fetch_add(chunk.size());
-    s->Post([s, seq = seq_, c = std::move(chunk)]() mutable { s->Send(seq, std::move(c)); });
-  }
-
   std::weak_ptr<SessionBase> s_;
   uint64_t seq_;
   size_t max_backlog_;
@@ -127,7 +123,9 @@ class Session final : public SessionBase {
     bool cache_control = false;
     for (const auto& [k, v] : r.headers) cache_control |= k == "Cache-Control";
     if (!cache_control) r.headers.emplace_back("Cache-Control", "no-cache, private");
-    Queue(Head(r.status, r.content_type, r.headers, keep_alive_, r.body.size()) + r.body);
+    out_.push_back({nullptr, Head(r.status, r.content_type, r.headers, keep_alive_, r.body.size()), 0});
+    if (!r.body.empty()) out_.push_back({nullptr, std::move(r.body), 0});  // not copied
+    if (!writing_) WriteNext();
     state_ = keep_alive_ ? State::kReadingNext : State::kClosing;
     hold.reset();  // the write in flight holds the session now
   }
@@ -144,17 +142,58 @@ class Session final : public SessionBase {
     hold.reset();  // the read watching for the client's close holds the session now
   }
 
-  void Send(uint64_t seq, std::string chunk) override {
-    const size_t n = chunk.size();
-    if (seq != seq_ || state_ != State::kStreaming || chunk.empty()) return Written(n);
-    // The chunk counts against the backlog until the socket has taken it.
-    Queue(fmt::format("{:x}\r\n", n) + chunk + "\r\n", n);
+  bool Enqueue(uint64_t seq, Piece piece, size_t limit, bool end) override {
+    const size_t n = piece ? piece->size() : 0;
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      if (gone.load() || backlog.load() > limit) return false;
+      backlog.fetch_add(n);  // until the socket has taken it
+      pending_.push_back({seq, std::move(piece), end});
+      if (flush_due_) return true;
+      flush_due_ = true;
+    }
+    ctx_->Due(shared_from_this());
+    return true;
   }
 
-  void End(uint64_t seq) override {
-    if (seq != seq_ || state_ != State::kStreaming) return;
-    Queue("0\r\n\r\n");
-    state_ = State::kClosing;
+  void PostFlush() override {
+    net::post(stream_.get_executor(), [self = Self()] { self->Flush(); });
+  }
+
+  // What handlers wrote since the last round goes out as one chunk, then the end if it came.
+  void Flush() {
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      flushing_.swap(pending_);  // each keeps its capacity
+      flush_due_ = false;
+    }
+    size_t n = 0, dropped = 0;
+    bool end = false;
+    for (auto& p : flushing_) {
+      const size_t size = p.piece ? p.piece->size() : 0;
+      if (p.seq != seq_ || state_ != State::kStreaming || end) {
+        dropped += size;
+        p.piece.reset();
+      } else if (p.end) {
+        end = true;
+      } else {
+        n += size;
+      }
+    }
+    Written(dropped);
+    if (n > 0) {
+      out_.push_back({nullptr, fmt::format("{:x}\r\n", n), 0});
+      for (auto& p : flushing_) {
+        if (p.piece && !p.piece->empty()) out_.push_back({std::move(p.piece), {}, 0});
+      }
+      out_.push_back({nullptr, "\r\n", n});  // the chunk's bytes count once it is all written
+    }
+    flushing_.clear();
+    if (end) {
+      out_.push_back({nullptr, "0\r\n\r\n", 0});
+      state_ = State::kClosing;
+    }
+    if (!writing_) WriteNext();
   }
 
   void OnClose(uint64_t seq, std::function<void()> f) override {
@@ -288,39 +327,80 @@ class Session final : public SessionBase {
                      : Response{.status = status, .content_type = "text/plain", .body = message});
   }
 
-  void Queue(std::string bytes, size_t counted = 0) {
-    out_.push_back({std::move(bytes), counted});
+  void Queue(std::string bytes) {
+    out_.push_back({nullptr, std::move(bytes), 0});
     if (!writing_) WriteNext();
   }
 
   void WriteNext() {
-    if (out_.empty()) {
-      writing_ = false;
-      if (state_ == State::kReadingNext) return Read();
-      if (state_ == State::kClosing) return Close();
-      return;
+    for (;;) {
+      if (out_.empty()) {
+        writing_ = false;
+        if (state_ == State::kReadingNext) return Read();
+        if (state_ == State::kClosing) return Close();
+        return;
+      }
+      writing_ = true;
+      if (state_ != State::kStreaming) {
+        beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
+      }
+      const size_t bytes = Gather();
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        // A stream's writes have no deadline: straight to the socket, at once while it has
+        // room (a watch's many small writes each cost a completion otherwise), and without
+        // the stream's timer bookkeeping.
+        if (state_ == State::kStreaming) {
+          auto& socket = beast::get_lowest_layer(stream_).socket();
+          beast::error_code ec;
+          socket.non_blocking(true, ec);
+          size_t sent = ec ? 0 : socket.write_some(buffers_, ec);
+          if (ec == net::error::would_block) ec = {};
+          if (ec) return Close();
+          if (sent == bytes) {
+            Written(in_flight_counted_);
+            continue;
+          }
+          Consume(sent);
+          return net::async_write(socket, buffers_, Done());
+        }
+      }
+      return net::async_write(stream_, buffers_, Done());
     }
-    writing_ = true;
-    if (state_ != State::kStreaming) {
-      beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
-    }
-    // What has queued up meanwhile goes out in one write (a watch's many small chunks: one
-    // TLS record and one system call rather than one each).
-    writing_bytes_.clear();
-    writing_counted_ = 0;
-    while (!out_.empty() && (writing_bytes_.empty() || writing_bytes_.size() + out_.front().bytes.size() <= kMaxWrite)) {
-      writing_bytes_ += out_.front().bytes;
-      writing_counted_ += out_.front().counted;
+  }
+
+  // What has queued up meanwhile goes out in one write, its pieces gathered where they are
+  // (a watch's events, shared with every other watcher, are not copied): its size.
+  size_t Gather() {
+    in_flight_.clear();
+    buffers_.clear();
+    in_flight_counted_ = 0;
+    size_t bytes = 0;
+    while (!out_.empty() && (bytes == 0 || bytes + out_.front().size() <= kMaxWrite)) {
+      bytes += out_.front().size();
+      in_flight_counted_ += out_.front().counted;
+      in_flight_.push_back(std::move(out_.front()));
       out_.pop_front();
     }
-    net::async_write(stream_, net::buffer(writing_bytes_),
-                     [self = Self()](beast::error_code ec, size_t) {
-                       // Closed meanwhile (the client went away while this write was queued
-                       // to complete): the buffer goes with the connection.
-                       if (ec || self->state_ == State::kClosed) return self->Close();
-                       self->Written(self->writing_counted_);
-                       self->WriteNext();
-                     });
+    for (const auto& p : in_flight_) buffers_.emplace_back(p.data(), p.size());
+    return bytes;
+  }
+
+  // Drops the first `n` bytes of the write in flight's buffers (they were sent).
+  void Consume(size_t n) {
+    size_t whole = 0;
+    while (whole < buffers_.size() && n >= buffers_[whole].size()) n -= buffers_[whole++].size();
+    buffers_.erase(buffers_.begin(), buffers_.begin() + whole);
+    if (n > 0) buffers_.front() += n;
+  }
+
+  auto Done() {
+    return [self = Self()](beast::error_code ec, size_t) {
+      // Closed meanwhile (the client went away while this write was queued to complete):
+      // the pieces in flight go with the connection.
+      if (ec || self->state_ == State::kClosed) return self->Close();
+      self->Written(self->in_flight_counted_);
+      self->WriteNext();
+    };
   }
 
   // While an answer streams, a read that ends tells the client went away.
@@ -340,7 +420,11 @@ class Session final : public SessionBase {
     beast::error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     beast::get_lowest_layer(stream_).close();
-    out_.clear();  // (a write in flight has its own buffer)
+    out_.clear();  // (a write in flight keeps its pieces)
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      pending_.clear();
+    }
     if (auto f = std::move(on_close_)) f();
     hold.reset();
   }
@@ -357,14 +441,29 @@ class Session final : public SessionBase {
   uint64_t requests_ = 0;
   bool keep_alive_ = true;
   bool writing_ = false;
+  // What waits to be written: a shared piece, or bytes of the connection's own.
   struct Pending {
-    std::string bytes;
-    size_t counted;  // of the backlog
+    Piece shared;
+    std::string own;
+    size_t counted;  // of the backlog, released once it is written
+    const char* data() const { return shared ? shared->data() : own.data(); }
+    size_t size() const { return shared ? shared->size() : own.size(); }
   };
   std::deque<Pending> out_;
   static constexpr size_t kMaxWrite = 256 << 10;
-  std::string writing_bytes_;  // what the write in flight sends
-  size_t writing_counted_ = 0;  // of the backlog
+  std::vector<Pending> in_flight_;  // what the write in flight sends
+  std::vector<net::const_buffer> buffers_;
+  size_t in_flight_counted_ = 0;  // of the backlog
+  // Pieces handlers wrote (from any thread) for the next round.
+  struct PendingPiece {
+    uint64_t seq;
+    Piece piece;
+    bool end;
+  };
+  std::mutex pending_mu_;
+  std::vector<PendingPiece> pending_;
+  bool flush_due_ = false;
+  std::vector<PendingPiece> flushing_;  // the round's, on the strand
   std::function<void()> on_close_;
   // The request of a websocket upgrade, until its handler answers it.
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;

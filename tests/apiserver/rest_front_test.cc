@@ -32,6 +32,7 @@ class RecordingExchange final : public mkube::http::Exchange {
     body_ += chunk;
     return true;
   }
+  bool Write(mkube::http::Piece piece) override { return Write(std::string(*piece)); }
   bool WriteWaiting(std::string chunk) override { return Write(std::move(chunk)); }
   void End() override {
     absl::MutexLock l(&mu_);

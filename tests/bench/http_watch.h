@@ -24,7 +24,11 @@ class HttpWatch {
     request_ = "GET " + target + " HTTP/1.1\r\nHost: bench\r\nAccept: application/json\r\n" +
                "Authorization: Bearer " + token + "\r\n\r\n";
     parser_.body_limit(boost::none);
+    // Beast reads as much as the buffer has room for, 512 bytes into an empty one: room for
+    // what a busy server sends at once makes one read of it, not dozens.
+    buffer_.reserve(16 << 10);
     on_chunk_ = [this](uint64_t, std::string_view body, boost::beast::error_code&) {
+      if (!body.empty()) ++chunks_;
       Feed(body);
       return body.size();
     };
@@ -38,6 +42,8 @@ class HttpWatch {
                                });
     });
   }
+  // The chunk bodies read (a chunk split across reads counts once per read).
+  int64_t chunks() const { return chunks_; }
   // Ends the watch (from any thread); on_end follows.
   void Cancel() {
     boost::asio::post(socket_.get_executor(), [this] {
@@ -78,6 +84,7 @@ class HttpWatch {
   std::function<size_t(uint64_t, std::string_view, boost::beast::error_code&)> on_chunk_;
   std::string partial_;
   bool done_ = false;
+  int64_t chunks_ = 0;
 };
 
 // An event line's type and, when asked, the pod's bench/sent-ns annotation (-1 if none):

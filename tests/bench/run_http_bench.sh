@@ -2,12 +2,13 @@
 # The Kubernetes HTTP API beside gRPC on one mkube-apiserver (over one mkube-store), in one run:
 #  1. watch fan-out: 1,000 gRPC watchers, then (on a fresh apiserver) 1,000 HTTP watchers
 #     (JSON lines), while pods are created over gRPC at 300/s; p50/p99 create-to-delivery;
+#     the two sides alternate for --rounds rounds;
 #  2. a list of the pods created (10,000 by default): over gRPC (decoded into protobuf
 #     objects) and over HTTP as JSON and as a Table (kubectl's Accept; the bytes received);
 #  3. the apiserver's RSS with 1,000 idle HTTP watch connections open, and without them.
 # A run with errors says so (FAILED) and the exit status is 1.
 #   tests/bench/run_http_bench.sh [--watchers 1000] [--pods 10000] [--create-rate 300]
-#                                 [--idle 1000] [--build DIR]
+#                                 [--idle 1000] [--rounds 2] [--build DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
@@ -15,12 +16,14 @@ watchers=1000
 pods=10000
 rate=300
 idle=1000
+rounds=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --watchers) watchers=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --create-rate) rate=$2; shift 2 ;;
     --idle) idle=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -66,10 +69,14 @@ fanout() {  # NAME [--http]
   fi
   printf '%-6s %s apiserver_rss_mib=%s\n' "$name" "$line" "$(rss_mb "$api_pid")"
 }
-fanout grpc
-stop_api
-fanout http --http
-# The second apiserver and its store hold the pods: the lists read them.
+# The sides alternate, round by round, so that a busy moment of the machine hits both.
+for ((round = 1; round <= rounds; round++)); do
+  fanout "grpc$round"
+  stop_api
+  fanout "http$round" --http
+  if [ "$round" -lt "$rounds" ]; then stop_api; fi
+done
+# The last apiserver and its store hold the pods: the lists read them.
 
 # 2. Lists of everything over HTTP, each timed five times in one client (the median kept):
 # the time to the last byte, as JSON and as kubectl's Table. The gRPC list is watch_fanout's

@@ -104,7 +104,6 @@ class Tally {
         }
       }
       ++seen_;
-      ++batches_;
       delivered_->fetch_add(1);
       last_ns_->store(NowNs());
     }
@@ -394,7 +393,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < mine.size(); ++i) by_second[(at[i] - start) / 1'000'000'000].push_back(mine[i]);
   };
   for (auto& w : watches) gather(w->tally());
-  for (auto& w : http_watches) gather(w->tally);
+  for (auto& w : http_watches) {
+    gather(w->tally);
+    batches += w->watch.chunks();  // for HTTP: events per chunk read
+  }
   ioc.stop();
   for (auto& t : http_threads) t.join();
   if (timeline) {
