@@ -18,6 +18,7 @@ using google::protobuf::Message;
 using google::protobuf::Reflection;
 
 constexpr char kIntOrString[] = "mkube.api.IntOrString";
+constexpr char kFieldsV1[] = "mkube.api.FieldsV1";
 
 std::string Join(const std::string& path, std::string_view field) {
   return path.empty() ? std::string(field) : fmt::format("{}.{}", path, field);
@@ -81,6 +82,25 @@ absl::Status DecodeIntOrString(const YAML::Node& node, Message* msg, const std::
   } else {
     r->SetString(msg, d->FindFieldByName("string_value"), node.Scalar());
   }
+  return absl::OkStatus();
+}
+
+// A FieldsV1 set: maps of maps, each leaf an empty map.
+absl::StatusOr<nlohmann::ordered_json> FieldsTree(const YAML::Node& node, const std::string& path) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  if (node.IsNull()) return out;
+  if (!node.IsMap()) return TypeError(path, "a map", node);
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) return TypeError(path, "a field name", kv.first);
+    MKUBE_ASSIGN_OR_RETURN(out[kv.first.Scalar()],
+                           FieldsTree(kv.second, Join(path, kv.first.Scalar())));
+  }
+  return out;
+}
+
+absl::Status DecodeFieldsV1(const YAML::Node& node, Message* msg, const std::string& path) {
+  MKUBE_ASSIGN_OR_RETURN(auto tree, FieldsTree(node, path));
+  msg->GetReflection()->SetString(msg, msg->GetDescriptor()->FindFieldByName("json"), tree.dump());
   return absl::OkStatus();
 }
 
@@ -162,6 +182,7 @@ absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text) {
 absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string& path) {
   const Descriptor* d = msg->GetDescriptor();
   if (d->full_name() == kIntOrString) return DecodeIntOrString(node, msg, path);
+  if (d->full_name() == kFieldsV1) return DecodeFieldsV1(node, msg, path);
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsMap()) return TypeError(path.empty() ? "object" : path, "a map", node);
   const Reflection* r = msg->GetReflection();
@@ -224,6 +245,11 @@ nlohmann::ordered_json EncodeJson(const Message& msg) {
     const FieldDescriptor* i = d->FindFieldByName("int_value");
     if (r->HasField(msg, i)) return r->GetInt32(msg, i);
     return r->GetString(msg, d->FindFieldByName("string_value"));
+  }
+  if (d->full_name() == kFieldsV1) {
+    auto tree = nlohmann::ordered_json::parse(r->GetString(msg, d->FindFieldByName("json")),
+                                              nullptr, false);
+    return tree.is_discarded() ? nlohmann::ordered_json::object() : tree;
   }
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   std::vector<const FieldDescriptor*> fields;

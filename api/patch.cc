@@ -17,16 +17,6 @@ namespace {
 constexpr char kOrderPrefix[] = "$setElementOrder/";
 constexpr char kDeletePrefix[] = "$deleteFromPrimitiveList/";
 
-// The key each list merges on, by the list's field name, as Kubernetes' types declare it
-// (patchStrategy=merge, patchMergeKey=...). "ports" merges on containerPort in a container and
-// on port in a Service's spec. Lists not named here are atomic: replaced whole (taints and
-// tolerations among them, as Kubernetes has them).
-std::optional<std::string> MergeKey(const std::string& field, const PatchJson& sample) {
-  // A container's ports carry containerPort; a Service's carry port.
-  return MergeKeyOf(field, sample.is_object() && !sample.contains("containerPort") &&
-                               sample.contains("port"));
-}
-
 }  // namespace
 
 std::optional<std::string> MergeKeyOf(const std::string& field, bool service_port) {
@@ -52,10 +42,15 @@ std::optional<std::string> MergeKeyOf(const std::string& field, bool service_por
   return it->second;
 }
 
-namespace {
+std::optional<std::string> MergeKey(const std::string& field, const PatchJson& sample) {
+  // A container's ports carry containerPort; a Service's carry port.
+  return MergeKeyOf(field, sample.is_object() && !sample.contains("containerPort") &&
+                               sample.contains("port"));
+}
 
-// Lists of scalars that merge as sets.
 bool MergedPrimitiveList(const std::string& field) { return field == "finalizers"; }
+
+namespace {
 
 bool IsDirective(const std::string& key) { return !key.empty() && key[0] == '$'; }
 
@@ -320,14 +315,18 @@ PatchJson FromYaml(const YAML::Node& n) {
 
 }  // namespace
 
+absl::StatusOr<PatchJson> LoadApplyConfig(std::string_view text) {
+  try {
+    return FromYaml(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(fmt::format("the apply patch is not YAML: {}", e.msg));
+  }
+}
+
 absl::StatusOr<PatchJson> ApplyPatch(const PatchJson& doc, PatchType type, std::string_view text) {
   PatchJson patch;
   if (type == PatchType::kApply) {
-    try {
-      patch = FromYaml(YAML::Load(std::string(text)));
-    } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(fmt::format("the apply patch is not YAML: {}", e.msg));
-    }
+    MKUBE_ASSIGN_OR_RETURN(patch, LoadApplyConfig(text));
   } else {
     patch = PatchJson::parse(text, nullptr, false);
     if (patch.is_discarded()) {

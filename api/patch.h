@@ -31,6 +31,13 @@ absl::StatusOr<PatchJson> ApplyStrategicMergePatch(const PatchJson& doc, const P
 // a Service's ports (keyed by port, not containerPort).
 std::optional<std::string> MergeKeyOf(const std::string& field, bool service_port = false);
 
+// The same for a list whose elements look like `sample`: "ports" merges on containerPort in a
+// container and on port in a Service's spec. Lists with no key are atomic: replaced whole
+// (taints and tolerations among them, as Kubernetes has them).
+std::optional<std::string> MergeKey(const std::string& field, const PatchJson& sample);
+// Lists of scalars that merge as sets (finalizers).
+bool MergedPrimitiveList(const std::string& field);
+
 // The JSON merge patch (RFC 7386) that turns `from` into `to`.
 PatchJson MergePatchBetween(const PatchJson& from, const PatchJson& to);
 
@@ -42,6 +49,9 @@ std::optional<PatchType> PatchTypeOf(std::string_view content_type);
 // "merge", "strategic", "json", "apply": the names mkube's gRPC API uses.
 std::string PatchTypeName(PatchType t);
 std::optional<PatchType> PatchTypeNamed(std::string_view name);
+
+// An apply patch's configuration (YAML or JSON) as JSON.
+absl::StatusOr<PatchJson> LoadApplyConfig(std::string_view text);
 
 // `doc` with `patch` (text) applied as `type` asks; kApply merges the applied configuration
 // as a strategic merge patch does.

@@ -89,6 +89,9 @@ void PrepareForUpdate(const google::protobuf::Message& current, bool status_only
   meta->set_creation_timestamp(cur.creation_timestamp());
   meta->set_namespace_(cur.namespace_());
   meta->set_deletion_timestamp(cur.deletion_timestamp());
+  // An update that carries no managedFields keeps the object's (as Kubernetes does when they
+  // are left out); their changes are recorded by the writer's field manager.
+  if (meta->managed_fields().empty()) *meta->mutable_managed_fields() = cur.managed_fields();
   if (cur.has_deletion_grace_period_seconds()) {
     meta->set_deletion_grace_period_seconds(cur.deletion_grace_period_seconds());
   }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "api/codec.h"
 #include "api/object.h"
 #include "cli/commands.h"
@@ -220,6 +221,28 @@ absl::Status ForEachManifest(const std::vector<std::string>& files,
 
 absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only) {
   return ForEachManifest(files, [&](Manifest& m) { return ApplyOne(s, m, create_only); });
+}
+
+absl::Status ApplyServerSide(Session& s, const std::vector<std::string>& files,
+                             const ServerSideFlags& f) {
+  return ForEachManifest(files, [&](Manifest& m) -> absl::Status {
+    const api::KindInfo& kind = *m.object.info;
+    google::protobuf::Message* obj = m.object.message.get();
+    MKUBE_ASSIGN_OR_RETURN(const std::string ns, NamespaceFor(s, obj, kind));
+    auto applied = s.res().ServerSideApply(kind, ns, *obj, f.field_manager, f.force_conflicts);
+    if (!applied.ok()) {
+      absl::Status st = applied.status();
+      if (st.code() == absl::StatusCode::kAborted && absl::StartsWith(st.message(), "Apply failed")) {
+        st = absl::AbortedError(std::string(st.message()) +
+                                "\nPlease review the fields above: they have other managers. Re-run "
+                                "with --force-conflicts to take them, or leave them out of the "
+                                "configuration (or set them to their current values to share them).");
+      }
+      return s.Worded(st);
+    }
+    std::cout << KindName(kind) << "/" << api::MetaOf(*obj).name() << " serverside-applied\n";
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Delete(Session& s, const std::vector<std::string>& args, const DeleteFlags& f) {

@@ -65,6 +65,17 @@ absl::Status PrintObjects(const api::KindInfo& kind, const std::vector<MessagePt
                           std::vector<size_t>* widths = nullptr) {
   if (f.output == "json" || f.output == "yaml") {
     json j = single && items.size() == 1 ? api::EncodeJson(*items[0]) : ListJson(items);
+    if (!f.show_managed_fields) {
+      // As kubectl prints objects: who manages which field is noise unless asked for.
+      auto drop = [](json& o) {
+        if (o.contains("metadata")) o["metadata"].erase("managedFields");
+      };
+      if (j.contains("items")) {
+        for (auto& item : j["items"]) drop(item);
+      } else {
+        drop(j);
+      }
+    }
     std::cout << (f.output == "json" ? j.dump(4) + "\n" : api::JsonToYaml(j));
     return absl::OkStatus();
   }

@@ -98,6 +98,8 @@ absl::Status RunEditor(const std::string& path) {
 absl::Status EditOne(Session& s, const Target& t) {
   const api::KindInfo& kind = *t.kind;
   MKUBE_ASSIGN_OR_RETURN(auto live, s.Worded(s.res().Get(kind, s.ns(), t.name)));
+  // Without managedFields, as kubectl edits: the server keeps them when they are left out.
+  api::MutableMetaOf(live.get())->clear_managed_fields();
   const std::string original = api::JsonToYaml(api::EncodeJson(*live));
   char path[] = "/tmp/mkubectl-edit-XXXXXX.yaml";
   const int fd = mkstemps(path, 5);

@@ -13,6 +13,15 @@
 namespace mkube::cli {
 
 absl::Status Apply(Session& s, const std::vector<std::string>& files, bool create_only);
+// apply --server-side: the server merges each configuration and records `field_manager` as
+// the manager of the fields it sets; fields other managers set otherwise are conflicts unless
+// `force_conflicts`.
+struct ServerSideFlags {
+  std::string field_manager = "mkubectl";
+  bool force_conflicts = false;
+};
+absl::Status ApplyServerSide(Session& s, const std::vector<std::string>& files,
+                             const ServerSideFlags& f);
 
 struct CreateJobFlags {
   std::string image, from;
@@ -102,6 +111,7 @@ absl::Status Patch(Session& s, const std::vector<std::string>& args, const Patch
 struct GetFlags {
   std::string output, labels, fields, sort_by, raw;
   bool all_namespaces = false, show_labels = false, no_headers = false, watch = false;
+  bool show_managed_fields = false;  // -o json|yaml: keep metadata.managedFields
 };
 absl::Status Get(Session& s, const std::vector<std::string>& args, const GetFlags& f);
 // get --raw PATH: a REST path of Kubernetes' API (/api/v1/namespaces/default/pods, ...) as JSON.

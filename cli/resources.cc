@@ -1,5 +1,7 @@
 #include "cli/resources.h"
 
+#include "api/codec.h"
+#include "api/object.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
@@ -122,6 +124,7 @@ absl::StatusOr<MessagePtr> Resources::Create(const api::KindInfo& kind, const st
   req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_object(obj.SerializeAsString());
+  req.set_field_manager(kFieldManager);
   MKUBE_ASSIGN_OR_RETURN(auto r, client_->CreateRaw(req));
   return Decode(kind, r);
 }
@@ -132,6 +135,7 @@ absl::StatusOr<MessagePtr> Resources::Update(const api::KindInfo& kind, const st
   req.set_resource(kind.request_resource());
   req.set_namespace_(kind.namespaced ? ns : "");
   req.set_object(obj.SerializeAsString());
+  req.set_field_manager(kFieldManager);
   MKUBE_ASSIGN_OR_RETURN(auto r, client_->UpdateRaw(req));
   return Decode(kind, r);
 }
@@ -145,8 +149,34 @@ absl::StatusOr<MessagePtr> Resources::Patch(const api::KindInfo& kind, const std
   req.set_name(name);
   req.set_subresource(subresource);
   req.set_merge_patch(merge_patch);
+  req.set_field_manager(kFieldManager);
   MKUBE_ASSIGN_OR_RETURN(auto r, client_->PatchRaw(req));
   return Decode(kind, r, subresource);
+}
+
+absl::StatusOr<MessagePtr> Resources::ServerSideApply(const api::KindInfo& kind,
+                                                      const std::string& ns,
+                                                      const google::protobuf::Message& obj,
+                                                      const std::string& manager, bool force) {
+  apiserver::PatchRequest req;
+  req.set_resource(kind.request_resource());
+  req.set_namespace_(kind.namespaced ? ns : "");
+  req.set_name(api::MetaOf(obj).name());
+  req.set_patch_type("apply");
+  req.set_merge_patch(api::EncodeJson(obj).dump());
+  req.set_field_manager(manager);
+  req.set_force(force);
+  auto r = client_->PatchRaw(req);
+  if (r.ok()) return Decode(kind, *r);
+  if (r.status().code() != absl::StatusCode::kNotFound) return r.status();
+  apiserver::CreateRequest create;
+  create.set_resource(kind.request_resource());
+  create.set_namespace_(kind.namespaced ? ns : "");
+  create.set_object(obj.SerializeAsString());
+  create.set_field_manager(manager);
+  create.set_applied(true);
+  MKUBE_ASSIGN_OR_RETURN(auto created, client_->CreateRaw(create));
+  return Decode(kind, created);
 }
 
 absl::StatusOr<MessagePtr> Resources::Delete(const api::KindInfo& kind, const std::string& ns,

@@ -40,6 +40,12 @@ class Resources {
   absl::StatusOr<MessagePtr> Patch(const api::KindInfo& kind, const std::string& ns,
                                    const std::string& name, const std::string& merge_patch,
                                    const std::string& subresource = "");
+  // The field manager mkubectl's writes are recorded under in managedFields.
+  static constexpr char kFieldManager[] = "mkubectl";
+  // A server-side apply of `obj` (its configuration) by `manager`; creates it when missing.
+  absl::StatusOr<MessagePtr> ServerSideApply(const api::KindInfo& kind, const std::string& ns,
+                                             const google::protobuf::Message& obj,
+                                             const std::string& manager, bool force);
   // `propagation`: "Background", "Foreground", "Orphan", or empty for the kind's default.
   absl::StatusOr<MessagePtr> Delete(const api::KindInfo& kind, const std::string& ns,
                                     const std::string& name, std::optional<int64_t> grace,

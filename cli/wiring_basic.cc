@@ -14,9 +14,20 @@ void AddApply(Wiring& w) {
       ->add_option("-f,--filename", *files,
                    "Files, directories or - (stdin) with the configuration")
       ->required();
-  apply->callback([&w, files] {
-    w.action = [&w, files] {
-      return WithSession(w.g, [&](Session& s) { return Apply(s, *files, false); });
+  auto* server_side = w.Keep<bool>();
+  auto* ssf = w.Keep<ServerSideFlags>();
+  apply->add_flag("--server-side", *server_side,
+                  "The server merges the configuration and tracks who manages each field");
+  apply->add_flag("--force-conflicts", ssf->force_conflicts,
+                  "With --server-side: take fields other managers set otherwise");
+  apply->add_option("--field-manager", ssf->field_manager,
+                    "With --server-side: the name the fields are managed under")
+      ->capture_default_str();
+  apply->callback([&w, files, server_side, ssf] {
+    w.action = [&w, files, server_side, ssf] {
+      return WithSession(w.g, [&](Session& s) {
+        return *server_side ? ApplyServerSide(s, *files, *ssf) : Apply(s, *files, false);
+      });
     };
   });
 }
@@ -110,6 +121,8 @@ void AddGet(Wiring& w) {
   get->add_option("--field-selector", gf->fields, "Field selector (=, ==, !=)");
   get->add_flag("-A,--all-namespaces", gf->all_namespaces, "List across all namespaces");
   get->add_flag("--show-labels", gf->show_labels, "Show all labels as the last column");
+  get->add_flag("--show-managed-fields", gf->show_managed_fields,
+                "With -o json or yaml, keep the managedFields (left out by default)");
   get->add_flag("--no-headers", gf->no_headers, "Don't print headers");
   get->add_flag("-w,--watch", gf->watch, "After listing, watch for changes");
   get->add_option("--raw", gf->raw, "A REST path of the API to get, e.g. /api/v1/nodes");

@@ -3,7 +3,9 @@
 #include <charconv>
 #include <random>
 
+#include "api/codec.h"
 #include "api/defaults.h"
+#include "api/managed_fields.h"
 #include "api/object.h"
 #include "api/strategy.h"
 #include "api/validation.h"
@@ -119,6 +121,9 @@ absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
     meta->set_name(meta->generate_name().substr(0, kMaxGeneratedPrefix) + RandomSuffix());
   }
   api::SetTypeMeta(obj.message.get(), kind.api_version(), kind.kind);
+  // An applied configuration's fields are those it sets, before the server's defaults.
+  meta->clear_managed_fields();
+  const api::PatchJson applied = req.applied() ? api::EncodeJson(*obj.message) : api::PatchJson();
   api::Default(obj);
   if (auto* pod = dynamic_cast<api::Pod*>(obj.message.get())) {
     api::AddDefaultTolerations(pod, options_.default_not_ready_toleration_seconds,
@@ -126,6 +131,12 @@ absl::StatusOr<Registry::Write> Registry::PlanCreate(const api::KindInfo& kind,
   }
   MKUBE_RETURN_IF_ERROR(api::Validate(obj));
   api::PrepareForCreate(obj.message.get(), api::NowRfc3339());
+  if (!req.field_manager().empty()) {
+    const api::Manager m{.name = req.field_manager(), .api_version = obj.written_api_version,
+                         .time = api::MetaOf(*obj.message).creation_timestamp()};
+    MKUBE_RETURN_IF_ERROR(req.applied() ? api::RecordApplied(applied, obj.message.get(), m)
+                                        : api::RecordManager(nullptr, obj.message.get(), m));
+  }
   Write w{.kind = &kind, .key = Key(kind, meta->namespace_(), meta->name()), .name = meta->name()};
   if (req.dry_run()) w.answer = obj.message->SerializeAsString();
   w.object = std::move(obj.message);

@@ -137,12 +137,14 @@ class Registry {
   // Runs `start` and waits for the answer it hands to its Done.
   static absl::StatusOr<std::string> Wait(const std::function<void(Done)>& start);
   // The plan of an update of `current` to `obj` (`want`: the resourceVersion the caller
-  // named, 0 for none; `status`: the status subresource).
+  // named, 0 for none; `status`: the status subresource; `manager`: the field manager whose
+  // changes managedFields records, none when empty).
   static absl::StatusOr<Write> PlanUpdate(const api::KindInfo* kind, const std::string& key,
                                           const google::protobuf::Message& obj,
                                           const std::string& written, int64_t want, bool status,
                                           bool dry_run, const Admit& admit,
-                                          const cache::Entry& current);
+                                          const cache::Entry& current,
+                                          const std::string& manager = "");
   // The object a create makes, defaulted and validated (an answer for a dry run).
   absl::StatusOr<Write> PlanCreate(const api::KindInfo& kind, const CreateRequest& req) const;
   void Bind(const api::KindInfo& kind, const CreateRequest& req, Done done);
@@ -156,10 +158,11 @@ class Registry {
   absl::Status ChargeDisruptionBudget(const api::Pod& pod, bool dry_run);
   static absl::StatusOr<api::Scale> ScaleOf(const api::KindInfo& kind,
                                             const google::protobuf::Message& obj);
-  // The plan of setting the replicas of `current` as `scale` asks.
+  // The plan of setting the replicas of `current` as `scale` asks (`manager`: whose change
+  // managedFields records, through the scale subresource; none when empty).
   static absl::StatusOr<Write> PlanScale(const api::KindInfo* kind, const std::string& key,
                                          const api::Scale& scale, bool dry_run,
-                                         const cache::Entry& current);
+                                         const cache::Entry& current, const std::string& manager);
   // Makes a scale plan and answers with the Scale of what it wrote.
   absl::StatusOr<std::string> ScaleWrite(const api::KindInfo& kind, const std::string& ns,
                                          const std::string& name, Plan plan);

@@ -2,6 +2,7 @@
 // Each is a plan run on the object as it is now (ReadModifyWrite), so one that names no
 // version is planned again, never refused, when another writer changed the object first.
 #include "api/defaults.h"
+#include "api/managed_fields.h"
 #include "api/object.h"
 #include "api/strategy.h"
 #include "api/validation.h"
@@ -32,7 +33,8 @@ absl::StatusOr<Registry::Write> Registry::PlanUpdate(const api::KindInfo* kind,
                                                      const google::protobuf::Message& obj,
                                                      const std::string& written, int64_t want,
                                                      bool status, bool dry_run, const Admit& admit,
-                                                     const cache::Entry& current) {
+                                                     const cache::Entry& current,
+                                                     const std::string& manager) {
   const std::string& name = api::MetaOf(obj).name();
   // Admission first: a caller refused learns nothing of the object's version.
   if (admit) {
@@ -42,6 +44,11 @@ absl::StatusOr<Registry::Write> Registry::PlanUpdate(const api::KindInfo* kind,
   api::Object attempt{kind, std::unique_ptr<google::protobuf::Message>(obj.New()), written};
   attempt.message->CopyFrom(obj);
   api::PrepareForUpdate(*current.object, status, &attempt);
+  if (!manager.empty() && !status) {
+    MKUBE_RETURN_IF_ERROR(api::RecordManager(
+        current.object.get(), attempt.message.get(),
+        {.name = manager, .api_version = written, .time = api::NowRfc3339()}));
+  }
   MKUBE_RETURN_IF_ERROR(api::Validate(attempt));
   MKUBE_RETURN_IF_ERROR(api::CheckFinalizers(*current.object, *attempt.message));
   Write w{.kind = kind, .key = key, .name = name, .revision = current.revision};
@@ -73,8 +80,8 @@ void Registry::Update(const UpdateRequest& req, Admit admit, Done done) {
   }
   Plan plan = [kind = *kind, obj, written = api::WrittenApiVersion(**kind, *obj), key, want,
                status = req.subresource() == "status", dry_run = req.dry_run(),
-               admit = std::move(admit)](const cache::EntryPtr& cur) {
-    return PlanUpdate(kind, key, *obj, written, want, status, dry_run, admit, *cur);
+               admit = std::move(admit), manager = req.field_manager()](const cache::EntryPtr& cur) {
+    return PlanUpdate(kind, key, *obj, written, want, status, dry_run, admit, *cur, manager);
   };
   ReadModifyWrite(**kind, key, meta.name(), From::kCache, std::move(plan), std::move(done));
 }
@@ -88,7 +95,13 @@ absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
   }
   const std::string key = Key(**kind, req.namespace_(), req.name());
   Plan plan = [kind = *kind, key, req](const cache::EntryPtr& cur) -> absl::StatusOr<Write> {
-    auto patched = api::ApplyPatch(*cur->object, req.patch_type(), req.merge_patch());
+    const bool apply = req.patch_type() == "apply";
+    const api::Manager m{.name = req.field_manager(),
+                         .api_version = api::WrittenApiVersion(*kind, *cur->object),
+                         .time = api::NowRfc3339()};
+    auto patched = apply && !m.name.empty()
+                       ? api::ApplyConfiguration(*cur->object, req.merge_patch(), m, req.force())
+                       : api::ApplyPatch(*cur->object, req.patch_type(), req.merge_patch());
     if (!patched.ok()) return patched.status();
     // A patch names a version only by carrying one of its own: then it must match.
     int64_t want = 0;
@@ -97,7 +110,8 @@ absl::StatusOr<std::string> Registry::Patch(const PatchRequest& req) {
       return Conflict(*kind, req.name());
     }
     return PlanUpdate(kind, key, **patched, api::WrittenApiVersion(*kind, **patched), want,
-                      req.subresource() == "status", req.dry_run(), nullptr, *cur);
+                      req.subresource() == "status", req.dry_run(), nullptr, *cur,
+                      apply ? "" : req.field_manager());
   };
   return Wait([&](Done done) {
     ReadModifyWrite(**kind, key, req.name(), From::kCache, std::move(plan), std::move(done));
@@ -218,7 +232,8 @@ absl::StatusOr<api::Scale> Registry::ScaleOf(const api::KindInfo& kind,
 
 absl::StatusOr<Registry::Write> Registry::PlanScale(const api::KindInfo* kind,
                                                     const std::string& key, const api::Scale& scale,
-                                                    bool dry_run, const cache::Entry& current) {
+                                                    bool dry_run, const cache::Entry& current,
+                                                    const std::string& manager) {
   const std::string& name = api::MetaOf(*current.object).name();
   if (scale.spec().replicas() < 0) {
     return absl::InvalidArgumentError(fmt::format(
@@ -239,6 +254,12 @@ absl::StatusOr<Registry::Write> Registry::PlanScale(const api::KindInfo* kind,
   }
   auto* meta = api::MutableMetaOf(obj.get());
   meta->set_generation(meta->generation() + (api::SameSpec(*obj, *current.object) ? 0 : 1));
+  if (!manager.empty()) {
+    MKUBE_RETURN_IF_ERROR(api::RecordManager(
+        current.object.get(), obj.get(),
+        {.name = manager, .api_version = kind->api_version(), .time = api::NowRfc3339(),
+         .subresource = "scale"}));
+  }
   Write w{.kind = kind, .key = key, .name = name, .revision = current.revision};
   if (dry_run) w.answer = obj->SerializeAsString();
   w.object = std::move(obj);
@@ -269,8 +290,9 @@ absl::StatusOr<std::string> Registry::UpdateScale(const api::KindInfo& kind,
   const std::string key = Key(kind, req.namespace_(), scale.metadata().name());
   return ScaleWrite(
       kind, req.namespace_(), scale.metadata().name(),
-      [kind = &kind, key, scale, dry_run = req.dry_run()](const cache::EntryPtr& cur) {
-        return PlanScale(kind, key, scale, dry_run, *cur);
+      [kind = &kind, key, scale, dry_run = req.dry_run(),
+       manager = req.field_manager()](const cache::EntryPtr& cur) {
+        return PlanScale(kind, key, scale, dry_run, *cur, manager);
       });
 }
 
@@ -284,7 +306,7 @@ absl::StatusOr<std::string> Registry::PatchScale(const api::KindInfo& kind,
                       auto patched = api::ApplyPatch(scale, req.patch_type(), req.merge_patch());
                       if (!patched.ok()) return patched.status();
                       return PlanScale(kind, key, static_cast<const api::Scale&>(**patched),
-                                       req.dry_run(), *cur);
+                                       req.dry_run(), *cur, req.field_manager());
                     });
 }
 

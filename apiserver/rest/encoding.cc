@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "api/codec.h"
+#include "api/managed_fields.h"
 #include "api/object.h"
 #include "api/printers.h"
 #include "fmt/format.h"
@@ -40,6 +41,10 @@ Json Details(const Subject& about, const absl::Status& st) {
   }
   if (st.code() == absl::StatusCode::kResourceExhausted && !TooLarge(st)) {
     d["retryAfterSeconds"] = 1;
+  }
+  if (auto conflicts = st.GetPayload(api::kConflictsPayload)) {
+    Json causes = Json::parse(std::string(*conflicts), nullptr, false);
+    if (causes.is_array()) d["causes"] = std::move(causes);
   }
   return d;
 }

@@ -48,6 +48,10 @@ class SchemaBuilder {
     if (d->name() == "IntOrString") {
       s = {{"type", "string"}, {"format", "int-or-string"}, {"x-kubernetes-int-or-string", true}};
     }
+    if (d->name() == "FieldsV1") {
+      s = {{"description", "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format."},
+           {"type", "object"}};
+    }
     schemas_[name] = std::move(s);
   }
 

@@ -50,6 +50,17 @@ absl::StatusOr<Json> WrittenJson(const Target& t, const std::string& bytes) {
   return ObjectJson(*t.kind, bytes);
 }
 
+// Who a write's changes are recorded for in managedFields: the fieldManager asked for, else
+// the client's name from its User-Agent ("kubectl/v1.32.0 (linux/amd64) ..." → "kubectl"), as
+// Kubernetes does.
+std::string FieldManager(const Front::Call& c) {
+  std::string m = c.Param("fieldManager");
+  if (!m.empty()) return m;
+  const std::string& agent = c.req.Header("user-agent");
+  m = agent.substr(0, agent.find('/'));
+  return m.empty() ? "unknown" : m;
+}
+
 // A list of decoded objects (a deletecollection's, metrics'), encoded on each request.
 template <typename Items>
 Json ListJson(const api::KindInfo& k, const Items& items, const std::string& resource_version) {
@@ -214,6 +225,8 @@ void Front::Create(Call& c) {
   r.set_namespace_(api::MetaOf(**obj).namespace_());
   r.set_object((*obj)->SerializeAsString());
   r.set_dry_run(DryRun(c));
+  r.set_field_manager(FieldManager(c));
+  r.set_applied(c.verb == "patch");  // a server-side apply of an object that did not exist
   Written(c, writes_->Create(r), 201);
 }
 
@@ -224,6 +237,7 @@ void Front::Update(Call& c) {
   r.set_namespace_(t.ns);
   r.set_subresource(t.subresource);
   r.set_dry_run(DryRun(c));
+  r.set_field_manager(FieldManager(c));
   if (t.subresource == "scale") {
     api::Scale scale;
     if (auto st = DecodeMessage(c.req.body, &scale); !st.ok()) return Answer(c, BadBody(st));
@@ -269,7 +283,7 @@ void Front::Patch(Call& c) {
   r.set_merge_patch(c.req.body);
   r.set_patch_type(api::PatchTypeName(*type));
   r.set_dry_run(DryRun(c));
-  r.set_field_manager(c.Param("fieldManager"));
+  r.set_field_manager(FieldManager(c));
   r.set_force(c.Flag("force"));
   auto bytes = writes_->Patch(r);
   if (!bytes.ok() && apply && t.subresource.empty() &&

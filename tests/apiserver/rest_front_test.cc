@@ -314,6 +314,25 @@ TEST_F(FrontTest, PatchTypes) {
                   "application/strategic-merge-patch+json");
   ASSERT_EQ(image.status, 200) << image.body;
   EXPECT_EQ(J(image)["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
+  // That patch's writer (no fieldManager, no User-Agent: "unknown") took the image from the
+  // applier, who now conflicts with it over the image unless it forces.
+  auto conflict = Do("PATCH", "/api/v1/namespaces/default/pods/web?fieldManager=kubectl", kPod,
+                     "application/apply-patch+yaml");
+  ASSERT_EQ(conflict.status, 409) << conflict.body;
+  EXPECT_EQ(J(conflict)["reason"], "Conflict");
+  EXPECT_EQ(J(conflict)["message"],
+            "Apply failed with 1 conflict: conflict with \"unknown\" using v1: "
+            ".spec.containers[name=\"web\"].image");
+  EXPECT_EQ(J(conflict)["details"]["causes"][0]["type"], "FieldManagerConflict");
+  EXPECT_EQ(J(conflict)["details"]["causes"][0]["field"], ".spec.containers[name=\"web\"].image");
+  auto forced = Do("PATCH", "/api/v1/namespaces/default/pods/web?fieldManager=kubectl&force=true",
+                   kPod, "application/apply-patch+yaml");
+  ASSERT_EQ(forced.status, 200) << forced.body;
+  EXPECT_EQ(J(forced)["spec"]["containers"][0]["image"], "nginx");
+  const auto managers = J(forced)["metadata"]["managedFields"];
+  ASSERT_EQ(managers.size(), 1u) << forced.body;
+  EXPECT_EQ(managers[0]["manager"], "kubectl");
+  EXPECT_EQ(managers[0]["operation"], "Apply");
 }
 
 TEST_F(FrontTest, WatchSendsOneEventPerLineAfterTheVersionGiven) {

@@ -101,7 +101,18 @@ pass "apply: created, unchanged, configured; unknown fields refused by the serve
 sed 's/name: web$/name: ssa/' "$state/web.yaml" >"$state/ssa.yaml"
 says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
 says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
-pass "apply --server-side creates, then applies again"
+# A field another manager has set otherwise is a conflict (409) until the applier forces it.
+says 'pod/ssa labeled' k label pod ssa tier=be --overwrite
+out=$(k apply --server-side -f "$state/ssa.yaml" 2>&1) && fail "applied over another manager's field"
+grep -qF 'Apply failed with 1 conflict: conflict with "kubectl-label" using v1: .metadata.labels.tier' \
+  <<<"$out" || fail "the conflict said: $out"
+[ "$(ctl get pod ssa -o jsonpath='{.metadata.labels.tier}')" = be ] || fail "a conflict wrote"
+says 'pod/ssa serverside-applied' k apply --server-side --force-conflicts -f "$state/ssa.yaml"
+[ "$(ctl get pod ssa -o jsonpath='{.metadata.labels.tier}')" = fe ] || fail "--force-conflicts"
+shows '^    manager: kubectl$' k get pod ssa -o yaml --show-managed-fields
+shows '^      f:metadata:$' k get pod ssa -o yaml --show-managed-fields
+k get pod ssa -o yaml | grep -q managedFields && fail "managedFields shown unasked"
+pass "apply --server-side: creates, applies again, conflicts unless --force-conflicts; managedFields"
 
 out=$(k get pod nonexist 2>&1) && fail "a missing pod was found"
 grep -qxF 'Error from server (NotFound): pods "nonexist" not found' <<<"$out" || fail "$out"

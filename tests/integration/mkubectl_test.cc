@@ -17,6 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 TEST_F(MkubectlTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
@@ -42,6 +43,29 @@ TEST_F(MkubectlTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
                        "\": pods \"nginx001\" already exists\n");
   EXPECT_EQ(Ctl({"delete", "-f", Seed("pod1.yaml"), "-f", Seed("myapp.yaml")}).out,
             "pod \"nginx001\" deleted\ndeployment.apps \"myapp\" deleted\n");
+}
+
+TEST_F(MkubectlTest, ApplyServerSideTracksWhoManagesWhatAndRefusesConflicts) {
+  auto r = Ctl({"apply", "--server-side", "-f", Seed("myapp.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/myapp serverside-applied\n");
+  // Scaling takes the replicas from the applier: applying them again is a conflict.
+  ASSERT_EQ(Ctl({"scale", "deployment", "myapp", "--replicas=4"}).exit_code, 0);
+  r = Ctl({"apply", "--server-side", "-f", Seed("myapp.yaml")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (Conflict): Apply failed with 1 conflict: "
+                               "conflict with \"mkubectl\""));
+  EXPECT_THAT(r.err, HasSubstr(": .spec.replicas\n"));
+  EXPECT_EQ(Ctl({"get", "deployment", "myapp", "-o", "jsonpath={.spec.replicas}"}).out, "4");
+  r = Ctl({"apply", "--server-side", "--force-conflicts", "-f", Seed("myapp.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Ctl({"get", "deployment", "myapp", "-o", "jsonpath={.spec.replicas}"}).out, "3");
+  // Who manages what is shown when asked for, as kubectl shows it.
+  EXPECT_THAT(Ctl({"get", "deployment", "myapp", "-o", "yaml"}).out, Not(HasSubstr("managedFields")));
+  r = Ctl({"get", "deployment", "myapp", "-o", "yaml", "--show-managed-fields"});
+  EXPECT_THAT(r.out, HasSubstr("    manager: mkubectl\n    operation: Apply\n"));
+  EXPECT_THAT(r.out, HasSubstr("f:replicas: {}"));
+  EXPECT_EQ(Ctl({"delete", "-f", Seed("myapp.yaml")}).exit_code, 0);
 }
 
 TEST_F(MkubectlTest, ApplyAFolderOfManifests) {
