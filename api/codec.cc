@@ -179,7 +179,8 @@ absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text) {
   return docs;
 }
 
-absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string& path) {
+absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string& path,
+                        std::vector<std::string>* unknown) {
   const Descriptor* d = msg->GetDescriptor();
   if (d->full_name() == kIntOrString) return DecodeIntOrString(node, msg, path);
   if (d->full_name() == kFieldsV1) return DecodeFieldsV1(node, msg, path);
@@ -191,6 +192,10 @@ absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string&
     const std::string name = kv.first.Scalar();
     const std::string field_path = Join(path, name);
     const FieldDescriptor* f = FindField(d, name);
+    if (!f && unknown) {
+      unknown->push_back(field_path);
+      continue;
+    }
     if (!f) return absl::InvalidArgumentError(fmt::format("unknown field \"{}\"", field_path));
     const YAML::Node& value = kv.second;
     if (value.IsNull()) continue;  // null means unset, as in Kubernetes
@@ -202,14 +207,14 @@ absl::Status DecodeNode(const YAML::Node& node, Message* msg, const std::string&
         const std::string item = fmt::format("{}[{}]", field_path, i);
         absl::Status st;
         if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-          st = DecodeNode(value[i], r->AddMessage(msg, f), item);
+          st = DecodeNode(value[i], r->AddMessage(msg, f), item, unknown);
         } else {
           st = DecodeScalar(value[i], msg, f, item, true);
         }
         if (!st.ok()) return st;
       }
     } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      MKUBE_RETURN_IF_ERROR(DecodeNode(value, r->MutableMessage(msg, f), field_path));
+      MKUBE_RETURN_IF_ERROR(DecodeNode(value, r->MutableMessage(msg, f), field_path, unknown));
     } else if (auto st = DecodeScalar(value, msg, f, field_path, false); !st.ok()) {
       return st;
     }

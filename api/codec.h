@@ -18,9 +18,11 @@ namespace mkube::api {
 // Splits a multi-document YAML stream (or one JSON document) into its non-empty documents.
 absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text);
 
-// Fills msg from node. `path` prefixes field paths in errors.
+// Fills msg from node. `path` prefixes field paths in errors. A field the message has not is
+// refused (`unknown field "spec.foo"`), unless `unknown` is given: then its path goes there and
+// it is skipped (Kubernetes' fieldValidation Warn and Ignore).
 absl::Status DecodeNode(const YAML::Node& node, google::protobuf::Message* msg,
-                        const std::string& path = "");
+                        const std::string& path = "", std::vector<std::string>* unknown = nullptr);
 
 // The message as Kubernetes would write it: fields in declaration order, unset and empty ones
 // left out.

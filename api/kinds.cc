@@ -115,7 +115,7 @@ const KindInfo* FindResource(std::string_view name) {
   return nullptr;
 }
 
-absl::StatusOr<Object> DecodeObject(const YAML::Node& doc) {
+absl::StatusOr<Object> DecodeObject(const YAML::Node& doc, std::vector<std::string>* unknown) {
   if (!doc.IsMap()) return absl::InvalidArgumentError("a manifest must be a map of fields");
   const YAML::Node api_version = doc["apiVersion"];
   const YAML::Node kind = doc["kind"];
@@ -134,7 +134,7 @@ absl::StatusOr<Object> DecodeObject(const YAML::Node& doc) {
   obj.info = info;
   obj.written_api_version = api_version.Scalar();
   obj.message = info->New();
-  if (auto st = DecodeNode(doc, obj.message.get()); !st.ok()) {
+  if (auto st = DecodeNode(doc, obj.message.get(), "", unknown); !st.ok()) {
     return absl::InvalidArgumentError(
         fmt::format("error decoding {}: {}", info->kind, std::string(st.message())));
   }

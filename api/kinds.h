@@ -56,8 +56,10 @@ struct Object {
   std::string written_api_version;
 };
 
-// Decodes a manifest document: finds its kind from apiVersion and kind, then its fields.
-absl::StatusOr<Object> DecodeObject(const YAML::Node& doc);
+// Decodes a manifest document: finds its kind from apiVersion and kind, then its fields
+// (`unknown`: as DecodeNode's).
+absl::StatusOr<Object> DecodeObject(const YAML::Node& doc,
+                                    std::vector<std::string>* unknown = nullptr);
 // The apiVersion a received object was written in, when it is one the kind accepts
 // (legacy ones included); otherwise the kind's current one.
 std::string WrittenApiVersion(const KindInfo& kind, const google::protobuf::Message& msg);

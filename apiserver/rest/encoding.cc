@@ -9,6 +9,7 @@
 #include "api/managed_fields.h"
 #include "api/object.h"
 #include "api/printers.h"
+#include "apiserver/server/request_metrics.h"
 #include "fmt/format.h"
 
 namespace mkube::apiserver::rest {
@@ -107,25 +108,7 @@ absl::Status NotServed() {
   return absl::NotFoundError("the server could not find the requested resource");
 }
 
-int HttpCode(const absl::Status& st) {
-  switch (st.code()) {
-    case absl::StatusCode::kOk: return 200;
-    case absl::StatusCode::kNotFound: return 404;
-    case absl::StatusCode::kAlreadyExists: return 409;
-    case absl::StatusCode::kAborted: return 409;
-    case absl::StatusCode::kInvalidArgument: return 422;
-    case absl::StatusCode::kFailedPrecondition: return 409;
-    case absl::StatusCode::kOutOfRange: return 410;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kResourceExhausted: return TooLarge(st) ? 413 : 429;
-    case absl::StatusCode::kDeadlineExceeded: return 504;
-    case absl::StatusCode::kUnavailable: return 503;
-    case absl::StatusCode::kUnimplemented: return 405;
-    case absl::StatusCode::kCancelled: return 499;
-    default: return 500;
-  }
-}
+int HttpCode(const absl::Status& st) { return server::HttpCode(st); }
 
 std::string Reason(const absl::Status& st) {
   switch (st.code()) {

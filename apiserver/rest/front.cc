@@ -81,19 +81,7 @@ Front::Front(registry::Registry* registry, const server::Gate* gate, server::Siz
       options_(options),
       deadlines_(std::make_unique<Deadlines>()),
       relays_(std::make_unique<Relays>()),
-      requests_(metrics->AddCounter(
-          "apiserver_request_total",
-          "Counter of apiserver requests broken out for each verb, dry run value, group, "
-          "version, resource, scope, component, and HTTP response code.",
-          {"verb", "dry_run", "group", "version", "resource", "subresource", "scope",
-           "component", "code"})),
-      durations_(metrics->AddHistogram(
-          "apiserver_request_duration_seconds",
-          "Response latency distribution in seconds for each verb, dry run value, group, "
-          "version, resource, subresource, scope and component.",
-          {"verb", "dry_run", "group", "version", "resource", "subresource", "scope",
-           "component"},
-          metrics::LatencyBuckets())),
+      requests_(metrics),
       longrunning_(metrics->AddGauge(
           "apiserver_longrunning_requests",
           "Gauge of all active long-running apiserver requests broken out by verb, group, "
@@ -248,6 +236,9 @@ void Front::Serve(std::shared_ptr<Call> call) {
 }
 
 void Front::Answer(Call& call, Response r) {
+  for (const auto& w : call.warnings) {
+    r.headers.emplace_back("Warning", "299 - " + Json(w).dump());
+  }
   Record(call, r.status);
   call.ex->Finish(std::move(r));
 }
@@ -258,20 +249,24 @@ void Front::Fail(Call& call, const absl::Status& st) {
 
 void Front::Record(const Call& c, int code) {
   const Target& t = c.target;
-  const std::string resource = t.kind ? t.kind->resource : t.review;
-  const std::string dry = c.Param("dryRun").empty() ? "" : "All";
-  const std::string verb = MetricVerb(c);
-  requests_.With({verb, dry, t.group, t.version, resource, t.subresource, Scope(t), "apiserver",
-                  std::to_string(code)})
-      .Inc();
-  if (c.verb == "watch") return;  // long-running: its duration says nothing of latency
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
-  durations_.With({verb, dry, t.group, t.version, resource, t.subresource, Scope(t), "apiserver"})
-      .Observe(secs);
+  const server::RequestMetrics::Labels labels{
+      .verb = MetricVerb(c),
+      .dry_run = !c.Param("dryRun").empty(),
+      .group = t.group,
+      .version = t.version,
+      .resource = t.kind ? t.kind->resource : t.review,
+      .subresource = t.subresource,
+      .scope = Scope(t)};
+  std::optional<double> seconds;
+  // A watch is long-running: its duration says nothing of latency.
+  if (c.verb != "watch") {
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+  }
+  requests_.Record(labels, code, seconds);
 }
 
-absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(const Call& c) const {
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(Call& c) const {
+  MKUBE_ASSIGN_OR_RETURN(const FieldValidation validation, FieldValidationOf(c));
   const api::KindInfo& kind = *c.target.kind;
   const std::string& type = c.req.Header("content-type");
   if (!ReadableBody(type)) {
@@ -294,7 +289,11 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(con
   MKUBE_ASSIGN_OR_RETURN(YAML::Node doc, LoadBody(text));
   if (!doc["apiVersion"]) doc["apiVersion"] = kind.api_version();
   if (!doc["kind"]) doc["kind"] = kind.kind;
-  auto obj = api::DecodeObject(doc);
+  std::vector<std::string> unknown;
+  auto obj = api::DecodeObject(doc, validation == FieldValidation::kStrict ? nullptr : &unknown);
+  if (validation == FieldValidation::kWarn) {
+    for (const auto& f : unknown) c.warnings.push_back(fmt::format("unknown field \"{}\"", f));
+  }
   if (!obj.ok()) {
     std::string msg(obj.status().message());
     if (size_t at = msg.find("unknown field"); at != std::string::npos) {
@@ -324,6 +323,17 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(con
   }
   if (!c.target.name.empty() && meta->name().empty()) meta->set_name(c.target.name);
   return std::move(obj->message);
+}
+
+absl::StatusOr<FieldValidation> FieldValidationOf(const Front::Call& c) {
+  const std::string v = c.Param("fieldValidation");
+  if (v.empty() || v == "Warn") return FieldValidation::kWarn;
+  if (v == "Strict") return FieldValidation::kStrict;
+  if (v == "Ignore") return FieldValidation::kIgnore;
+  return absl::InvalidArgumentError(fmt::format(
+      "fieldValidation: Unsupported value: \"{}\": supported values: \"Ignore\", \"Strict\", "
+      "\"Warn\"",
+      v));
 }
 
 }  // namespace mkube::apiserver::rest

@@ -11,6 +11,7 @@
 #include "apiserver/server/gate.h"
 #include "apiserver/server/metrics.h"
 #include "apiserver/server/pod_streams.h"
+#include "apiserver/server/request_metrics.h"
 #include "apiserver/server/sized_writes.h"
 #include "base/executor.h"
 #include "base/http/health.h"
@@ -59,6 +60,8 @@ class Front {
     std::map<std::string, std::string> query;
     std::string verb;  // Kubernetes' verb: get, list, watch, create, ...
     std::chrono::steady_clock::time_point start;
+    // Warnings for the client (Warning: 299 headers): unknown fields under fieldValidation=Warn.
+    std::vector<std::string> warnings;
     std::string Param(const std::string& k) const {
       auto it = query.find(k);
       return it == query.end() ? "" : it->second;
@@ -101,7 +104,9 @@ class Front {
   class PortForwardTunnel;
 
   // The object a request's body holds, as the path's kind; the error a 400 BadRequest.
-  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeBody(const Call& call) const;
+  // The body's object; fields its kind has not are refused, or left out (and warned about) as
+  // the request's fieldValidation says.
+  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeBody(Call& call) const;
   void Record(const Call& call, int code);
 
   registry::Registry* registry_;
@@ -114,11 +119,17 @@ class Front {
   const FrontOptions options_;
   std::unique_ptr<Deadlines> deadlines_;
   std::unique_ptr<Relays> relays_;
-  metrics::Family<metrics::Counter>& requests_;
-  metrics::Family<metrics::Histogram>& durations_;
+  server::RequestMetrics requests_;
   metrics::Family<metrics::Gauge>& longrunning_;
   // Last: its workers use the members above, so it goes (joining them) first.
   Executor executor_;
 };
+
+// How a write treats fields its kind has not (the fieldValidation parameter): refused (400,
+// "strict decoding error: unknown field ..."), left out with a warning (the default, as in
+// Kubernetes), or left out silently.
+enum class FieldValidation { kStrict, kWarn, kIgnore };
+// The request's; a BadRequest naming the value for one Kubernetes has not.
+absl::StatusOr<FieldValidation> FieldValidationOf(const Front::Call& c);
 
 }  // namespace mkube::apiserver::rest

@@ -76,38 +76,48 @@ absl::StatusOr<registry::Registry::Admit> ApiService::CheckUpdate(grpc::ServerCo
   return gate_.CheckUpdate(caller, std::move(a));
 }
 
+void ApiService::Finish(grpc::ServerUnaryReactor* reactor, const RequestMetrics::Labels& labels,
+                        std::chrono::steady_clock::time_point start, const absl::Status& st) {
+  // As the HTTP API answers: a create that succeeds is 201.
+  const int code = st.ok() && labels.verb == "POST" ? 201 : HttpCode(st);
+  requests_.Record(labels, code,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  reactor->Finish(ToGrpc(st));
+}
+
 grpc::ServerUnaryReactor* ApiService::Answer(
-    grpc::CallbackServerContext* ctx, ObjectReply* resp,
+    grpc::CallbackServerContext* ctx, ObjectReply* resp, const RequestMetrics::Labels& labels,
     const std::function<void(registry::Registry::Done)>& start) {
   auto* reactor = ctx->DefaultReactor();
+  const auto began = std::chrono::steady_clock::now();
   if (in_flight_.fetch_add(1) >= options_.workers + options_.max_waiting_requests) {
     in_flight_.fetch_sub(1);
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, kTooManyRequests));
+    Finish(reactor, labels, began, absl::ResourceExhaustedError(kTooManyRequests));
     return reactor;
   }
-  start([this, reactor, resp](absl::StatusOr<std::string> r) {
+  start([this, reactor, resp, labels, began](absl::StatusOr<std::string> r) {
     in_flight_.fetch_sub(1);
-    reactor->Finish(ToGrpc(Fill(std::move(r), resp)));
+    Finish(reactor, labels, began, Fill(std::move(r), resp));
   });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* ApiService::Offload(grpc::CallbackServerContext* ctx,
+                                              const RequestMetrics::Labels& labels,
                                               std::function<absl::Status()> work) {
   auto* reactor = ctx->DefaultReactor();
-  const bool accepted = executor_.Run([ctx, reactor, work = std::move(work)] {
+  const auto began = std::chrono::steady_clock::now();
+  const bool accepted = executor_.Run([this, ctx, reactor, labels, began, work = std::move(work)] {
     // A caller that gave up while the request waited for a worker gets nothing done: a
     // write it no longer waits for would land after it was told it failed.
     if (ctx->IsCancelled() || std::chrono::system_clock::now() >= ctx->deadline()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                   "the request's deadline passed before it was handled"));
+      Finish(reactor, labels, began,
+             absl::DeadlineExceededError("the request's deadline passed before it was handled"));
       return;
     }
-    reactor->Finish(ToGrpc(work()));
+    Finish(reactor, labels, began, work());
   });
-  if (!accepted) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, kTooManyRequests));
-  }
+  if (!accepted) Finish(reactor, labels, began, absl::ResourceExhaustedError(kTooManyRequests));
   return reactor;
 }
 
@@ -115,13 +125,16 @@ grpc::ServerUnaryReactor* ApiService::Create(grpc::CallbackServerContext* ctx,
                                              const CreateRequest* req, ObjectReply* resp) {
   const auth::Attributes a{"create",          req->resource(), req->subresource(),
                            req->namespace_(), NameOf(*req),    ""};
+  auto labels = RequestMetrics::For("POST", req->resource(), req->subresource(), req->namespace_(),
+                                    req->subresource().empty() ? "" : req->name());
+  labels.dry_run = req->dry_run();
   if (registry::Registry::Blocks(*req)) {
-    return Offload(ctx, [=, this]() -> absl::Status {
+    return Offload(ctx, labels, [=, this]() -> absl::Status {
       MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(writes_.Create(*req), resp);
     });
   }
-  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+  return Answer(ctx, resp, labels, [=, this](registry::Registry::Done done) {
     if (auto st = Check(ctx, a); !st.ok()) return done(st);
     writes_.Create(*req, std::move(done));
   });
@@ -131,15 +144,17 @@ grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, cons
                                           ObjectReply* resp) {
   const auth::Attributes a{
       "get", req->resource(), req->subresource(), req->namespace_(), req->name(), ""};
+  const auto labels = RequestMetrics::For("GET", req->resource(), req->subresource(),
+                                          req->namespace_(), req->name());
   if (const api::KindInfo* k = Measured(req->resource())) {  // asks the agents: a worker waits
-    return Offload(ctx, [=, this]() -> absl::Status {
+    return Offload(ctx, labels, [=, this]() -> absl::Status {
       MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(metrics_->Get(*k, req->namespace_(), req->name()), resp);
     });
   }
   // A read of the store answered where it arrives: a lease's renewal does not queue behind
   // the lists and deletes that wait for workers.
-  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+  return Answer(ctx, resp, labels, [=, this](registry::Registry::Done done) {
     if (auto st = Check(ctx, a); !st.ok()) return done(st);
     registry_->Get(*req, std::move(done));
   });
@@ -147,7 +162,8 @@ grpc::ServerUnaryReactor* ApiService::Get(grpc::CallbackServerContext* ctx, cons
 
 grpc::ServerUnaryReactor* ApiService::List(grpc::CallbackServerContext* ctx, const ListRequest* req,
                                            ListReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
+  const auto labels = RequestMetrics::For("LIST", req->resource(), "", req->namespace_(), "");
+  return Offload(ctx, labels, [=, this]() -> absl::Status {
     if (auto st = Check(ctx, {"list", req->resource(), "", req->namespace_(), "", ""}); !st.ok()) {
       return st;
     }
@@ -168,13 +184,16 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
   }
   const auth::Attributes a{"update", req->resource(), req->subresource(), req->namespace_(), name,
                            ""};
+  auto labels =
+      RequestMetrics::For("PUT", req->resource(), req->subresource(), req->namespace_(), name);
+  labels.dry_run = req->dry_run();
   if (registry::Registry::Blocks(*req)) {
-    return Offload(ctx, [=, this]() -> absl::Status {
+    return Offload(ctx, labels, [=, this]() -> absl::Status {
       MKUBE_RETURN_IF_ERROR(Check(ctx, a));
       return Fill(writes_.Update(*req), resp);
     });
   }
-  return Answer(ctx, resp, [=, this](registry::Registry::Done done) {
+  return Answer(ctx, resp, labels, [=, this](registry::Registry::Done done) {
     auto admit = CheckUpdate(ctx, a);
     if (!admit.ok()) return done(admit.status());
     writes_.Update(*req, std::move(*admit), std::move(done));
@@ -183,7 +202,11 @@ grpc::ServerUnaryReactor* ApiService::Update(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
                                             const PatchRequest* req, ObjectReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
+  auto labels = RequestMetrics::For(req->patch_type() == "apply" ? "APPLY" : "PATCH",
+                                    req->resource(), req->subresource(), req->namespace_(),
+                                    req->name());
+  labels.dry_run = req->dry_run();
+  return Offload(ctx, labels, [=, this]() -> absl::Status {
     if (auto st = Check(ctx, {"patch", req->resource(), req->subresource(), req->namespace_(),
                               req->name(), ""});
         !st.ok()) {
@@ -195,7 +218,9 @@ grpc::ServerUnaryReactor* ApiService::Patch(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* ApiService::Delete(grpc::CallbackServerContext* ctx,
                                              const DeleteRequest* req, ObjectReply* resp) {
-  return Offload(ctx, [=, this]() -> absl::Status {
+  auto labels = RequestMetrics::For("DELETE", req->resource(), "", req->namespace_(), req->name());
+  labels.dry_run = req->dry_run();
+  return Offload(ctx, labels, [=, this]() -> absl::Status {
     if (auto st = Check(ctx, {"delete", req->resource(), "", req->namespace_(), req->name(), ""});
         !st.ok()) {
       return st;
@@ -210,10 +235,15 @@ absl::StatusOr<uint64_t> ApiService::StartWatch(grpc::ServerContext* ctx, grpc::
   if (!grpc::SerializationTraits<WatchRequest>::Deserialize(raw, &req).ok()) {
     return absl::InvalidArgumentError("cannot decode the watch request");
   }
+  const auto labels = RequestMetrics::For("WATCH", req.resource(), "", req.namespace_(), "");
+  absl::StatusOr<uint64_t> id;
   if (auto st = Check(ctx, {"watch", req.resource(), "", req.namespace_(), "", ""}); !st.ok()) {
-    return st;
+    id = st;
+  } else {
+    id = registry_->Watch(req, std::move(sink));
   }
-  return registry_->Watch(req, std::move(sink));
+  requests_.Record(labels, HttpCode(id.status()), std::nullopt);  // long-running: not timed
+  return id;
 }
 
 }  // namespace mkube::apiserver::server

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 #include "apiserver/auth/auth.h"
 #include "apiserver/registry/registry.h"
 #include "apiserver/server/gate.h"
 #include "apiserver/server/metrics.h"
+#include "apiserver/server/request_metrics.h"
 #include "apiserver/server/sized_writes.h"
 #include "apiserver/server/watch_stream.h"
 #include "base/executor.h"
@@ -78,15 +80,20 @@ class ApiService final : public ApiServiceBase {
                                       cache::WatchSinkPtr sink);
 
   // Runs `work` off the gRPC thread and finishes the call with its status; refuses it at
-  // once when too many requests wait for a worker.
+  // once when too many requests wait for a worker. Both count the call as `labels` say.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* ctx,
+                                    const RequestMetrics::Labels& labels,
                                     std::function<absl::Status()> work);
   // Runs `start` on the gRPC thread, for work that does not block (it hands the store's
   // answer, when it comes, to the Done it is given); the call ends with that answer. As many
   // such requests may be in flight as may be at the workers or waiting for them; more are
   // refused at once.
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, ObjectReply* resp,
+                                   const RequestMetrics::Labels& labels,
                                    const std::function<void(registry::Registry::Done)>& start);
+  // Finishes a call with `st`, counted.
+  void Finish(grpc::ServerUnaryReactor* reactor, const RequestMetrics::Labels& labels,
+              std::chrono::steady_clock::time_point start, const absl::Status& st);
 
   registry::Registry* registry_;
   SizedWrites writes_;  // the registry's creates, updates and patches
@@ -95,6 +102,7 @@ class ApiService final : public ApiServiceBase {
   ServiceOptions options_;
   Executor executor_;
   std::atomic<size_t> in_flight_{0};  // requests in Answer
+  RequestMetrics requests_{&metrics::Registry::Default()};
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> watch_cqs_;
   WatchServer watches_;
 };

@@ -140,6 +140,34 @@ TEST_F(ApiServiceTest, ARequestWhoseCallerGaveUpIsNotCarriedOut) {
   EXPECT_EQ(GetPod("on-time"), grpc::StatusCode::OK);
 }
 
+// The number in a line of the registry's text that starts with `prefix` (0 when none).
+double Sample(const std::string& text, const std::string& prefix) {
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    if (at > 0 && text[at - 1] != '\n') continue;
+    const size_t space = text.find(' ', at + prefix.size());
+    return std::stod(text.substr(space + 1, text.find('\n', space) - space - 1));
+  }
+  return 0;
+}
+
+TEST_F(ApiServiceTest, RequestsAreCountedAsTheHttpApiCountsThem) {
+  Serve({});
+  const std::string created =
+      R"(apiserver_request_total{verb="POST",dry_run="",group="",version="v1",resource="pods",)"
+      R"(subresource="",scope="namespace",component="apiserver",code="201"})";
+  const std::string missing =
+      R"(apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="pods",)"
+      R"(subresource="",scope="resource",component="apiserver",code="404"})";
+  const std::string text = metrics::Registry::Default().Render();
+  const double created_before = Sample(text, created), missing_before = Sample(text, missing);
+  ASSERT_TRUE(CreatePod("counted", std::chrono::seconds(10)).ok());
+  EXPECT_EQ(GetPod("nonexistent"), grpc::StatusCode::NOT_FOUND);
+  const std::string after = metrics::Registry::Default().Render();
+  EXPECT_EQ(Sample(after, created), created_before + 1) << after;
+  EXPECT_EQ(Sample(after, missing), missing_before + 1);
+  EXPECT_NE(after.find(R"(apiserver_request_duration_seconds_count{verb="POST")"), std::string::npos);
+}
+
 TEST_F(ApiServiceTest, ARequestIsRefusedAtOnceWhenTooManyWaitForAWorker) {
   ServiceOptions options;
   options.workers = 1;

@@ -335,6 +335,46 @@ TEST_F(FrontTest, PatchTypes) {
   EXPECT_EQ(managers[0]["operation"], "Apply");
 }
 
+// The Warning headers of an answer.
+std::vector<std::string> Warnings(const Response& r) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : r.headers) {
+    if (k == "Warning") out.push_back(v);
+  }
+  return out;
+}
+
+TEST_F(FrontTest, UnknownFieldsAreRefusedWarnedOfOrIgnoredAsFieldValidationSays) {
+  const std::string pod = std::string(kPod).insert(std::string(kPod).find("\"containers\""),
+                                                   "\"foo\":1,");
+  // Strict: refused, in Kubernetes' words.
+  auto strict = Do("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", pod);
+  ASSERT_EQ(strict.status, 400) << strict.body;
+  EXPECT_EQ(J(strict)["message"], "strict decoding error: unknown field \"spec.foo\"");
+  // Warn (also the default): created without it, and said so.
+  auto warned = Do("POST", "/api/v1/namespaces/default/pods", pod);
+  ASSERT_EQ(warned.status, 201) << warned.body;
+  EXPECT_FALSE(J(warned)["spec"].contains("foo"));
+  EXPECT_EQ(Warnings(warned), std::vector<std::string>{"299 - \"unknown field \\\"spec.foo\\\"\""});
+  // Ignore: the same, silently; for a patch too.
+  auto patch = Do("PATCH", "/api/v1/namespaces/default/pods/web?fieldValidation=Ignore",
+                  R"({"spec":{"bar":2},"metadata":{"labels":{"x":"y"}}})",
+                  "application/strategic-merge-patch+json");
+  ASSERT_EQ(patch.status, 200) << patch.body;
+  EXPECT_TRUE(Warnings(patch).empty());
+  EXPECT_EQ(J(patch)["metadata"]["labels"]["x"], "y");
+  auto strict_patch = Do("PATCH", "/api/v1/namespaces/default/pods/web?fieldValidation=Strict",
+                         R"({"spec":{"bar":2,"$retainKeys":["containers"]}})",
+                         "application/strategic-merge-patch+json");
+  ASSERT_EQ(strict_patch.status, 400) << strict_patch.body;
+  EXPECT_EQ(J(strict_patch)["message"], "strict decoding error: unknown field \"spec.bar\"");
+  auto bad = Do("POST", "/api/v1/namespaces/default/pods?fieldValidation=Loose", pod);
+  ASSERT_EQ(bad.status, 400);
+  EXPECT_EQ(J(bad)["message"],
+            "fieldValidation: Unsupported value: \"Loose\": supported values: \"Ignore\", "
+            "\"Strict\", \"Warn\"");
+}
+
 TEST_F(FrontTest, WatchSendsOneEventPerLineAfterTheVersionGiven) {
   ASSERT_EQ(Do("POST", "/api/v1/namespaces/default/pods", kPod).status, 201);
   Json list = J(Do("GET", "/api/v1/namespaces/default/pods"));

@@ -96,7 +96,9 @@ shows '^NAME *READY *STATUS *RESTARTS *AGE *IP *NODE' k get pods -o wide
 sed 's/spec:/spec:\n  foo: bar/' "$state/web.yaml" >"$state/bad.yaml"
 out=$(k apply -f "$state/bad.yaml" 2>&1) && fail "an unknown field was taken"
 grep -q 'unknown field "spec.foo"' <<<"$out" || fail "unknown field refused as: $out"
-pass "apply: created, unchanged, configured; unknown fields refused by the server"
+out=$(k apply --validate=warn -f "$state/bad.yaml" 2>&1) || fail "--validate=warn refused: $out"
+grep -qF 'Warning: unknown field "spec.foo"' <<<"$out" || fail "--validate=warn said: $out"
+pass "apply: created, unchanged, configured; unknown fields refused (or warned of) by the server"
 
 sed 's/name: web$/name: ssa/' "$state/web.yaml" >"$state/ssa.yaml"
 says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
@@ -214,6 +216,10 @@ pass "delete waits until the object is gone"
   fail "python3-kubernetes is not installed (deploy/deps.sh installs it)"
 /usr/bin/python3 "$root/tests/integration/python_client.py" "$state/config" || fail "python client"
 pass "python3-kubernetes: list, create, watch until Running, delete"
+
+# Bad input over HTTP gets kube-apiserver's answers; 2,000 idle connections leave both APIs up.
+/usr/bin/python3 "$root/tests/integration/http_bad_input.py" "$state" "$mkubectl" || fail "bad input"
+pass "bad input: malformed, wrong kind, wrong name, too large; 2,000 idle connections"
 
 # Every daemon's /metrics parses as Prometheus' text format, with Kubernetes' and etcd's names,
 # and /readyz answers 200 (the apiserver's with a token only).
