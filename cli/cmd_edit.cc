@@ -1,9 +1,12 @@
 // label, annotate, taint, cordon, uncordon, scale, set image: changes to objects in place.
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "api/codec.h"
 #include "api/labels.h"
 #include "api/object.h"
@@ -16,12 +19,25 @@
 namespace mkube::cli {
 namespace {
 
-// Runs `one` on every target; a failure is printed and the others still run.
+// Whether a write failed only because the object changed after it was read (its
+// resourceVersion no longer current): read again and retry, as client-go's RetryOnConflict.
+bool ChangedMeanwhile(const absl::Status& st) {
+  return absl::StartsWith(st.message(), "Error from server (Conflict): Operation cannot be fulfilled");
+}
+
+// Runs `one` (a read, a change, a write conditional on what was read) on every target, again
+// when another writer came between its read and its write; a failure is printed and the
+// others still run.
 template <typename Fn>
 absl::Status ForEach(const std::vector<Target>& targets, Fn one) {
   bool failed = false;
   for (const auto& t : targets) {
-    if (absl::Status st = one(t); !st.ok()) {
+    absl::Status st = one(t);
+    for (int retry = 0; retry < 5 && ChangedMeanwhile(st); ++retry) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 << retry));
+      st = one(t);
+    }
+    if (!st.ok()) {
       std::cerr << st.message() << "\n";
       failed = true;
     }

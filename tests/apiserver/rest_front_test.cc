@@ -238,7 +238,7 @@ TEST_F(FrontTest, ErrorsAreStatusesWithKubernetesReasons) {
 
   std::string unknown = kPod;
   unknown.replace(unknown.find("\"spec\":{"), 8, "\"spec\":{\"foo\":1,");
-  auto strict = Do("POST", "/api/v1/namespaces/default/pods", unknown);
+  auto strict = Do("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", unknown);
   EXPECT_EQ(strict.status, 400);
   EXPECT_EQ(J(strict)["reason"], "BadRequest");
   EXPECT_EQ(J(strict)["message"], "strict decoding error: unknown field \"spec.foo\"");

@@ -140,7 +140,10 @@ k get pods -w >"$state/watch.out" 2>&1 &
 watcher=$!
 until_ok 20 grep -q '^web ' "$state/watch.out"
 k label pod web watched=yes >/dev/null
-until_ok 20 test "$(grep -c '^web ' "$state/watch.out")" -ge 2
+second_row() { test "$(grep -c '^web ' "$state/watch.out")" -ge 2; }
+for _ in $(seq 1 200); do second_row && break; sleep 0.1; done
+second_row || { echo "--- kubectl get pods -w wrote:" >&2; cat "$state/watch.out" >&2; }
+until_ok 20 second_row
 kill "$watcher" 2>/dev/null || true
 wait "$watcher" 2>/dev/null || true
 pass "get -w: the list, then one row per change"
