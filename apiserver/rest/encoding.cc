@@ -15,10 +15,7 @@
 namespace mkube::apiserver::rest {
 namespace {
 
-bool TooLarge(const absl::Status& st) {
-  return absl::StrContains(st.message(), "too large") ||
-         absl::StrContains(st.message(), "request is too large");
-}
+using server::TooLarge;
 
 Json Details(const Subject& about, const absl::Status& st) {
   Json d = Json::object();
@@ -107,8 +104,6 @@ void FillRequired(Json& j, const google::protobuf::Descriptor* d) {
 absl::Status NotServed() {
   return absl::NotFoundError("the server could not find the requested resource");
 }
-
-int HttpCode(const absl::Status& st) { return server::HttpCode(st); }
 
 std::string Reason(const absl::Status& st) {
   switch (st.code()) {

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "api/kinds.h"
 #include "apiserver/cache/watch_cache.h"
+#include "apiserver/server/request_metrics.h"
 #include "base/http/server.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
@@ -31,7 +32,7 @@ absl::Status NotServed();
 // AlreadyExists, ABORTED 409 Conflict, INVALID_ARGUMENT 422 Invalid, OUT_OF_RANGE 410 Expired,
 // UNAUTHENTICATED 401, PERMISSION_DENIED 403 Forbidden, RESOURCE_EXHAUSTED 429 (413 for a
 // request too large), DEADLINE_EXCEEDED 504 Timeout, UNAVAILABLE 503, UNIMPLEMENTED 405.
-int HttpCode(const absl::Status& st);
+using server::HttpCode;
 std::string Reason(const absl::Status& st);
 // A failure as a metav1.Status; `code`/`reason` override the ones the status maps to.
 Json StatusJson(const absl::Status& st, const Subject& about = {}, int code = 0,

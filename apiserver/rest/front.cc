@@ -292,7 +292,7 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(Cal
   std::vector<std::string> unknown;
   auto obj = api::DecodeObject(doc, validation == FieldValidation::kStrict ? nullptr : &unknown);
   if (validation == FieldValidation::kWarn) {
-    for (const auto& f : unknown) c.warnings.push_back(fmt::format("unknown field \"{}\"", f));
+    for (const auto& f : unknown) c.warnings.push_back(UnknownField(f));
   }
   if (!obj.ok()) {
     std::string msg(obj.status().message());
@@ -323,6 +323,10 @@ absl::StatusOr<std::unique_ptr<google::protobuf::Message>> Front::DecodeBody(Cal
   }
   if (!c.target.name.empty() && meta->name().empty()) meta->set_name(c.target.name);
   return std::move(obj->message);
+}
+
+std::string UnknownField(const std::string& path) {
+  return fmt::format("unknown field \"{}\"", path);
 }
 
 absl::StatusOr<FieldValidation> FieldValidationOf(const Front::Call& c) {

@@ -131,5 +131,8 @@ class Front {
 enum class FieldValidation { kStrict, kWarn, kIgnore };
 // The request's; a BadRequest naming the value for one Kubernetes has not.
 absl::StatusOr<FieldValidation> FieldValidationOf(const Front::Call& c);
+// A field the kind has not, in Kubernetes' words (warnings and strict errors): unknown field
+// "spec.foo".
+std::string UnknownField(const std::string& path);
 
 }  // namespace mkube::apiserver::rest

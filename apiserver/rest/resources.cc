@@ -88,7 +88,7 @@ absl::StatusOr<std::string> WithoutFields(api::PatchType type, const std::string
 // Kubernetes' words for a strict decode that met unknown fields.
 std::string StrictError(const std::vector<std::string>& unknown) {
   std::vector<std::string> each;
-  for (const auto& f : unknown) each.push_back(fmt::format("unknown field \"{}\"", f));
+  for (const auto& f : unknown) each.push_back(UnknownField(f));
   return "strict decoding error: " + absl::StrJoin(each, ", ");
 }
 
@@ -102,7 +102,7 @@ absl::StatusOr<std::string> PatchBody(Front::Call& c, api::PatchType type) {
   if (unknown.empty()) return c.req.body;
   if (validation == FieldValidation::kStrict) return absl::InvalidArgumentError(StrictError(unknown));
   if (validation == FieldValidation::kWarn) {
-    for (const auto& f : unknown) c.warnings.push_back(fmt::format("unknown field \"{}\"", f));
+    for (const auto& f : unknown) c.warnings.push_back(UnknownField(f));
   }
   return WithoutFields(type, c.req.body, unknown);
 }
@@ -161,15 +161,20 @@ std::string ListText(const api::KindInfo& k, const cache::WatchCache::ListResult
     metadata["continue"] = list.continue_key;
     if (list.remaining > 0) metadata["remainingItemCount"] = list.remaining;
   }
+  std::vector<const std::string*> texts;
+  texts.reserve(list.items.size());
   size_t size = 256;
-  for (const auto& e : list.items) size += ObjectText(*e).size() + 1;
+  for (const auto& e : list.items) {
+    texts.push_back(&ObjectText(*e));
+    size += texts.back()->size() + 1;
+  }
   std::string out;
   out.reserve(size);
   out += fmt::format(R"({{"kind":{},"apiVersion":{},"metadata":{},"items":[)",
                      Json(k.kind + "List").dump(), Json(k.api_version()).dump(), metadata.dump());
-  for (size_t i = 0; i < list.items.size(); ++i) {
+  for (size_t i = 0; i < texts.size(); ++i) {
     if (i > 0) out += ',';
-    out += ObjectText(*list.items[i]);
+    out += *texts[i];
   }
   out += "]}";
   return out;

@@ -17,13 +17,18 @@ int HttpCode(const absl::Status& st) {
     case absl::StatusCode::kUnauthenticated: return 401;
     case absl::StatusCode::kPermissionDenied: return 403;
     case absl::StatusCode::kResourceExhausted:
-      return absl::StrContains(st.message(), "too large") ? 413 : 429;
+      return TooLarge(st) ? 413 : 429;
     case absl::StatusCode::kDeadlineExceeded: return 504;
     case absl::StatusCode::kUnavailable: return 503;
     case absl::StatusCode::kUnimplemented: return 405;
     case absl::StatusCode::kCancelled: return 499;
     default: return 500;
   }
+}
+
+bool TooLarge(const absl::Status& st) {
+  return st.code() == absl::StatusCode::kResourceExhausted &&
+         absl::StrContains(st.message(), "too large");
 }
 
 RequestMetrics::RequestMetrics(metrics::Registry* registry)

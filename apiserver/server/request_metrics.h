@@ -13,6 +13,9 @@ namespace mkube::apiserver::server {
 // RESOURCE_EXHAUSTED 429 (413 for a request too large), DEADLINE_EXCEEDED 504, UNAVAILABLE 503,
 // UNIMPLEMENTED 405; 200 for OK.
 int HttpCode(const absl::Status& st);
+// A RESOURCE_EXHAUSTED that says a request was too large (413), not that there were too many
+// (429).
+bool TooLarge(const absl::Status& st);
 
 // apiserver_request_total and apiserver_request_duration_seconds, with kube-apiserver's names
 // and labels, for the requests of both APIs: every RequestMetrics over one registry shares the

@@ -81,11 +81,7 @@ struct Context {
     due_.push_back(std::move(f));
     if (round_pending_) return;
     round_pending_ = true;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= window_start_ + options.coalesce) {
-      window_start_ = now;
-      window_flushes_ = 0;
-    }
+    NextWindow();
     if (window_flushes_ < ServerOptions::kQuickFlushes) {
       net::post(ioc, [this] { Round(); });
     } else {
@@ -111,17 +107,22 @@ struct Context {
   }
 
  private:
+  // Starts a new window of `coalesce` once the last has passed (under round_mu_).
+  void NextWindow() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= window_start_ + options.coalesce) {
+      window_start_ = now;
+      window_flushes_ = 0;
+    }
+  }
+
   void Round() {
     std::vector<std::shared_ptr<Flow>> round;
     {
       std::lock_guard<std::mutex> l(round_mu_);
       round.swap(due_);
       round_pending_ = false;
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= window_start_ + options.coalesce) {
-        window_start_ = now;
-        window_flushes_ = 0;
-      }
+      NextWindow();
       window_flushes_ += round.size();
     }
     for (auto& f : round) f->PostFlush();

@@ -137,6 +137,12 @@ class Session final : public SessionBase {
     keep_alive_ = false;
     state_ = State::kStreaming;
     beast::get_lowest_layer(stream_).expires_never();
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      // Its writes go straight to the socket while it has room (see WriteNext): once, not a
+      // system call per write.
+      beast::error_code ignored;
+      beast::get_lowest_layer(stream_).socket().non_blocking(true, ignored);
+    }
     Queue(Head(status, content_type, {{"Cache-Control", "no-cache, private"}}, false, std::nullopt));
     WatchForClose();
     hold.reset();  // the read watching for the client's close holds the session now
@@ -352,8 +358,7 @@ class Session final : public SessionBase {
         if (state_ == State::kStreaming) {
           auto& socket = beast::get_lowest_layer(stream_).socket();
           beast::error_code ec;
-          socket.non_blocking(true, ec);
-          size_t sent = ec ? 0 : socket.write_some(buffers_, ec);
+          size_t sent = socket.non_blocking() ? socket.write_some(buffers_, ec) : 0;
           if (ec == net::error::would_block) ec = {};
           if (ec) return Close();
           if (sent == bytes) {
