@@ -4,7 +4,6 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -78,6 +77,12 @@ absl::Status LoadTls(const ServerOptions& o, ssl::context* tls) {
   boost::system::error_code ec;
   tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  // An idle connection keeps no record buffer (see TlsStream), sessions resume from tickets
+  // rather than from a server-side cache of every client, and a client that closes without
+  // close_notify has ended its stream (HTTP frames its own messages).
+  SSL_CTX_set_mode(tls->native_handle(), SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_session_cache_mode(tls->native_handle(), SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_options(tls->native_handle(), SSL_OP_IGNORE_UNEXPECTED_EOF);
   tls->use_certificate_chain_file(o.tls_cert_file, ec);
   if (ec) return absl::InvalidArgumentError(fmt::format("cannot load the serving certificate {}: {}",
                                                         o.tls_cert_file, ec.message()));
@@ -159,9 +164,8 @@ struct Server::Impl {
     auto remote = socket.remote_endpoint(ec);
     std::string peer = ec ? "" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
     if (ctx.tls) {
-      using TlsStream = beast::ssl_stream<beast::tcp_stream>;
       auto s = std::make_shared<Session<TlsStream>>(
-          &ctx, TlsStream(std::move(socket), *ctx.tls), std::move(peer));
+          &ctx, TlsStream(std::move(socket), ctx.tls->native_handle()), std::move(peer));
       s->Run();
       ctx.Register(s);
     } else {

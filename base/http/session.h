@@ -5,12 +5,12 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
 
 #include "absl/strings/ascii.h"
 #include "base/http/flow.h"
+#include "base/http/tls_stream.h"
 #include "base/http/websocket_session.h"
 #include "fmt/format.h"
 
@@ -111,8 +111,7 @@ class Session final : public SessionBase {
       Read();
     } else {
       beast::get_lowest_layer(stream_).expires_after(ctx_->options.read_timeout);
-      stream_.async_handshake(ssl::stream_base::server,
-                              [self = Self()](beast::error_code ec) { self->Handshaken(ec); });
+      stream_.async_handshake([self = Self()](beast::error_code ec) { self->Handshaken(ec); });
     }
   }
 
