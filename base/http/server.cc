@@ -95,22 +95,19 @@ absl::Status LoadTls(const ServerOptions& o, ssl::context* tls) {
                                                           o.client_ca_file, ec.message()));
     tls->set_verify_mode(ssl::verify_peer);
   }
-  // HTTP/1.1 is what this server speaks; a client offering h2 as well gets HTTP/1.1.
+  // h2 when the client offers it, else HTTP/1.1 (a client that names no protocol gets it).
   SSL_CTX_set_alpn_select_cb(
       tls->native_handle(),
       [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
          unsigned int inlen, void*) -> int {
-        for (unsigned int i = 0; i < inlen;) {
-          const unsigned int len = in[i];
-          if (i + 1 + len > inlen) break;
-          if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == "http/1.1") {
-            *out = in + i + 1;
-            *outlen = static_cast<unsigned char>(len);
-            return SSL_TLSEXT_ERR_OK;
-          }
-          i += 1 + len;
+        static constexpr unsigned char kServed[] = "\x02h2\x08http/1.1";
+        unsigned char* chosen = nullptr;
+        if (SSL_select_next_proto(&chosen, outlen, kServed, sizeof kServed - 1, in, inlen) !=
+            OPENSSL_NPN_NEGOTIATED) {
+          return SSL_TLSEXT_ERR_NOACK;
         }
-        return SSL_TLSEXT_ERR_NOACK;
+        *out = chosen;
+        return SSL_TLSEXT_ERR_OK;
       },
       nullptr);
   return absl::OkStatus();

@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 
-// An HTTP/1.1 server (keep-alive, chunked streaming, TLS with optional client certificates)
-// on Boost.Beast: the Kubernetes API front of the apiserver and every daemon's /healthz,
-// /readyz and /metrics. Handlers run on the server's I/O threads and must not block: work
+// An HTTP server: HTTP/1.1 with keep-alive and chunked streaming (Boost.Beast), and over TLS
+// HTTP/2 for clients that offer h2 (libnghttp2); TLS with optional client certificates. The
+// Kubernetes API front of the apiserver and every daemon's /healthz, /readyz and /metrics. Handlers run on the server's I/O threads and must not block: work
 // that waits goes elsewhere and answers through its Exchange from any thread.
 namespace mkube::http {
 
@@ -76,7 +76,7 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
   virtual void Finish(Response r) = 0;
-  // A streamed answer (Transfer-Encoding: chunked). What is written goes out in order; what
+  // A streamed answer (chunked; HTTP/2's DATA frames). What is written goes out in order; what
   // a stream has waiting when its turn comes goes out as one chunk (see
   // ServerOptions::coalesce).
   virtual void Start(int status, std::string content_type) = 0;

@@ -6,10 +6,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <cstring>
 #include <deque>
 
 #include "absl/strings/ascii.h"
 #include "base/http/flow.h"
+#include "base/http/h2_session.h"
 #include "base/http/tls_stream.h"
 #include "base/http/websocket_session.h"
 #include "fmt/format.h"
@@ -239,6 +241,18 @@ class Session final : public SessionBase {
       if (X509* cert = SSL_get1_peer_certificate(ssl)) {
         if (SSL_get_verify_result(ssl) == X509_V_OK) Subject(cert);
         X509_free(cert);
+      }
+      const unsigned char* proto = nullptr;
+      unsigned int len = 0;
+      SSL_get0_alpn_selected(ssl, &proto, &len);
+      if (len == 2 && std::memcmp(proto, "h2", 2) == 0) {
+        // The client chose HTTP/2: the connection goes to a session of that kind.
+        auto h2 = std::make_shared<H2Session>(ctx_, std::move(stream_), peer_, cn_, orgs_);
+        ctx_->Register(h2);
+        h2->Run();
+        state_ = State::kClosed;
+        gone.store(true);
+        return;
       }
     }
     Read();

@@ -1,10 +1,6 @@
 // The HTTP server over TLS on real loopback sockets: requests and answers larger than a TLS
 // record and than the socket's buffers, a streamed answer of many small pieces, a WebSocket,
 // and a client that never finishes its handshake.
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,12 +12,11 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "base/http/server.h"
+#include "tests/base/http_test_util.h"
 
 namespace mkube::http {
 namespace {
@@ -31,46 +26,13 @@ namespace ssl = net::ssl;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 
-// A self-signed serving certificate in a temporary folder.
-class Pki {
- public:
-  Pki() {
-    char tmpl[] = "/tmp/mkube-tls-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* x = X509_new();
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    X509_NAME* name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    X509_sign(x, key, EVP_sha256());
-    FILE* f = fopen(cert().c_str(), "w");
-    PEM_write_X509(f, x);
-    fclose(f);
-    f = fopen(key_file().c_str(), "w");
-    PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-    fclose(f);
-    X509_free(x);
-    EVP_PKEY_free(key);
-  }
-  ~Pki() { std::filesystem::remove_all(dir_); }
-  std::string cert() const { return dir_ + "/tls.crt"; }
-  std::string key_file() const { return dir_ + "/tls.key"; }
-
- private:
-  std::string dir_;
-};
-
 class TlsTest : public ::testing::Test {
  protected:
   void Start(Handler h, ServerOptions o = {}) {
     o.listen = "127.0.0.1:0";
-    o.tls_cert_file = pki_.cert();
-    o.tls_key_file = pki_.key_file();
+    ASSERT_TRUE(pki_.ok());
+    o.tls_cert_file = pki_->server_cert;
+    o.tls_key_file = pki_->server_key;
     server_ = std::make_unique<Server>(o, std::move(h));
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -83,7 +45,7 @@ class TlsTest : public ::testing::Test {
     return s;
   }
 
-  Pki pki_;
+  TempPki pki_;
   net::io_context ioc_;
   ssl::context client_tls_{ssl::context::tls_client};
   std::unique_ptr<Server> server_;
@@ -122,13 +84,7 @@ TEST_F(TlsTest, LargeBodiesBothWaysOnOneConnection) {
 
 TEST_F(TlsTest, StreamsManySmallPiecesInOrder) {
   constexpr int kLines = 20000;
-  Start([](Request, ExchangePtr ex) {
-    ex->Start(200, "application/json");
-    std::thread([ex] {
-      for (int i = 0; i < kLines; ++i) ex->WriteWaiting("{\"n\":" + std::to_string(i) + "}\n");
-      ex->End();
-    }).detach();
-  });
+  Start([](Request, ExchangePtr ex) { StreamNumberedLines(ex, kLines); });
   auto s = Connect();
   bhttp::request<bhttp::empty_body> get{bhttp::verb::get, "/watch", 11};
   get.set(bhttp::field::host, "h");
@@ -136,8 +92,7 @@ TEST_F(TlsTest, StreamsManySmallPiecesInOrder) {
   boost::beast::flat_buffer buf;
   bhttp::response<bhttp::string_body> res;
   bhttp::read(*s, buf, res);
-  std::string want;
-  for (int i = 0; i < kLines; ++i) want += "{\"n\":" + std::to_string(i) + "}\n";
+  const std::string want = NumberedLines(kLines);
   EXPECT_TRUE(res.body() == want) << res.body().size() << " bytes of " << want.size();
 }
 

@@ -44,6 +44,22 @@ shows 'kubernetes.io/hostname=node02' k get nodes --show-labels
 shows '^node01 *Ready' ctl get nodes
 pass "one kubeconfig: kubectl get nodes (Table columns, --show-labels) and mkubectl"
 
+# kubectl (Go) chooses HTTP/2 in the TLS handshake and gets it: its requests and answers are
+# frames on one connection. curl says which protocol it was served.
+out=$(GODEBUG=http2debug=1 k get nodes 2>&1) || fail "kubectl over HTTP/2: $out"
+grep -q 'http2: Transport creating client conn' <<<"$out" &&
+  grep -q 'http2: Transport received SETTINGS len=.*MAX_CONCURRENT_STREAMS=1000' <<<"$out" &&
+  grep -q '^node01 *Ready' <<<"$out" ||
+  fail "kubectl did not speak HTTP/2: $(grep -m5 http2 <<<"$out")"
+token=$(awk '/token:/ {print $2; exit}' "$state/config")
+curl_h2() { curl -sS --http2 --cacert "$state/pki/ca.crt" -H "Authorization: Bearer $token" "$@"; }
+[ "$(curl_h2 -o /dev/null -w '%{http_version} %{http_code}' "$server/api/v1/nodes")" = "2 200" ] ||
+  fail "curl --http2: $(curl_h2 -v -o /dev/null "$server/api/v1/nodes" 2>&1 | tail -5)"
+[ "$(curl -sS --http1.1 --cacert "$state/pki/ca.crt" -H "Authorization: Bearer $token" \
+  -o /dev/null -w '%{http_version} %{http_code}' "$server/api/v1/nodes")" = "1.1 200" ] ||
+  fail "curl --http1.1"
+pass "HTTP/2 for the clients that offer it (kubectl, curl --http2), HTTP/1.1 for the others"
+
 says 'node/node01 labeled' k label nodes node01 abc=aaa
 shows '^node01 ' k get nodes -l abc=aaa
 [ "$(k get nodes -l abc=aaa -o name)" = node/node01 ] || fail "-l abc=aaa selects more"
