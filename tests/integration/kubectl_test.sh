@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The real kubectl (1.32, through its dispatcher) drives a cluster started by up.sh, with the
 # kubeconfig up.sh writes, through the apiserver's Kubernetes HTTP API: discovery, Tables,
-# labels, taints, cordon, apply (client-side with server validation, and server-side),
-# deployments, scale, set image, rollout, logs, exec, attach, port-forward, drain, reviews,
-# watch, errors — with the outcomes
-# mkubectl sees over gRPC; then python3-kubernetes, and a scrape of every daemon's /metrics.
+# HTTP/2, labels, taints, cordon, apply (client-side with server validation, and server-side),
+# deployments, scale, set image, rollout (status, undo, history), describe, explain, top, logs,
+# exec, attach, port-forward, drain, reviews, watch, errors — with the outcomes mkubectl sees
+# over gRPC; then python3-kubernetes, and a scrape of every daemon's /metrics.
 # Without kubectl on PATH the test fails: it does not skip.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -149,7 +149,27 @@ says 'deployment.apps/myapp image updated' k set image deployment/myapp myapp=so
 shows 'successfully rolled out' k rollout status deployment/myapp --timeout=90s
 [ "$(ctl get deployment myapp -o jsonpath='{.spec.template.spec.containers[0].image}')" = soscscs/myapp:v2 ] ||
   fail "set image"
-pass "create deployment, rollout status, scale, set image"
+says 'deployment.apps/myapp rolled back' k rollout undo deployment/myapp
+shows 'successfully rolled out' k rollout status deployment/myapp --timeout=90s
+[ "$(ctl get deployment myapp -o jsonpath='{.spec.template.spec.containers[0].image}')" = soscscs/myapp:v1 ] ||
+  fail "rollout undo"
+shows '^3  *<none>$' k rollout history deployment/myapp
+pass "create deployment, rollout status, scale, set image, rollout undo and history"
+
+# describe reads the objects and their events; explain reads the OpenAPI schemas; top reads
+# metrics.k8s.io (the agents' measures come within their first scrape).
+pod=$(ctl get pods -l app=myapp -o name | head -1)
+shows '^Controlled By:  *ReplicaSet/myapp-' k describe "$pod"
+shows '^    Image:  *soscscs/myapp:v1$' k describe "$pod"
+shows '^Taints:  *<none>$' k describe node node02
+shows '^  Normal  *ScalingReplicaSet ' k describe deployment myapp
+shows '^FIELD: containers <\[\]Container>$' k explain pod.spec.containers
+shows '^  tolerations	<\[\]Toleration>$' k explain pod.spec
+out=$(k explain pod.spec.nosuchfield 2>&1) && fail "explain of a missing field: $out"
+grep -qF 'field "nosuchfield" does not exist' <<<"$out" || fail "explain said: $out"
+until_ok 60 shows '^node01  *[0-9]*m  *[0-9]*%  *[0-9]*Mi ' k top nodes
+until_ok 60 shows "^${pod#pod/}  *[0-9]*m  *[0-9]*Mi " k top pods
+pass "describe (pod, node, deployment), explain, top nodes and pods"
 
 # get -w prints the rows of what changes after its list.
 k get pods -w >"$state/watch.out" 2>&1 &
