@@ -16,7 +16,6 @@ std::vector<std::pair<std::string, std::string>> Groups() {
   };
   for (const auto& k : api::Kinds()) add(k.group, k.version);
   for (const auto& r : Reviews()) add(r.group, r.version);
-  add("autoscaling", "v1");  // deployments/scale answers a Scale of autoscaling/v1
   return out;
 }
 
@@ -167,7 +166,6 @@ static Json MakeResourceList(std::string_view group, std::string_view version) {
                          {"kind", r.kind},
                          {"verbs", {"create"}}});
   }
-  if (group == "autoscaling" && version == "v1") served = true;
   if (!served) return nullptr;
   const std::string gv = group.empty() ? std::string(version)
                                        : std::string(group) + "/" + std::string(version);
