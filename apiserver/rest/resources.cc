@@ -2,12 +2,12 @@
 // deletecollection, the subresources that create (binding, eviction) and the reviews.
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "api/codec.h"
 #include "api/object.h"
 #include "api/patch.h"
 #include "apiserver/rest/front.h"
+#include "apiserver/rest/patch_fields.h"
 #include "apiserver/rest/protobuf.h"
 #include "fmt/format.h"
 #include "proto/api/apps.pb.h"
@@ -26,85 +26,6 @@ Response BadBody(const absl::Status& st) {
     return Refusal(415, "UnsupportedMediaType", std::string(st.message()));
   }
   return Refusal(400, "BadRequest", std::string(st.message()));
-}
-
-// The fields a merge, strategic or apply patch names that its kind has not (directives
-// aside): the patched object would not have them.
-std::vector<std::string> UnknownPatchFields(const api::KindInfo& kind, const std::string& body) {
-  std::vector<std::string> unknown, out;
-  auto doc = LoadBody(body);
-  if (!doc.ok()) return out;
-  auto scratch = kind.New();
-  (void)api::DecodeNode(*doc, scratch.get(), "", &unknown);  // its other errors are the registry's
-  for (auto& f : unknown) {
-    if (f.find('$') == std::string::npos) out.push_back(std::move(f));
-  }
-  return out;
-}
-
-// `doc` without the field at `path` (as DecodeNode names it: "spec.containers[0].foo").
-void RemoveField(api::PatchJson& doc, const std::string& path) {
-  api::PatchJson* node = &doc;
-  size_t at = 0;
-  while (node && at < path.size()) {
-    if (path[at] == '.') ++at;
-    if (path[at] == '[') {
-      const size_t close = path.find(']', at);
-      size_t i = 0;
-      if (close == std::string::npos || !absl::SimpleAtoi(path.substr(at + 1, close - at - 1), &i) ||
-          !node->is_array() || i >= node->size()) {
-        return;
-      }
-      node = &(*node)[i];
-      at = close + 1;
-      continue;
-    }
-    const size_t end = path.find_first_of(".[", at);
-    const std::string name = path.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (!node->is_object() || !node->contains(name)) return;
-    if (end == std::string::npos) {
-      node->erase(name);
-      return;
-    }
-    node = &(*node)[name];
-    at = end;
-  }
-}
-
-// A merge, strategic or apply patch without the fields at `paths`, as JSON.
-absl::StatusOr<std::string> WithoutFields(api::PatchType type, const std::string& body,
-                                          const std::vector<std::string>& paths) {
-  api::PatchJson doc;
-  if (type == api::PatchType::kApply) {
-    MKUBE_ASSIGN_OR_RETURN(doc, api::LoadApplyConfig(body));
-  } else {
-    doc = api::PatchJson::parse(body, nullptr, false);
-    if (doc.is_discarded()) return absl::InvalidArgumentError("the patch is not valid JSON");
-  }
-  for (const auto& p : paths) RemoveField(doc, p);
-  return doc.dump();
-}
-
-// Kubernetes' words for a strict decode that met unknown fields.
-std::string StrictError(const std::vector<std::string>& unknown) {
-  std::vector<std::string> each;
-  for (const auto& f : unknown) each.push_back(UnknownField(f));
-  return "strict decoding error: " + absl::StrJoin(each, ", ");
-}
-
-// The patch to send: fields the kind has not refused (fieldValidation=Strict), or left out of
-// it and warned of (Warn) or not (Ignore). JSON patches' operations are checked by the
-// registry, strictly.
-absl::StatusOr<std::string> PatchBody(Front::Call& c, api::PatchType type) {
-  MKUBE_ASSIGN_OR_RETURN(const FieldValidation validation, FieldValidationOf(c));
-  if (type == api::PatchType::kJson) return c.req.body;
-  const auto unknown = UnknownPatchFields(*c.target.kind, c.req.body);
-  if (unknown.empty()) return c.req.body;
-  if (validation == FieldValidation::kStrict) return absl::InvalidArgumentError(StrictError(unknown));
-  if (validation == FieldValidation::kWarn) {
-    for (const auto& f : unknown) c.warnings.push_back(UnknownField(f));
-  }
-  return WithoutFields(type, c.req.body, unknown);
 }
 
 // A patch the registry could not even read is the request's fault (400), before it is sent;

@@ -379,6 +379,35 @@ TEST_F(FrontTest, UnknownFieldsAreRefusedWarnedOfOrIgnoredAsFieldValidationSays)
             "\"Strict\", \"Warn\"");
 }
 
+// A JSON patch's operations are checked as a merge patch's fields: an operation on an
+// unknown field goes, unknown fields inside a value go, the rest is applied.
+TEST_F(FrontTest, JsonPatchesFollowFieldValidationToo) {
+  ASSERT_EQ(Do("POST", "/api/v1/namespaces/default/pods", kPod).status, 201);
+  const std::string ops =
+      R"([{"op":"add","path":"/metadata/labels/x","value":"1"},)"
+      R"({"op":"add","path":"/spec/foo","value":"bar"},)"
+      R"({"op":"add","path":"/spec/tolerations","value":[{"key":"a","operator":"Exists","bogus":1}]}])";
+  const std::string path = "/api/v1/namespaces/default/pods/web";
+  auto strict = Do("PATCH", path + "?fieldValidation=Strict", ops, "application/json-patch+json");
+  ASSERT_EQ(strict.status, 400) << strict.body;
+  EXPECT_EQ(J(strict)["message"], "strict decoding error: unknown field \"spec.foo\", "
+                                  "unknown field \"spec.tolerations[0].bogus\"");
+  EXPECT_FALSE(J(Do("GET", path))["metadata"]["labels"].contains("x"));  // nothing written
+  auto warned = Do("PATCH", path, ops, "application/json-patch+json");
+  ASSERT_EQ(warned.status, 200) << warned.body;
+  EXPECT_EQ(Warnings(warned),
+            (std::vector<std::string>{"299 - \"unknown field \\\"spec.foo\\\"\"",
+                                      "299 - \"unknown field \\\"spec.tolerations[0].bogus\\\"\""}));
+  EXPECT_EQ(J(warned)["metadata"]["labels"]["x"], "1");
+  EXPECT_EQ(J(warned)["spec"]["tolerations"], Json::parse(R"([{"key":"a","operator":"Exists"}])"));
+  auto ignored = Do("PATCH", path + "?fieldValidation=Ignore",
+                    R"([{"op":"add","path":"/spec/tolerations/0","value":{"key":"b","zz":2}}])",
+                    "application/json-patch+json");
+  ASSERT_EQ(ignored.status, 200) << ignored.body;
+  EXPECT_TRUE(Warnings(ignored).empty());
+  EXPECT_EQ(J(ignored)["spec"]["tolerations"][0], Json::parse(R"({"key":"b","operator":"Equal"})"));
+}
+
 TEST_F(FrontTest, WatchSendsOneEventPerLineAfterTheVersionGiven) {
   ASSERT_EQ(Do("POST", "/api/v1/namespaces/default/pods", kPod).status, 201);
   Json list = J(Do("GET", "/api/v1/namespaces/default/pods"));

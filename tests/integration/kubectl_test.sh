@@ -114,7 +114,12 @@ out=$(k apply -f "$state/bad.yaml" 2>&1) && fail "an unknown field was taken"
 grep -q 'unknown field "spec.foo"' <<<"$out" || fail "unknown field refused as: $out"
 out=$(k apply --validate=warn -f "$state/bad.yaml" 2>&1) || fail "--validate=warn refused: $out"
 grep -qF 'Warning: unknown field "spec.foo"' <<<"$out" || fail "--validate=warn said: $out"
-pass "apply: created, unchanged, configured; unknown fields refused (or warned of) by the server"
+out=$(k patch pod web --type=json \
+  -p '[{"op":"add","path":"/metadata/labels/jp","value":"yes"},{"op":"add","path":"/spec/foo","value":1}]' 2>&1) ||
+  fail "a json patch with an unknown field: $out"
+grep -qF 'Warning: unknown field "spec.foo"' <<<"$out" || fail "the json patch said: $out"
+[ "$(ctl get pod web -o jsonpath='{.metadata.labels.jp}')" = yes ] || fail "json patch's known op"
+pass "apply and patch: created, unchanged, configured; unknown fields refused (or warned of) by the server"
 
 sed 's/name: web$/name: ssa/' "$state/web.yaml" >"$state/ssa.yaml"
 says 'pod/ssa serverside-applied' k apply --server-side -f "$state/ssa.yaml"
