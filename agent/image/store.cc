@@ -1,0 +1,175 @@
+#include "agent/image/store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "fmt/format.h"
+
+namespace mkube::agent::image {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A name beside `path` no other writer uses.
+std::string TempBeside(const std::string& path, std::string_view what) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.{}-{}-{}", path, what, getpid(), counter.fetch_add(1));
+}
+
+absl::Status BadDigest(const std::string& digest) {
+  return absl::InvalidArgumentError(fmt::format("\"{}\" is not a sha256 digest", digest));
+}
+
+// Writes `bytes` to `path` whole, through a temporary file synced and renamed.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = TempBeside(path, "writing");
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(fmt::format("cannot write {}: {}", tmp, strerror(errno)));
+  const bool ok = write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) &&
+                  fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(fmt::format("cannot write {}: {}", path, strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ContentStore::BlobWriter::~BlobWriter() {
+  if (fd_ >= 0) close(fd_);
+  if (!done_) unlink(tmp_.c_str());
+}
+
+absl::Status ContentStore::BlobWriter::Write(std::string_view bytes) {
+  for (size_t off = 0; off < bytes.size();) {
+    const ssize_t n = write(fd_, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(fmt::format("writing {}: {}", digest_, strerror(errno)));
+    off += static_cast<size_t>(n);
+  }
+  hash_.Update(bytes);
+  written_ += static_cast<int64_t>(bytes.size());
+  if (size_ >= 0 && written_ > size_) {
+    return absl::DataLossError(
+        fmt::format("blob {} is larger than the {} bytes its manifest says", digest_, size_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ContentStore::BlobWriter::Commit() {
+  const std::string got = hash_.Finish();
+  if (size_ >= 0 && written_ != size_) {
+    return absl::DataLossError(fmt::format("blob {} has {} bytes, its manifest says {}", digest_,
+                                           written_, size_));
+  }
+  if (got != digest_) {
+    return absl::DataLossError(
+        fmt::format("blob {} is corrupt: its content hashes to {}", digest_, got));
+  }
+  const bool synced = fsync(fd_) == 0;
+  close(fd_);
+  fd_ = -1;
+  if (!synced || rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return absl::InternalError(fmt::format("cannot store blob {}: {}", digest_, strerror(errno)));
+  }
+  done_ = true;
+  return absl::OkStatus();
+}
+
+std::string ContentStore::BlobPath(const std::string& digest) const {
+  return root_ + "/blobs/sha256/" + DigestHex(digest);
+}
+
+bool ContentStore::HasBlob(const std::string& digest) const {
+  std::error_code ec;
+  return !DigestHex(digest).empty() && fs::is_regular_file(BlobPath(digest), ec);
+}
+
+absl::StatusOr<std::unique_ptr<ContentStore::BlobWriter>> ContentStore::NewBlob(
+    const std::string& digest, int64_t size) {
+  if (DigestHex(digest).empty()) return BadDigest(digest);
+  const std::string path = BlobPath(digest);
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = TempBeside(path, "partial");
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(fmt::format("cannot write {}: {}", tmp, strerror(errno)));
+  return std::unique_ptr<BlobWriter>(new BlobWriter(digest, size, tmp, path, fd));
+}
+
+absl::Status ContentStore::PutBlob(const std::string& digest, std::string_view bytes) {
+  auto w = NewBlob(digest, static_cast<int64_t>(bytes.size()));
+  if (!w.ok()) return w.status();
+  if (auto st = (*w)->Write(bytes); !st.ok()) return st;
+  return (*w)->Commit();
+}
+
+absl::StatusOr<std::string> ContentStore::ReadBlob(const std::string& digest, size_t max) const {
+  if (DigestHex(digest).empty()) return BadDigest(digest);
+  std::ifstream in(BlobPath(digest), std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("blob {} is not in the store", digest));
+  std::string bytes;
+  char buf[64 << 10];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    bytes.append(buf, static_cast<size_t>(in.gcount()));
+    if (bytes.size() > max) {
+      return absl::InvalidArgumentError(fmt::format("blob {} is over {} bytes", digest, max));
+    }
+  }
+  if (Sha256Of(bytes) != digest) {
+    return absl::DataLossError(fmt::format("blob {} in the store is corrupt", digest));
+  }
+  return bytes;
+}
+
+absl::StatusOr<std::string> ContentStore::Layer(const std::string& digest, Whiteouts whiteouts) {
+  if (DigestHex(digest).empty()) return BadDigest(digest);
+  const std::string dir = root_ + "/layers/sha256/" + DigestHex(digest);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return dir;
+  if (!HasBlob(digest)) return absl::NotFoundError(fmt::format("layer {} is not in the store", digest));
+  // Unpacked beside its place and renamed into it: a folder under the layer's name is whole.
+  const std::string tmp = TempBeside(dir, "unpacking");
+  auto unpacked = UnpackLayer(BlobPath(digest), tmp, whiteouts);
+  if (!unpacked.ok()) {
+    fs::remove_all(tmp, ec);
+    return absl::Status(unpacked.status().code(),
+                        fmt::format("layer {}: {}", digest, std::string(unpacked.status().message())));
+  }
+  if (rename(tmp.c_str(), dir.c_str()) != 0) {
+    fs::remove_all(tmp, ec);  // another pull unpacked it meanwhile
+    if (!fs::is_directory(dir, ec)) {
+      return absl::InternalError(fmt::format("cannot store layer {}: {}", digest, strerror(errno)));
+    }
+  }
+  return dir;
+}
+
+std::string ContentStore::RefPath(const Reference& ref) const {
+  const std::string base = root_ + "/refs/" + ref.registry + "/" + ref.repository;
+  return ref.digest.empty() ? base + "/tags/" + ref.tag : base + "/digests/" + DigestHex(ref.digest);
+}
+
+absl::Status ContentStore::SetRef(const Reference& ref, const std::string& manifest_digest) {
+  if (DigestHex(manifest_digest).empty()) return BadDigest(manifest_digest);
+  return WriteFileAtomically(RefPath(ref), manifest_digest + "\n");
+}
+
+std::optional<std::string> ContentStore::Ref(const Reference& ref) const {
+  std::ifstream in(RefPath(ref));
+  std::string digest;
+  if (!(in >> digest) || DigestHex(digest).empty()) return std::nullopt;
+  return digest;
+}
+
+}  // namespace mkube::agent::image

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "agent/image/digest.h"
+#include "agent/image/layer.h"
+#include "agent/image/reference.h"
+
+// A node's images by content, in one folder:
+//   blobs/sha256/HEX     manifests, configs and layers as fetched, each kept once
+//   layers/sha256/HEX/   a layer blob unpacked, once
+//   refs/REGISTRY/REPOSITORY/tags/TAG and .../digests/HEX: the manifest a name stands for
+// A blob lands under its name only once its bytes hash to it, and a layer's folder only once
+// it is whole: a cut download or a crash leaves nothing that looks complete.
+namespace mkube::agent::image {
+
+class ContentStore {
+ public:
+  explicit ContentStore(std::string root) : root_(std::move(root)) {}
+
+  // A blob being written: hashed as it comes, renamed into place by Commit when its digest
+  // (and size, when known) is the one promised. Dropped uncommitted, it leaves nothing.
+  class BlobWriter {
+   public:
+    ~BlobWriter();
+    absl::Status Write(std::string_view bytes);
+    absl::Status Commit();
+    int64_t written() const { return written_; }
+
+   private:
+    friend class ContentStore;
+    BlobWriter(std::string digest, int64_t size, std::string tmp, std::string path, int fd)
+        : digest_(std::move(digest)), size_(size), tmp_(std::move(tmp)), path_(std::move(path)),
+          fd_(fd) {}
+    const std::string digest_;
+    const int64_t size_;
+    const std::string tmp_, path_;
+    int fd_;
+    int64_t written_ = 0;
+    Sha256 hash_;
+    bool done_ = false;
+  };
+
+  // `size` < 0: not known beforehand.
+  absl::StatusOr<std::unique_ptr<BlobWriter>> NewBlob(const std::string& digest, int64_t size = -1);
+  absl::Status PutBlob(const std::string& digest, std::string_view bytes);
+  bool HasBlob(const std::string& digest) const;
+  std::string BlobPath(const std::string& digest) const;
+  // A small blob (a manifest, a config), checked against its digest again.
+  absl::StatusOr<std::string> ReadBlob(const std::string& digest, size_t max = 4 << 20) const;
+
+  // The folder of the layer blob `digest`, unpacked on first use.
+  absl::StatusOr<std::string> Layer(const std::string& digest, Whiteouts whiteouts);
+
+  // The manifest digest `ref` names on this node (by its digest, else its tag).
+  absl::Status SetRef(const Reference& ref, const std::string& manifest_digest);
+  std::optional<std::string> Ref(const Reference& ref) const;
+
+ private:
+  std::string RefPath(const Reference& ref) const;
+  const std::string root_;
+};
+
+}  // namespace mkube::agent::image

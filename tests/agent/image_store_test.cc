@@ -1,0 +1,139 @@
+// The node's content store: blobs kept by digest and checked before they land, layers
+// unpacked once, and the manifests names stand for.
+#include <archive.h>
+#include <archive_entry.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/image/store.h"
+
+namespace mkube::agent::image {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A one-file gzip'd tar layer's bytes.
+std::string OneFileLayer(const std::string& name, const std::string& content) {
+  std::string out(64 << 10, '\0');
+  size_t used = 0;
+  archive* a = archive_write_new();
+  archive_write_add_filter_gzip(a);
+  archive_write_set_format_pax_restricted(a);
+  archive_write_open_memory(a, out.data(), out.size(), &used);
+  archive_entry* e = archive_entry_new();
+  archive_entry_set_pathname(e, name.c_str());
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+  archive_write_header(a, e);
+  archive_write_data(a, content.data(), content.size());
+  archive_entry_free(e);
+  archive_write_close(a);
+  archive_write_free(a);
+  out.resize(used);
+  return out;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mkube-store-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // Files under the store that are not blobs, layers or refs (leftovers of failed writes).
+  int Leftovers() {
+    int n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      n += e.path().filename().string().find('-') != std::string::npos;
+    }
+    return n;
+  }
+  std::string dir_;
+};
+
+TEST_F(StoreTest, ABlobLandsOnlyWhenItsBytesHashToItsDigest) {
+  ContentStore store(dir_);
+  const std::string bytes = "{\"config\":1}";
+  const std::string digest = Sha256Of(bytes);
+  ASSERT_TRUE(store.PutBlob(digest, bytes).ok());
+  EXPECT_TRUE(store.HasBlob(digest));
+  EXPECT_EQ(*store.ReadBlob(digest), bytes);
+
+  // Corrupt, cut short, too long: refused, naming the blob and what was wrong; nothing lands.
+  const std::string other = Sha256Of("something else");
+  auto corrupt = store.PutBlob(other, bytes);
+  EXPECT_EQ(corrupt.message(), "blob " + other + " is corrupt: its content hashes to " + digest);
+  EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(store.HasBlob(other));
+  auto w = store.NewBlob(other, 100);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("short").ok());
+  EXPECT_EQ((*w)->Commit().message(), "blob " + other + " has 5 bytes, its manifest says 100");
+  w->reset();
+  auto longer = store.NewBlob(other, 2);
+  EXPECT_EQ((*longer)->Write("three").message(),
+            "blob " + other + " is larger than the 2 bytes its manifest says");
+  longer->reset();
+  // A blob dropped before Commit (a cut download) leaves nothing behind.
+  auto dropped = store.NewBlob(other);
+  ASSERT_TRUE((*dropped)->Write("part").ok());
+  dropped->reset();
+  EXPECT_EQ(Leftovers(), 0);
+  EXPECT_FALSE(store.PutBlob("sha256:xyz", "a").ok());
+  EXPECT_EQ(store.ReadBlob(other).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, ABlobChangedOnDiskIsNotReadAsItself) {
+  ContentStore store(dir_);
+  const std::string digest = Sha256Of("manifest");
+  ASSERT_TRUE(store.PutBlob(digest, "manifest").ok());
+  std::ofstream(store.BlobPath(digest)) << "tampered";
+  EXPECT_EQ(store.ReadBlob(digest).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(StoreTest, ALayerIsUnpackedOnceUnderItsDigest) {
+  ContentStore store(dir_);
+  const std::string layer = OneFileLayer("etc/motd", "hello");
+  const std::string digest = Sha256Of(layer);
+  EXPECT_EQ(store.Layer(digest, Whiteouts::kApply).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store.PutBlob(digest, layer).ok());
+  auto dir = store.Layer(digest, Whiteouts::kApply);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  std::ifstream motd(*dir + "/etc/motd");
+  std::string got;
+  motd >> got;
+  EXPECT_EQ(got, "hello");
+  // Asked again, the folder is the same and not unpacked again (a file added there stays).
+  std::ofstream(*dir + "/marker") << "x";
+  EXPECT_EQ(*store.Layer(digest, Whiteouts::kApply), *dir);
+  EXPECT_TRUE(fs::exists(*dir + "/marker"));
+  // A blob that is not a layer: an error naming it, and no folder.
+  const std::string junk = "not a tar";
+  ASSERT_TRUE(store.PutBlob(Sha256Of(junk), junk).ok());
+  auto bad = store.Layer(Sha256Of(junk), Whiteouts::kApply);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("layer " + Sha256Of(junk) + ": ", 0), 0u) << bad.status();
+  EXPECT_EQ(Leftovers(), 0);
+}
+
+TEST_F(StoreTest, NamesStandForManifests) {
+  ContentStore store(dir_);
+  const std::string m1 = Sha256Of("m1"), m2 = Sha256Of("m2");
+  auto tagged = ParseReference("127.0.0.1:5000/team/app:v1");
+  auto pinned = ParseReference("127.0.0.1:5000/team/app@" + m2);
+  EXPECT_FALSE(store.Ref(*tagged).has_value());
+  ASSERT_TRUE(store.SetRef(*tagged, m1).ok());
+  ASSERT_TRUE(store.SetRef(*pinned, m2).ok());
+  EXPECT_EQ(store.Ref(*tagged), m1);
+  EXPECT_EQ(store.Ref(*pinned), m2);
+  ASSERT_TRUE(store.SetRef(*tagged, m2).ok());  // the tag moved
+  EXPECT_EQ(store.Ref(*tagged), m2);
+  EXPECT_FALSE(store.SetRef(*tagged, "latest").ok());
+}
+
+}  // namespace
+}  // namespace mkube::agent::image
