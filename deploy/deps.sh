@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libboost-dev
-  libgoogle-perftools-dev libarchive-dev tzdata
+  libgoogle-perftools-dev libarchive-dev libcurl4-openssl-dev tzdata
   etcd-server etcd-client
   python3-kubernetes python3-prometheus-client
 )
