@@ -1,7 +1,5 @@
 // The node's content store: blobs kept by digest and checked before they land, layers
 // unpacked once, and the manifests names stand for.
-#include <archive.h>
-#include <archive_entry.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,33 +7,12 @@
 #include <fstream>
 
 #include "agent/image/store.h"
+#include "tests/agent/fake_registry.h"
 
 namespace mkube::agent::image {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A one-file gzip'd tar layer's bytes.
-std::string OneFileLayer(const std::string& name, const std::string& content) {
-  std::string out(64 << 10, '\0');
-  size_t used = 0;
-  archive* a = archive_write_new();
-  archive_write_add_filter_gzip(a);
-  archive_write_set_format_pax_restricted(a);
-  archive_write_open_memory(a, out.data(), out.size(), &used);
-  archive_entry* e = archive_entry_new();
-  archive_entry_set_pathname(e, name.c_str());
-  archive_entry_set_filetype(e, AE_IFREG);
-  archive_entry_set_perm(e, 0644);
-  archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
-  archive_write_header(a, e);
-  archive_write_data(a, content.data(), content.size());
-  archive_entry_free(e);
-  archive_write_close(a);
-  archive_write_free(a);
-  out.resize(used);
-  return out;
-}
 
 class StoreTest : public ::testing::Test {
  protected:
@@ -97,7 +74,7 @@ TEST_F(StoreTest, ABlobChangedOnDiskIsNotReadAsItself) {
 
 TEST_F(StoreTest, ALayerIsUnpackedOnceUnderItsDigest) {
   ContentStore store(dir_);
-  const std::string layer = OneFileLayer("etc/motd", "hello");
+  const std::string layer = TarGz({{"etc/motd", "hello"}});
   const std::string digest = Sha256Of(layer);
   EXPECT_EQ(store.Layer(digest, Whiteouts::kApply).status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(store.PutBlob(digest, layer).ok());
