@@ -33,8 +33,8 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
   const std::string tmp = TempBeside(path, "writing");
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return absl::InternalError(fmt::format("cannot write {}: {}", tmp, strerror(errno)));
-  const bool ok = write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) &&
-                  fsync(fd) == 0;
+  const bool ok =
+      write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) && fsync(fd) == 0;
   close(fd);
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
     unlink(tmp.c_str());
@@ -69,9 +69,10 @@ absl::Status ContentStore::BlobWriter::Write(std::string_view bytes) {
 absl::Status ContentStore::BlobWriter::Commit() {
   const std::string got = hash_.Finish();
   if (size_ >= 0 && written_ != size_) {
-    return absl::DataLossError(fmt::format("blob {} has {} bytes, its manifest says {}", digest_,
-                                           written_, size_));
+    return absl::DataLossError(
+        fmt::format("blob {} has {} bytes, its manifest says {}", digest_, written_, size_));
   }
+  if (digest_.empty()) digest_ = got;
   if (got != digest_) {
     return absl::DataLossError(
         fmt::format("blob {} is corrupt: its content hashes to {}", digest_, got));
@@ -79,7 +80,7 @@ absl::Status ContentStore::BlobWriter::Commit() {
   const bool synced = fsync(fd_) == 0;
   close(fd_);
   fd_ = -1;
-  if (!synced || rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (!synced || rename(tmp_.c_str(), store_->BlobPath(digest_).c_str()) != 0) {
     return absl::InternalError(fmt::format("cannot store blob {}: {}", digest_, strerror(errno)));
   }
   done_ = true;
@@ -97,14 +98,15 @@ bool ContentStore::HasBlob(const std::string& digest) const {
 
 absl::StatusOr<std::unique_ptr<ContentStore::BlobWriter>> ContentStore::NewBlob(
     const std::string& digest, int64_t size) {
-  if (DigestHex(digest).empty()) return BadDigest(digest);
-  const std::string path = BlobPath(digest);
+  if (!digest.empty() && DigestHex(digest).empty()) return BadDigest(digest);
+  const std::string folder = root_ + "/blobs/sha256";
   std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = TempBeside(path, "partial");
+  fs::create_directories(folder, ec);
+  const std::string tmp =
+      TempBeside(folder + "/" + (digest.empty() ? "new" : DigestHex(digest)), "partial");
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return absl::InternalError(fmt::format("cannot write {}: {}", tmp, strerror(errno)));
-  return std::unique_ptr<BlobWriter>(new BlobWriter(digest, size, tmp, path, fd));
+  return std::unique_ptr<BlobWriter>(new BlobWriter(this, digest, size, tmp, fd));
 }
 
 absl::Status ContentStore::PutBlob(const std::string& digest, std::string_view bytes) {
@@ -137,14 +139,16 @@ absl::StatusOr<std::string> ContentStore::Layer(const std::string& digest, White
   const std::string dir = root_ + "/layers/sha256/" + DigestHex(digest);
   std::error_code ec;
   if (fs::is_directory(dir, ec)) return dir;
-  if (!HasBlob(digest)) return absl::NotFoundError(fmt::format("layer {} is not in the store", digest));
+  if (!HasBlob(digest))
+    return absl::NotFoundError(fmt::format("layer {} is not in the store", digest));
   // Unpacked beside its place and renamed into it: a folder under the layer's name is whole.
   const std::string tmp = TempBeside(dir, "unpacking");
   auto unpacked = UnpackLayer(BlobPath(digest), tmp, whiteouts);
   if (!unpacked.ok()) {
     fs::remove_all(tmp, ec);
-    return absl::Status(unpacked.status().code(),
-                        fmt::format("layer {}: {}", digest, std::string(unpacked.status().message())));
+    return absl::Status(
+        unpacked.status().code(),
+        fmt::format("layer {}: {}", digest, std::string(unpacked.status().message())));
   }
   if (rename(tmp.c_str(), dir.c_str()) != 0) {
     fs::remove_all(tmp, ec);  // another pull unpacked it meanwhile
@@ -157,7 +161,8 @@ absl::StatusOr<std::string> ContentStore::Layer(const std::string& digest, White
 
 std::string ContentStore::RefPath(const Reference& ref) const {
   const std::string base = root_ + "/refs/" + ref.registry + "/" + ref.repository;
-  return ref.digest.empty() ? base + "/tags/" + ref.tag : base + "/digests/" + DigestHex(ref.digest);
+  return ref.digest.empty() ? base + "/tags/" + ref.tag
+                            : base + "/digests/" + DigestHex(ref.digest);
 }
 
 absl::Status ContentStore::SetRef(const Reference& ref, const std::string& manifest_digest) {

@@ -24,29 +24,32 @@ class ContentStore {
   explicit ContentStore(std::string root) : root_(std::move(root)) {}
 
   // A blob being written: hashed as it comes, renamed into place by Commit when its digest
-  // (and size, when known) is the one promised. Dropped uncommitted, it leaves nothing.
+  // (and size, when known) is the one promised, or under the digest it has when none was.
+  // Dropped uncommitted, it leaves nothing.
   class BlobWriter {
    public:
     ~BlobWriter();
     absl::Status Write(std::string_view bytes);
     absl::Status Commit();
     int64_t written() const { return written_; }
+    // After Commit: the blob's digest.
+    const std::string& digest() const { return digest_; }
 
    private:
     friend class ContentStore;
-    BlobWriter(std::string digest, int64_t size, std::string tmp, std::string path, int fd)
-        : digest_(std::move(digest)), size_(size), tmp_(std::move(tmp)), path_(std::move(path)),
-          fd_(fd) {}
-    const std::string digest_;
+    BlobWriter(ContentStore* store, std::string digest, int64_t size, std::string tmp, int fd)
+        : store_(store), digest_(std::move(digest)), size_(size), tmp_(std::move(tmp)), fd_(fd) {}
+    ContentStore* const store_;
+    std::string digest_;
     const int64_t size_;
-    const std::string tmp_, path_;
+    const std::string tmp_;
     int fd_;
     int64_t written_ = 0;
     Sha256 hash_;
     bool done_ = false;
   };
 
-  // `size` < 0: not known beforehand.
+  // `size` < 0: not known beforehand. `digest` empty: whatever the bytes hash to.
   absl::StatusOr<std::unique_ptr<BlobWriter>> NewBlob(const std::string& digest, int64_t size = -1);
   absl::Status PutBlob(const std::string& digest, std::string_view bytes);
   bool HasBlob(const std::string& digest) const;

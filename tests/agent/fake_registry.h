@@ -1,22 +1,21 @@
 #pragma once
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "agent/image/digest.h"
 #include "agent/image/manifest.h"
 #include "base/http/server.h"
-
-#include <archive.h>
-#include <archive_entry.h>
-#include <chrono>
-#include <thread>
-#include <utility>
-#include <vector>
 
 // A registry of the tests' own on the HTTP server: the Distribution API's manifests and blobs,
 // a token service, basic authentication, redirects to storage, error bodies, and knobs to
@@ -33,8 +32,9 @@ class FakeRegistry {
  public:
   enum class Auth { kNone, kToken, kBasic };
   explicit FakeRegistry(Auth auth) : auth_(auth) {
-    server_ = std::make_unique<http::Server>(http::ServerOptions{.listen = "127.0.0.1:0"},
-                                             [this](Request r, ExchangePtr ex) { ex->Finish(Serve(r)); });
+    server_ =
+        std::make_unique<http::Server>(http::ServerOptions{.listen = "127.0.0.1:0"},
+                                       [this](Request r, ExchangePtr ex) { ex->Finish(Serve(r)); });
     EXPECT_TRUE(server_->Start().ok());
   }
   std::string host() const { return "127.0.0.1:" + std::to_string(server_->port()); }
@@ -86,7 +86,8 @@ class FakeRegistry {
   }
   Response Token(const Request& r) {
     ++token_requests;
-    if (r.Header("authorization") != kBasicUserPass) return Error(401, "UNAUTHORIZED", "bad credentials");
+    if (r.Header("authorization") != kBasicUserPass)
+      return Error(401, "UNAUTHORIZED", "bad credentials");
     if (r.query.find("scope=repository%3Ateam%2Fapp%3Apull") == std::string::npos) {
       return Error(400, "DENIED", "unexpected scope: " + r.query);
     }
@@ -117,22 +118,34 @@ class FakeRegistry {
   std::unique_ptr<http::Server> server_;
 };
 
-// A gzip'd tar layer's bytes holding `files` (path, content), in their order.
-inline std::string TarGz(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string out(1 << 20, '\0');
+// A file of an archive: its bytes, or (`link`) the target of a symbolic link.
+struct TarEntry {
+  std::string path, content;
+  bool link = false;
+};
+
+// A tar archive's bytes holding `files`, in their order; gzip'd if asked.
+inline std::string Tar(const std::vector<TarEntry>& files, bool gzip) {
+  size_t total = 64 << 10;
+  for (const auto& f : files) total += f.content.size() + 1024;
+  std::string out(total, '\0');
   size_t used = 0;
   archive* a = archive_write_new();
-  archive_write_add_filter_gzip(a);
+  if (gzip) archive_write_add_filter_gzip(a);
   archive_write_set_format_pax_restricted(a);
   archive_write_open_memory(a, out.data(), out.size(), &used);
-  for (const auto& [path, content] : files) {
+  for (const auto& f : files) {
     archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, path.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_pathname(e, f.path.c_str());
+    archive_entry_set_filetype(e, f.link ? AE_IFLNK : AE_IFREG);
     archive_entry_set_perm(e, 0755);
-    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+    if (f.link) {
+      archive_entry_set_symlink(e, f.content.c_str());
+    } else {
+      archive_entry_set_size(e, static_cast<la_int64_t>(f.content.size()));
+    }
     archive_write_header(a, e);
-    archive_write_data(a, content.data(), content.size());
+    if (!f.link) archive_write_data(a, f.content.data(), f.content.size());
     archive_entry_free(e);
   }
   archive_write_close(a);
@@ -140,5 +153,8 @@ inline std::string TarGz(const std::vector<std::pair<std::string, std::string>>&
   out.resize(used);
   return out;
 }
+
+// A gzip'd tar layer's bytes holding `files`.
+inline std::string TarGz(const std::vector<TarEntry>& files) { return Tar(files, true); }
 
 }  // namespace mkube::agent::image
