@@ -33,7 +33,8 @@ std::string Sha256Of(std::string_view data) {
 
 std::string DigestHex(std::string_view digest) {
   constexpr std::string_view kPrefix = "sha256:";
-  if (digest.substr(0, kPrefix.size()) != kPrefix || digest.size() != kPrefix.size() + 64) return "";
+  if (digest.substr(0, kPrefix.size()) != kPrefix || digest.size() != kPrefix.size() + 64)
+    return "";
   const std::string_view hex = digest.substr(kPrefix.size());
   for (char ch : hex) {
     if (!absl::ascii_isdigit(ch) && !(ch >= 'a' && ch <= 'f')) return "";

@@ -34,8 +34,8 @@ using Writer = std::unique_ptr<archive, decltype(&archive_write_free)>;
 std::string CleanPath(std::string_view path) {
   if (!path.empty() && path.front() == '/') return "";
   std::string out;
-  for (absl::string_view part : absl::StrSplit(absl::string_view(path.data(), path.size()), '/',
-                                                absl::SkipEmpty())) {
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(path.data(), path.size()), '/', absl::SkipEmpty())) {
     if (part == ".") continue;
     if (part == "..") return "";
     if (!out.empty()) out += '/';
@@ -149,7 +149,8 @@ class Unpacker {
       return base == kOpaque ? Opaque(dir) : Delete(dir, base.substr(kWhiteout.size()));
     }
     const mode_t type = archive_entry_filetype(entry);
-    if ((type == AE_IFCHR || type == AE_IFBLK) && !root_) return absl::OkStatus();  // mknod needs root
+    if ((type == AE_IFCHR || type == AE_IFBLK) && !root_)
+      return absl::OkStatus();  // mknod needs root
     written_.Add(*placed);
     archive_entry_set_pathname(entry, (dest_ + "/" + *placed).c_str());
     if (const char* link = archive_entry_hardlink(entry)) {
@@ -162,7 +163,8 @@ class Unpacker {
       archive_entry_set_hardlink(entry, (dest_ + "/" + *target_placed).c_str());
     }
     if (type == AE_IFREG) stats_.bytes += archive_entry_size(entry);
-    if (archive_write_header(out, entry) < ARCHIVE_WARN) return Fail("unpacking \"" + name + "\"", out);
+    if (archive_write_header(out, entry) < ARCHIVE_WARN)
+      return Fail("unpacking \"" + name + "\"", out);
     const void* block;
     size_t size;
     la_int64_t offset;
@@ -173,7 +175,8 @@ class Unpacker {
       }
     }
     if (r != ARCHIVE_EOF) return Fail("reading \"" + name + "\"", in);
-    if (archive_write_finish_entry(out) < ARCHIVE_WARN) return Fail("unpacking \"" + name + "\"", out);
+    if (archive_write_finish_entry(out) < ARCHIVE_WARN)
+      return Fail("unpacking \"" + name + "\"", out);
     return absl::OkStatus();
   }
 
@@ -181,7 +184,8 @@ class Unpacker {
   absl::Status Delete(const std::string& dir, const std::string& name) {
     const std::string rel = dir.empty() ? name : dir + "/" + name;
     if (CleanPath(rel) != rel || name.empty()) {
-      return absl::InvalidArgumentError(fmt::format("the layer's whiteout of \"{}\" is not a name", rel));
+      return absl::InvalidArgumentError(
+          fmt::format("the layer's whiteout of \"{}\" is not a name", rel));
     }
     std::error_code ec;
     const fs::path target = fs::path(dest_) / rel;
@@ -192,7 +196,8 @@ class Unpacker {
     fs::create_directories(target.parent_path(), ec);
     fs::remove_all(target, ec);
     if (mknod(target.c_str(), S_IFCHR | 0000, makedev(0, 0)) != 0) {
-      return absl::InternalError(fmt::format("cannot make the whiteout of \"{}\": {}", rel, strerror(errno)));
+      return absl::InternalError(
+          fmt::format("cannot make the whiteout of \"{}\": {}", rel, strerror(errno)));
     }
     return absl::OkStatus();
   }
@@ -236,7 +241,8 @@ absl::StatusOr<LayerStats> UnpackLayer(const std::string& blob, const std::strin
   fs::create_directories(dest, ec);
   // Symbolic links on the way to the folder are the node's, not the layer's.
   const fs::path real = fs::canonical(dest, ec);
-  if (ec) return absl::InternalError(fmt::format("cannot make the folder {}: {}", dest, ec.message()));
+  if (ec)
+    return absl::InternalError(fmt::format("cannot make the folder {}: {}", dest, ec.message()));
   return Unpacker(real.string(), whiteouts).Run(blob);
 }
 

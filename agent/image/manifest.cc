@@ -57,7 +57,8 @@ absl::StatusOr<Document> ParseDocument(std::string_view json, std::string_view c
   std::string type = StringAt(j, "mediaType");
   if (type.empty()) type = std::string(content_type.substr(0, content_type.find(';')));
   Document doc;
-  doc.is_index = type == kOciIndex || type == kDockerList || (type.empty() && j.contains("manifests"));
+  doc.is_index =
+      type == kOciIndex || type == kDockerList || (type.empty() && j.contains("manifests"));
   if (doc.is_index) {
     auto list = j.find("manifests");
     if (list == j.end() || !list->is_array()) {
@@ -93,7 +94,8 @@ absl::StatusOr<Descriptor> ForPlatform(const Index& index, std::string_view os,
     if (!m.os.empty()) have.push_back(m.os + "/" + m.architecture);
   }
   return absl::NotFoundError(fmt::format("the image has no manifest for {}/{} (it has: {})", os,
-                                         architecture, have.empty() ? "none" : absl::StrJoin(have, ", ")));
+                                         architecture,
+                                         have.empty() ? "none" : absl::StrJoin(have, ", ")));
 }
 
 absl::StatusOr<ImageConfig> ParseImageConfig(std::string_view json) {

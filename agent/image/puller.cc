@@ -55,7 +55,8 @@ absl::StatusOr<PulledImage> Puller::PullOnce(const Reference& ref) {
     MKUBE_RETURN_IF_ERROR(store_->PutBlob(m.digest, m.body));
     MKUBE_ASSIGN_OR_RETURN(Document inner, ParseDocument(m.body, m.content_type));
     if (inner.is_index) {
-      return absl::InvalidArgumentError(fmt::format("{}: an index names another index", ref.Familiar()));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: an index names another index", ref.Familiar()));
     }
     manifest = std::move(inner.manifest);
   }
@@ -68,7 +69,8 @@ absl::StatusOr<PulledImage> Puller::PullOnce(const Reference& ref) {
 
 absl::StatusOr<PulledImage> Puller::Local(const Reference& ref) const {
   auto digest = store_->Ref(ref);
-  if (!digest) return absl::NotFoundError(fmt::format("image \"{}\" is not on the node", ref.Familiar()));
+  if (!digest)
+    return absl::NotFoundError(fmt::format("image \"{}\" is not on the node", ref.Familiar()));
   return Read(ref, *digest);
 }
 
@@ -86,8 +88,8 @@ absl::StatusOr<PulledImage> Puller::Read(const Reference& ref, const std::string
   MKUBE_ASSIGN_OR_RETURN(img.config, ParseImageConfig(config));
   for (const auto& layer : doc.manifest.layers) {
     if (!store_->HasBlob(layer.digest)) {
-      return absl::NotFoundError(fmt::format("image \"{}\" lacks layer {} on the node",
-                                             ref.Familiar(), layer.digest));
+      return absl::NotFoundError(
+          fmt::format("image \"{}\" lacks layer {} on the node", ref.Familiar(), layer.digest));
     }
     img.layers.push_back(layer.digest);
     img.size_bytes += layer.size;

@@ -31,7 +31,10 @@ class Puller {
  public:
   Puller(ContentStore* store, RegistryClient* registry, std::string os = "linux",
          std::string architecture = "amd64")
-      : store_(store), registry_(registry), os_(std::move(os)), architecture_(std::move(architecture)) {}
+      : store_(store),
+        registry_(registry),
+        os_(std::move(os)),
+        architecture_(std::move(architecture)) {}
 
   // Pulls the image `ref` names; pulls of one name at the same time share one. A layer that
   // arrives corrupt is fetched once more before the pull fails.

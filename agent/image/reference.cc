@@ -57,7 +57,8 @@ bool IsRegistry(std::string_view c) {
   std::string_view host = c;
   if (const size_t colon = c.rfind(':'); colon != std::string_view::npos && c.back() != ']') {
     const std::string_view port = c.substr(colon + 1);
-    if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
     host = c.substr(0, colon);
     if (host.empty()) return false;
   } else if (host != "localhost" && host.find('.') == std::string_view::npos &&
@@ -93,8 +94,7 @@ std::string Reference::Familiar() const {
 
 absl::StatusOr<Reference> ParseReference(const std::string& text) {
   auto invalid = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        fmt::format("invalid image reference \"{}\": {}", text, why));
+    return absl::InvalidArgumentError(fmt::format("invalid image reference \"{}\": {}", text, why));
   };
   if (text.empty()) return invalid("it is empty");
   if (text.size() > 4096) return invalid("it is longer than 4096 characters");
@@ -111,7 +111,8 @@ absl::StatusOr<Reference> ParseReference(const std::string& text) {
       colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
     ref.tag = rest.substr(colon + 1);
     rest.resize(colon);
-    if (!ValidTag(ref.tag)) return invalid("the tag may hold only letters, digits, '_', '.' and '-'");
+    if (!ValidTag(ref.tag))
+      return invalid("the tag may hold only letters, digits, '_', '.' and '-'");
   }
   std::vector<std::string> parts = absl::StrSplit(rest, '/');
   if (parts.size() > 1 && IsRegistry(parts[0])) {

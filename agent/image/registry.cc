@@ -7,8 +7,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "agent/image/digest.h"
 #include "agent/image/manifest.h"
 #include "base/status.h"
@@ -143,7 +143,8 @@ absl::StatusOr<RegistryClient::Answer> RegistryClient::Once(const std::string& u
   if (!authorization.empty()) {
     headers = curl_slist_append(headers, ("Authorization: " + authorization).c_str());
   }
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers, curl_slist_free_all);
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers,
+                                                                          curl_slist_free_all);
   char error[CURL_ERROR_SIZE] = {};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -165,8 +166,8 @@ absl::StatusOr<RegistryClient::Answer> RegistryClient::Once(const std::string& u
   const CURLcode rc = curl_easy_perform(c);
   if (!t.sink_status.ok()) return t.sink_status;
   if (rc != CURLE_OK) {
-    return absl::UnavailableError(fmt::format("cannot get {}: {}", url,
-                                              error[0] ? error : curl_easy_strerror(rc)));
+    return absl::UnavailableError(
+        fmt::format("cannot get {}: {}", url, error[0] ? error : curl_easy_strerror(rc)));
   }
   Answer a{.body = std::move(t.body), .headers = std::move(t.headers)};
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
@@ -174,12 +175,13 @@ absl::StatusOr<RegistryClient::Answer> RegistryClient::Once(const std::string& u
 }
 
 absl::StatusOr<std::string> RegistryClient::Authorize(const Reference& ref,
-                                                       const std::string& header) {
+                                                      const std::string& header) {
   const Challenge challenge = ParseChallenge(header);
   const auto creds = options_.credentials.find(ref.registry);
-  const std::string basic = creds == options_.credentials.end()
-                                ? ""
-                                : "Basic " + Base64(creds->second.username + ":" + creds->second.password);
+  const std::string basic =
+      creds == options_.credentials.end()
+          ? ""
+          : "Basic " + Base64(creds->second.username + ":" + creds->second.password);
   if (challenge.scheme == "basic") {
     if (basic.empty()) {
       return absl::PermissionDeniedError(fmt::format(
@@ -188,8 +190,9 @@ absl::StatusOr<std::string> RegistryClient::Authorize(const Reference& ref,
     return basic;
   }
   if (challenge.scheme != "bearer" || !challenge.params.count("realm")) {
-    return absl::PermissionDeniedError(fmt::format(
-        "the registry {} asks for an authentication it does not name (\"{}\")", ref.registry, header));
+    return absl::PermissionDeniedError(
+        fmt::format("the registry {} asks for an authentication it does not name (\"{}\")",
+                    ref.registry, header));
   }
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   auto param = [&](const char* k, const std::string& fallback) {
@@ -210,8 +213,8 @@ absl::StatusOr<std::string> RegistryClient::Authorize(const Reference& ref,
   const Json j = Json::parse(a.body, nullptr, false);
   std::string token = j.is_object() ? j.value("token", j.value("access_token", "")) : "";
   if (a.status != 200 || token.empty()) {
-    return absl::UnavailableError(
-        fmt::format("the registry {} gave no token ({}): {}", ref.registry, a.status, RegistrySays(a.body)));
+    return absl::UnavailableError(fmt::format("the registry {} gave no token ({}): {}",
+                                              ref.registry, a.status, RegistrySays(a.body)));
   }
   return "Bearer " + token;
 }
@@ -252,7 +255,7 @@ absl::Status AnswerError(const Reference& ref, const std::string& what, long sta
 }  // namespace
 
 absl::StatusOr<RegistryClient::Manifest> RegistryClient::GetManifest(const Reference& ref,
-                                                                      const std::string& selector) {
+                                                                     const std::string& selector) {
   const std::string what = fmt::format("{}:{}", ref.repository, selector);
   MKUBE_ASSIGN_OR_RETURN(Answer a, Get(ref, "/v2/" + ref.repository + "/manifests/" + selector,
                                        std::string(kManifestAccept), nullptr));
@@ -261,18 +264,21 @@ absl::StatusOr<RegistryClient::Manifest> RegistryClient::GetManifest(const Refer
   m.digest = Sha256Of(m.body);
   const std::string said = a.headers["docker-content-digest"];
   if (!DigestHex(selector).empty() && selector != m.digest) {
-    return absl::DataLossError(fmt::format("manifest {} from {} hashes to {}", what, ref.registry, m.digest));
+    return absl::DataLossError(
+        fmt::format("manifest {} from {} hashes to {}", what, ref.registry, m.digest));
   }
   if (!said.empty() && said != m.digest) {
-    return absl::DataLossError(fmt::format("manifest {} from {}: the registry says {}, its bytes hash to {}",
-                                           what, ref.registry, said, m.digest));
+    return absl::DataLossError(
+        fmt::format("manifest {} from {}: the registry says {}, its bytes hash to {}", what,
+                    ref.registry, said, m.digest));
   }
   return m;
 }
 
 absl::Status RegistryClient::GetBlob(const Reference& ref, const std::string& digest,
                                      const Sink& sink) {
-  MKUBE_ASSIGN_OR_RETURN(Answer a, Get(ref, "/v2/" + ref.repository + "/blobs/" + digest, "", &sink));
+  MKUBE_ASSIGN_OR_RETURN(Answer a,
+                         Get(ref, "/v2/" + ref.repository + "/blobs/" + digest, "", &sink));
   if (a.status != 200) return AnswerError(ref, "blob " + digest, a.status, a.body);
   return absl::OkStatus();
 }

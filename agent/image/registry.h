@@ -54,7 +54,8 @@ class RegistryClient {
  private:
   struct Answer;
   // One GET with the repository's token (fetched, or asked again, when the registry says 401).
-  absl::StatusOr<Answer> Get(const Reference& ref, const std::string& path, const std::string& accept,
+  absl::StatusOr<Answer> Get(const Reference& ref, const std::string& path,
+                             const std::string& accept,
                              const std::function<absl::Status(std::string_view)>* sink);
   absl::StatusOr<Answer> Once(const std::string& url, const std::string& accept,
                               const std::string& authorization,

@@ -35,8 +35,9 @@ void RemoveField(api::PatchJson& doc, const std::string& path) {
     if (path[at] == '[') {
       const size_t close = path.find(']', at);
       size_t i = 0;
-      if (close == std::string::npos || !absl::SimpleAtoi(path.substr(at + 1, close - at - 1), &i) ||
-          !node->is_array() || i >= node->size()) {
+      if (close == std::string::npos ||
+          !absl::SimpleAtoi(path.substr(at + 1, close - at - 1), &i) || !node->is_array() ||
+          i >= node->size()) {
         return;
       }
       node = &(*node)[i];
@@ -44,7 +45,8 @@ void RemoveField(api::PatchJson& doc, const std::string& path) {
       continue;
     }
     const size_t end = path.find_first_of(".[", at);
-    const std::string name = path.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::string name =
+        path.substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (!node->is_object() || !node->contains(name)) return;
     if (end == std::string::npos) {
       node->erase(name);
@@ -75,7 +77,6 @@ std::string StrictError(const std::vector<std::string>& unknown) {
   for (const auto& f : unknown) each.push_back(UnknownField(f));
   return "strict decoding error: " + absl::StrJoin(each, ", ");
 }
-
 
 // A JSON pointer's tokens, unescaped.
 std::vector<std::string> Tokens(const std::string& pointer) {
@@ -150,7 +151,8 @@ absl::StatusOr<std::string> JsonPatchBody(Front::Call& c, FieldValidation valida
     kept.push_back(std::move(op));
   }
   if (unknown.empty()) return c.req.body;
-  if (validation == FieldValidation::kStrict) return absl::InvalidArgumentError(StrictError(unknown));
+  if (validation == FieldValidation::kStrict)
+    return absl::InvalidArgumentError(StrictError(unknown));
   if (validation == FieldValidation::kWarn) {
     for (const auto& f : unknown) c.warnings.push_back(UnknownField(f));
   }
@@ -164,7 +166,8 @@ absl::StatusOr<std::string> PatchBody(Front::Call& c, api::PatchType type) {
   if (type == api::PatchType::kJson) return JsonPatchBody(c, validation);
   const auto unknown = UnknownPatchFields(*c.target.kind, c.req.body);
   if (unknown.empty()) return c.req.body;
-  if (validation == FieldValidation::kStrict) return absl::InvalidArgumentError(StrictError(unknown));
+  if (validation == FieldValidation::kStrict)
+    return absl::InvalidArgumentError(StrictError(unknown));
   if (validation == FieldValidation::kWarn) {
     for (const auto& f : unknown) c.warnings.push_back(UnknownField(f));
   }

@@ -58,7 +58,8 @@ class H2Exchange final : public Exchange {
     h->Post([h, s, f = std::move(f)]() mutable { h->OnClose(s.get(), std::move(f)); });
   }
   void AcceptWebSocket(std::string, std::function<WebSocketHandlers(WebSocketPtr)>) override {
-    Finish({.status = 400, .content_type = "text/plain",
+    Finish({.status = 400,
+            .content_type = "text/plain",
             .body = "a WebSocket needs an HTTP/1.1 connection"});
   }
 
@@ -176,8 +177,8 @@ struct H2Session::Callbacks {
   }
 
   // The answer's bytes as DATA: what the stream has; deferred while it waits for more.
-  static ssize_t ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
-                          uint32_t* flags, nghttp2_data_source* source, void*) {
+  static ssize_t ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                          nghttp2_data_source* source, void*) {
     auto* s = static_cast<H2Stream*>(source->ptr);
     size_t n = 0;
     while (n < length && !s->out.empty()) {
@@ -203,7 +204,10 @@ struct H2Session::Callbacks {
 
 H2Session::H2Session(Context* ctx, TlsStream stream, std::string peer, std::string cn,
                      std::vector<std::string> orgs)
-    : ctx_(ctx), stream_(std::move(stream)), peer_(std::move(peer)), cn_(std::move(cn)),
+    : ctx_(ctx),
+      stream_(std::move(stream)),
+      peer_(std::move(peer)),
+      cn_(std::move(cn)),
       orgs_(std::move(orgs)) {
   ctx_->connections.fetch_add(1);
   nghttp2_session_callbacks* cb = nullptr;
@@ -292,20 +296,21 @@ void H2Session::Dispatch(H2Stream* s) {
   s->state = H2Stream::State::kAnswering;
   if (s->refusal) {
     const int status = s->refusal;
-    const std::string message = status == 413
-        ? fmt::format("the request body is larger than the limit of {} bytes",
-                      ctx_->options.max_body_bytes)
-        : std::string("the request's headers are too large");
-    return Answer(s, ctx_->options.error_response
-                         ? ctx_->options.error_response(status, message)
-                         : Response{.status = status, .content_type = "text/plain", .body = message});
+    const std::string message =
+        status == 413 ? fmt::format("the request body is larger than the limit of {} bytes",
+                                    ctx_->options.max_body_bytes)
+                      : std::string("the request's headers are too large");
+    return Answer(s,
+                  ctx_->options.error_response
+                      ? ctx_->options.error_response(status, message)
+                      : Response{.status = status, .content_type = "text/plain", .body = message});
   }
   Request req = std::move(s->request);
   req.client_cn = cn_;
   req.client_orgs = orgs_;
   req.peer = peer_;
-  ctx_->handler(std::move(req),
-                std::make_shared<H2Exchange>(s->weak_from_this(), ctx_->options.max_stream_backlog));
+  ctx_->handler(std::move(req), std::make_shared<H2Exchange>(s->weak_from_this(),
+                                                             ctx_->options.max_stream_backlog));
 }
 
 bool H2Session::Submit(H2Stream* s, int status, const std::string& content_type,

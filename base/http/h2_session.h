@@ -43,7 +43,7 @@ class H2Stream final : public Flow, public std::enable_shared_from_this<H2Stream
   State state = State::kReceiving;
   Request request;
   size_t header_bytes = 0;
-  int refusal = 0;  // a status to answer at once (413, 431), the request not handed on
+  int refusal = 0;        // a status to answer at once (413, 431), the request not handed on
   std::deque<Piece> out;  // the answer's bytes the client has not been sent
   size_t out_offset = 0;  // into out.front()
   bool end_queued = false;

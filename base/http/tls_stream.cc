@@ -16,9 +16,8 @@ BIO_METHOD* RecordsOut() {
       static_cast<std::string*>(BIO_get_data(b))->append(data, static_cast<size_t>(n));
       return n;
     });
-    BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
-      return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-    });
+    BIO_meth_set_ctrl(
+        m, [](BIO*, int cmd, long, void*) -> long { return cmd == BIO_CTRL_FLUSH ? 1 : 0; });
     return m;
   }();
   return method;

@@ -183,11 +183,12 @@ TEST_F(LayerTest, WhatIsNotATarArchiveIsAnError) {
 TEST_F(LayerTest, OverlayWhiteoutsAreDevicesAndOpaqueMarks) {
   if (geteuid() != 0) GTEST_SKIP() << "overlay whiteouts need root";
   const std::string root = dir_ + "/layer";
-  auto got = UnpackLayer(Layer("l", {{Item::kFile, ".wh.gone"}, {Item::kFile, "d/.wh..wh..opq"},
+  auto got = UnpackLayer(Layer("l", {{Item::kFile, ".wh.gone"},
+                                     {Item::kFile, "d/.wh..wh..opq"},
                                      {Item::kFile, "d/kept", "k"}}),
                          root, Whiteouts::kOverlay);
   ASSERT_TRUE(got.ok()) << got.status();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(lstat((root + "/gone").c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   EXPECT_EQ(st.st_rdev, makedev(0, 0));

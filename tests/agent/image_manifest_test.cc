@@ -11,12 +11,14 @@ const std::string kB = "sha256:" + std::string(64, 'b');
 const std::string kC = "sha256:" + std::string(64, 'c');
 
 TEST(Manifest, AnIndexNamesAManifestPerPlatform) {
-  const std::string index = R"({"schemaVersion":2,"mediaType":")" + std::string(kOciIndex) +
-                            R"(","manifests":[
-      {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + kA +
-                            R"(","size":100,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}},
-      {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + kB +
-                            R"(","size":200,"platform":{"os":"linux","architecture":"amd64"}}]})";
+  const std::string index =
+      R"({"schemaVersion":2,"mediaType":")" + std::string(kOciIndex) +
+      R"(","manifests":[
+      {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+      kA +
+      R"(","size":100,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}},
+      {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+      kB + R"(","size":200,"platform":{"os":"linux","architecture":"amd64"}}]})";
   auto doc = ParseDocument(index);
   ASSERT_TRUE(doc.ok()) << doc.status();
   ASSERT_TRUE(doc->is_index);
@@ -34,9 +36,12 @@ TEST(Manifest, AnIndexNamesAManifestPerPlatform) {
 TEST(Manifest, DockerSchema2AndOciManifestsReadAlike) {
   for (const std::string& type : {std::string(kDockerManifest), std::string(kOciManifest)}) {
     const std::string json = R"({"schemaVersion":2,"mediaType":")" + type + R"(",
-        "config":{"mediaType":"x","digest":")" + kA + R"(","size":7},
-        "layers":[{"mediaType":"y","digest":")" + kB + R"(","size":10},
-                  {"mediaType":"y","digest":")" + kC + R"(","size":20}]})";
+        "config":{"mediaType":"x","digest":")" +
+                             kA + R"(","size":7},
+        "layers":[{"mediaType":"y","digest":")" +
+                             kB + R"(","size":10},
+                  {"mediaType":"y","digest":")" +
+                             kC + R"(","size":20}]})";
     auto doc = ParseDocument(json);
     ASSERT_TRUE(doc.ok()) << doc.status();
     EXPECT_FALSE(doc->is_index);
@@ -54,8 +59,9 @@ TEST(Manifest, DockerSchema2AndOciManifestsReadAlike) {
 
 TEST(Manifest, WhatCannotBeReadIsNamed) {
   EXPECT_EQ(ParseDocument("[1]").status().message(), "the image manifest is not a JSON object");
-  EXPECT_NE(ParseDocument(R"({"schemaVersion":1,"fsLayers":[]})").status().message().find("schema 1"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseDocument(R"({"schemaVersion":1,"fsLayers":[]})").status().message().find("schema 1"),
+      std::string::npos);
   EXPECT_EQ(ParseDocument(R"({"schemaVersion":2,"config":{"digest":"sha256:12"},"layers":[]})")
                 .status()
                 .message(),
@@ -71,7 +77,8 @@ TEST(Manifest, TheConfigSaysHowToRunTheImage) {
       "config":{"Entrypoint":["/docker-entrypoint.sh"],"Cmd":["nginx","-g","daemon off;"],
                 "Env":["PATH=/usr/bin","A=b"],"WorkingDir":"/srv","User":"101:101",
                 "ExposedPorts":{"80/tcp":{}}},
-      "rootfs":{"type":"layers","diff_ids":[")" + kA + R"(",")" + kB + R"("]}})");
+      "rootfs":{"type":"layers","diff_ids":[")" +
+                            kA + R"(",")" + kB + R"("]}})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->entrypoint, std::vector<std::string>{"/docker-entrypoint.sh"});
   EXPECT_EQ(c->cmd, (std::vector<std::string>{"nginx", "-g", "daemon off;"}));

@@ -33,33 +33,40 @@ class PullerTest : public ::testing::Test {
       blob_sizes_[d] = bytes.size();
       return d;
     };
-    layers_ = {add(TarGz({{"bin/app", "v1"}, {"etc/motd", "hello"}})), add(TarGz({{"etc/motd", "bye"}}))};
+    layers_ = {add(TarGz({{"bin/app", "v1"}, {"etc/motd", "hello"}})),
+               add(TarGz({{"etc/motd", "bye"}}))};
     const std::string config = R"({"architecture":"amd64","os":"linux",
         "config":{"Cmd":["/bin/app"],"Env":["A=b"],"WorkingDir":"/srv"},
         "rootfs":{"type":"layers","diff_ids":[]}})";
     config_ = add(config);
-    std::string manifest = R"({"schemaVersion":2,"mediaType":")" + std::string(kOciManifest) +
-                           R"(","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
-                           config_ + R"(","size":)" + std::to_string(config.size()) + R"(},"layers":[)";
+    std::string manifest =
+        R"({"schemaVersion":2,"mediaType":")" + std::string(kOciManifest) +
+        R"(","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
+        config_ + R"(","size":)" + std::to_string(config.size()) + R"(},"layers":[)";
     for (size_t i = 0; i < layers_.size(); ++i) {
-      manifest += (i ? "," : "") + std::string(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":")") +
-                  layers_[i] + R"(","size":)" + std::to_string(Size(layers_[i])) + "}";
+      manifest +=
+          (i ? "," : "") +
+          std::string(R"({"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":")") +
+          layers_[i] + R"(","size":)" + std::to_string(Size(layers_[i])) + "}";
     }
     manifest += "]}";
     manifest_ = registry_.AddManifest("team/app", "amd64-only", manifest);
-    const std::string index = R"({"schemaVersion":2,"mediaType":")" + std::string(kOciIndex) + R"(","manifests":[
+    const std::string index =
+        R"({"schemaVersion":2,"mediaType":")" + std::string(kOciIndex) + R"(","manifests":[
         {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                              Sha256Of("arm") + R"(","size":1,"platform":{"os":"linux","architecture":"arm64"}},
+        Sha256Of("arm") + R"(","size":1,"platform":{"os":"linux","architecture":"arm64"}},
         {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                              manifest_ + R"(","size":)" + std::to_string(manifest.size()) +
-                              R"(,"platform":{"os":"linux","architecture":"amd64"}}]})";
+        manifest_ + R"(","size":)" + std::to_string(manifest.size()) +
+        R"(,"platform":{"os":"linux","architecture":"amd64"}}]})";
     index_ = registry_.AddManifest("team/app", "v1", index, std::string(kOciIndex));
   }
   void TearDown() override { fs::remove_all(dir_); }
   int64_t Size(const std::string& digest) {
     return static_cast<int64_t>(blob_sizes_.count(digest) ? blob_sizes_[digest] : 0);
   }
-  Reference Ref(const std::string& tag) { return *ParseReference(registry_.host() + "/team/app:" + tag); }
+  Reference Ref(const std::string& tag) {
+    return *ParseReference(registry_.host() + "/team/app:" + tag);
+  }
 
   FakeRegistry registry_{FakeRegistry::Auth::kNone};
   std::map<std::string, size_t> blob_sizes_;
@@ -108,8 +115,10 @@ TEST_F(PullerTest, ACorruptLayerIsFetchedAgainThenRefused) {
   auto img = puller_->Pull(Ref("v1"));
   ASSERT_FALSE(img.ok());
   EXPECT_EQ(img.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(img.status().message().find("blob " + layers_[1] + " "), std::string::npos) << img.status();
-  EXPECT_EQ(registry_.blob_requests.load(), 2 + 2);  // the config, the first layer, the second twice
+  EXPECT_NE(img.status().message().find("blob " + layers_[1] + " "), std::string::npos)
+      << img.status();
+  EXPECT_EQ(registry_.blob_requests.load(),
+            2 + 2);  // the config, the first layer, the second twice
   EXPECT_FALSE(store_->HasBlob(layers_[1]));
   EXPECT_EQ(puller_->Local(Ref("v1")).status().code(), absl::StatusCode::kNotFound);
   registry_.corrupt.clear();

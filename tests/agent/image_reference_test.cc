@@ -20,10 +20,13 @@ TEST(Reference, DockerHubsDefaultsAndOtherRegistries) {
            {"docker.io/library/nginx:latest", "docker.io/library/nginx:latest", "nginx:latest"},
            {"library/nginx", "docker.io/library/nginx:latest", "nginx:latest"},
            {"127.0.0.1:5000/app:v1", "127.0.0.1:5000/app:v1", "127.0.0.1:5000/app:v1"},
-           {"127.0.0.1:5000/team/app", "127.0.0.1:5000/team/app:latest", "127.0.0.1:5000/team/app:latest"},
+           {"127.0.0.1:5000/team/app", "127.0.0.1:5000/team/app:latest",
+            "127.0.0.1:5000/team/app:latest"},
            {"localhost/app", "localhost/app:latest", "localhost/app:latest"},
-           {"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10"},
-           {"quay.io/a_b/c__d-e.f:1.0_x", "quay.io/a_b/c__d-e.f:1.0_x", "quay.io/a_b/c__d-e.f:1.0_x"},
+           {"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10",
+            "registry.k8s.io/pause:3.10"},
+           {"quay.io/a_b/c__d-e.f:1.0_x", "quay.io/a_b/c__d-e.f:1.0_x",
+            "quay.io/a_b/c__d-e.f:1.0_x"},
            {"quay.io/coreos/etcd@" + kDigest, "quay.io/coreos/etcd@" + kDigest,
             "quay.io/coreos/etcd@" + kDigest},
            {"busybox:1.36@" + kDigest, "docker.io/library/busybox:1.36@" + kDigest,
@@ -70,7 +73,8 @@ TEST(Reference, TheErrorSaysWhatIsWrong) {
 }
 
 TEST(Digest, Sha256InPiecesAndItsHex) {
-  EXPECT_EQ(Sha256Of("abc"), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Of("abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   Sha256 h;
   h.Update("a");
   h.Update("bc");

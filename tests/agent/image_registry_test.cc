@@ -41,11 +41,14 @@ TEST(Registry, ATokenIsAskedForOnceAndManifestsAndBlobsCome) {
   ASSERT_TRUE(client.GetManifest(Ref(registry, "team/app@" + digest), digest).ok());
   std::string streamed;
   size_t pieces = 0;
-  ASSERT_TRUE(client.GetBlob(Ref(registry, "team/app:v1"), blob, [&](std::string_view b) {
-    streamed.append(b);
-    ++pieces;
-    return absl::OkStatus();
-  }).ok());
+  ASSERT_TRUE(client
+                  .GetBlob(Ref(registry, "team/app:v1"), blob,
+                           [&](std::string_view b) {
+                             streamed.append(b);
+                             ++pieces;
+                             return absl::OkStatus();
+                           })
+                  .ok());
   EXPECT_TRUE(streamed == layer);
   EXPECT_GT(pieces, 1u);  // handed on as it came, not gathered whole
   EXPECT_EQ(registry.token_requests.load(), 1);
@@ -93,14 +96,15 @@ TEST(Registry, BasicAuthenticationAndAnUnreachableRegistry) {
   registry.AddManifest("app", "v1", "{}");
   EXPECT_TRUE(ClientFor(registry, true).GetManifest(Ref(registry, "app:v1"), "v1").ok());
   auto refused = ClientFor(registry, false).GetManifest(Ref(registry, "app:v1"), "v1");
-  EXPECT_EQ(refused.status().message(),
-            "the registry " + registry.host() + " asks for credentials, and the node has none for it");
+  EXPECT_EQ(refused.status().message(), "the registry " + registry.host() +
+                                            " asks for credentials, and the node has none for it");
   RegistryOptions o;
   o.insecure.insert("127.0.0.1:1");
   auto unreachable = RegistryClient(o).GetManifest(*ParseReference("127.0.0.1:1/app"), "latest");
   EXPECT_EQ(unreachable.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(unreachable.status().message().find("cannot get http://127.0.0.1:1/v2/app/manifests/latest"),
-            std::string::npos)
+  EXPECT_NE(
+      unreachable.status().message().find("cannot get http://127.0.0.1:1/v2/app/manifests/latest"),
+      std::string::npos)
       << unreachable.status();
 }
 

@@ -57,7 +57,8 @@ TEST_F(Http2Test, ManyRequestsAtOnceOnOneConnection) {
     std::thread([req = std::move(req), ex] {
       std::string answer = Answer(req);
       if (req.path == "/big") answer += std::string(3 << 20, 'b');
-      ex->Finish({.content_type = "text/plain", .headers = {{"X-Mixed-Case", "yes"}},
+      ex->Finish({.content_type = "text/plain",
+                  .headers = {{"X-Mixed-Case", "yes"}},
                   .body = std::move(answer)});
     }).detach();
   });
@@ -104,10 +105,12 @@ TEST_F(Http2Test, RefusesWhatIsOverTheLimitsWithoutTheHandler) {
   ServerOptions o;
   o.max_body_bytes = 100 << 10;
   o.max_header_bytes = 4 << 10;
-  Start([&](Request, ExchangePtr ex) {
-    ++handled;
-    ex->Finish({});
-  }, o);
+  Start(
+      [&](Request, ExchangePtr ex) {
+        ++handled;
+        ex->Finish({});
+      },
+      o);
   std::vector<Call> calls(2);
   calls[0].method = "POST";
   calls[0].path = "/x";

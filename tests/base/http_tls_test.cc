@@ -39,8 +39,8 @@ class TlsTest : public ::testing::Test {
   // A client connection, handshaken.
   std::unique_ptr<ssl::stream<tcp::socket>> Connect() {
     auto s = std::make_unique<ssl::stream<tcp::socket>>(ioc_, client_tls_);
-    s->next_layer().connect({net::ip::make_address("127.0.0.1"),
-                             static_cast<uint16_t>(server_->port())});
+    s->next_layer().connect(
+        {net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server_->port())});
     s->handshake(ssl::stream_base::client);
     return s;
   }
@@ -114,8 +114,8 @@ TEST_F(TlsTest, AWebSocketEchoesAndCloses) {
   });
   namespace websocket = boost::beast::websocket;
   websocket::stream<ssl::stream<tcp::socket>> ws(ioc_, client_tls_);
-  ws.next_layer().next_layer().connect({net::ip::make_address("127.0.0.1"),
-                                        static_cast<uint16_t>(server_->port())});
+  ws.next_layer().next_layer().connect(
+      {net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server_->port())});
   ws.next_layer().handshake(ssl::stream_base::client);
   ws.handshake("127.0.0.1", "/exec");
   ws.binary(true);

@@ -112,7 +112,7 @@ std::string RunCalls(const Connection& to, std::vector<Call>& calls) {
   const int fd = ConnectTcp(authority);
   if (fd < 0) return "cannot connect to " + authority;
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()),
-                                                         SSL_CTX_free);
+                                                        SSL_CTX_free);
   static const unsigned char kAlpn[] = "\x02h2";
   SSL_CTX_set_alpn_protos(ctx.get(), kAlpn, sizeof kAlpn - 1);
   if (!to.client_cert.empty() &&

@@ -23,7 +23,7 @@ struct Call {
 };
 
 struct Connection {
-  int port = 0;  // on 127.0.0.1
+  int port = 0;                         // on 127.0.0.1
   std::string client_cert, client_key;  // PEM files; none when empty
   std::chrono::milliseconds deadline = std::chrono::seconds(30);
 };
