@@ -159,6 +159,42 @@ absl::StatusOr<std::string> ContentStore::Layer(const std::string& digest, White
   return dir;
 }
 
+absl::StatusOr<std::string> ContentStore::Root(const std::string& manifest_digest,
+                                               const std::vector<std::string>& layers) {
+  if (DigestHex(manifest_digest).empty()) return BadDigest(manifest_digest);
+  const std::string dir = root_ + "/roots/" + DigestHex(manifest_digest);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return dir;
+  // Made beside its place and renamed into it: a folder under the image's name is whole.
+  const std::string tmp = TempBeside(dir, "applying");
+  for (const auto& layer : layers) {
+    absl::Status st = HasBlob(layer)
+                          ? absl::OkStatus()
+                          : absl::NotFoundError(fmt::format("layer {} is not in the store", layer));
+    if (st.ok()) {
+      auto applied = UnpackLayer(BlobPath(layer), tmp, Whiteouts::kApply);
+      if (!applied.ok()) {
+        st = absl::Status(
+            applied.status().code(),
+            fmt::format("layer {}: {}", layer, std::string(applied.status().message())));
+      }
+    }
+    if (!st.ok()) {
+      fs::remove_all(tmp, ec);
+      return st;
+    }
+  }
+  fs::create_directories(tmp, ec);  // an image of no layers is an empty tree
+  if (rename(tmp.c_str(), dir.c_str()) != 0) {
+    fs::remove_all(tmp, ec);  // another start made it meanwhile
+    if (!fs::is_directory(dir, ec)) {
+      return absl::InternalError(
+          fmt::format("cannot store the image {}: {}", manifest_digest, strerror(errno)));
+    }
+  }
+  return dir;
+}
+
 std::string ContentStore::RefPath(const Reference& ref) const {
   const std::string base = root_ + "/refs/" + ref.registry + "/" + ref.repository;
   return ref.digest.empty() ? base + "/tags/" + ref.tag

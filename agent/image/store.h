@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/image/digest.h"
@@ -14,6 +15,7 @@
 // A node's images by content, in one folder:
 //   blobs/sha256/HEX     manifests, configs and layers as fetched, each kept once
 //   layers/sha256/HEX/   a layer blob unpacked, once
+//   roots/HEX/           an image's layers applied into one tree, once (by manifest digest)
 //   refs/REGISTRY/REPOSITORY/tags/TAG and .../digests/HEX: the manifest a name stands for
 // A blob lands under its name only once its bytes hash to it, and a layer's folder only once
 // it is whole: a cut download or a crash leaves nothing that looks complete.
@@ -59,6 +61,12 @@ class ContentStore {
 
   // The folder of the layer blob `digest`, unpacked on first use.
   absl::StatusOr<std::string> Layer(const std::string& digest, Whiteouts whiteouts);
+
+  // One folder holding an image's whole file tree: its layers (blob digests, lowest first)
+  // applied in turn, made on first use under `roots/HEX` of the image's manifest digest. For
+  // nodes where a container's root cannot be an overlay of the layers themselves.
+  absl::StatusOr<std::string> Root(const std::string& manifest_digest,
+                                   const std::vector<std::string>& layers);
 
   // The manifest digest `ref` names on this node (by its digest, else its tag).
   absl::Status SetRef(const Reference& ref, const std::string& manifest_digest);

@@ -97,6 +97,32 @@ TEST_F(StoreTest, ALayerIsUnpackedOnceUnderItsDigest) {
   EXPECT_EQ(Leftovers(), 0);
 }
 
+// An image's layers applied into one tree, in order: the upper layer's whiteout and changes
+// win; made once under the manifest's digest; a missing layer leaves no tree.
+TEST_F(StoreTest, AnImagesRootHoldsItsLayersApplied) {
+  ContentStore store(dir_);
+  const std::string lower = TarGz({{"etc/motd", "hello"}, {"bin/app", "v1"}, {"tmp/x", "x"}});
+  const std::string upper = TarGz({{"etc/motd", "bye"}, {"tmp/.wh.x", ""}});
+  ASSERT_TRUE(store.PutBlob(Sha256Of(lower), lower).ok());
+  ASSERT_TRUE(store.PutBlob(Sha256Of(upper), upper).ok());
+  const std::string manifest = Sha256Of("manifest");
+  auto root = store.Root(manifest, {Sha256Of(lower), Sha256Of(upper)});
+  ASSERT_TRUE(root.ok()) << root.status();
+  std::ifstream motd(*root + "/etc/motd");
+  std::string said;
+  motd >> said;
+  EXPECT_EQ(said, "bye");
+  EXPECT_TRUE(fs::exists(*root + "/bin/app"));
+  EXPECT_FALSE(fs::exists(*root + "/tmp/x"));
+  std::ofstream(*root + "/marker") << "x";
+  EXPECT_EQ(*store.Root(manifest, {}), *root);  // made once
+  EXPECT_TRUE(fs::exists(*root + "/marker"));
+  auto missing = store.Root(Sha256Of("other"), {Sha256Of(lower), Sha256Of("absent")});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(dir_ + "/roots/" + Sha256Of("other").substr(7)));
+  EXPECT_EQ(Leftovers(), 0);
+}
+
 TEST_F(StoreTest, NamesStandForManifests) {
   ContentStore store(dir_);
   const std::string m1 = Sha256Of("m1"), m2 = Sha256Of("m2");
