@@ -52,6 +52,7 @@ struct Flags {
   std::string ready_file;
   mkube::http::StatusFlags status;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
+  std::vector<std::string> insecure_registries;
   agent::server::ServingFlags serving;
   std::string node_labels, taints, log_level = "info";
   int lease_seconds = 40;
@@ -78,6 +79,8 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
   app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
   app->add_option("--image-registry", f->registry_dir,
                   "Folder of images (<name>/<tag>/) to pull from");
+  app->add_option("--insecure-registry", f->insecure_registries,
+                  "A registry (HOST:PORT) spoken to in plain HTTP rather than HTTPS; repeatable");
   app->add_option("--pod-cidr", f->pod_cidr, "Pod addresses come from here")->capture_default_str();
   app->add_option("--tls-cert-file", f->serving.cert_file,
                   "This node's serving certificate (for its name and address, from the cluster "
@@ -388,7 +391,9 @@ int main(int argc, char** argv) {
   if (auto st = PrepareFolders(&f); !st.ok()) return Fail(std::string(st.message()));
 
   client::GrpcClient client(*copts);
-  agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images");
+  agent::runtime::OciOptions oci{.dir = f.root_dir + "/oci"};
+  oci.registry.insecure.insert(f.insecure_registries.begin(), f.insecure_registries.end());
+  agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images", std::move(oci));
   if (f.simulated > 0) return RunSimulated(&client, &images, *node, f);
   return RunNode(f, &client, &images, *std::move(node), *serving);
 }

@@ -9,6 +9,7 @@ packages=(
   librocksdb-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libboost-dev
   libgoogle-perftools-dev libarchive-dev libcurl4-openssl-dev tzdata
+  docker-registry skopeo busybox-static
   etcd-server etcd-client
   python3-kubernetes python3-prometheus-client
 )

@@ -213,4 +213,25 @@ std::optional<std::string> ContentStore::Ref(const Reference& ref) const {
   return digest;
 }
 
+std::vector<Reference> ContentStore::Tags() const {
+  std::vector<Reference> out;
+  const fs::path refs = root_ + "/refs";
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(refs, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    // refs/REGISTRY/REPOSITORY.../tags/TAG
+    const fs::path rel = fs::relative(it->path(), refs, ec);
+    std::vector<std::string> parts;
+    for (const auto& p : rel) parts.push_back(p.string());
+    if (parts.size() < 4 || parts[parts.size() - 2] != "tags") continue;
+    Reference ref{.registry = parts[0], .tag = parts.back()};
+    for (size_t i = 1; i + 2 < parts.size(); ++i) {
+      ref.repository += (ref.repository.empty() ? "" : "/") + parts[i];
+    }
+    out.push_back(std::move(ref));
+  }
+  return out;
+}
+
 }  // namespace mkube::agent::image

@@ -71,6 +71,8 @@ class ContentStore {
   // The manifest digest `ref` names on this node (by its digest, else its tag).
   absl::Status SetRef(const Reference& ref, const std::string& manifest_digest);
   std::optional<std::string> Ref(const Reference& ref) const;
+  // Every tagged name the node holds.
+  std::vector<Reference> Tags() const;
 
  private:
   std::string RefPath(const Reference& ref) const;

@@ -179,7 +179,10 @@ absl::Status ContainerRuntime::SetUpSandbox(ContainerStart* s) {
   sandbox.cgroups = std::move(s->process.sandbox.cgroups);
   sandbox.memory_cgroup = std::move(s->process.sandbox.memory_cgroup);
   s->process.sandbox = std::move(sandbox);
-  s->process.dir = ContainerDir(s->spec, "/");
+  // The container's workingDir, else the image's WorkingDir, else the root.
+  const std::string& image_dir = s->image->config.working_dir;
+  const bool image_says = s->spec.working_dir().empty() && !image_dir.empty();
+  s->process.dir = image_says ? image_dir : ContainerDir(s->spec, "/");
   return absl::OkStatus();
 }
 

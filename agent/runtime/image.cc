@@ -135,13 +135,65 @@ absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
   return img;
 }
 
-bool ImageStore::Present(const std::string& image) const {
+ImageStore::ImageStore(std::string registry_dir, std::string store_dir, OciOptions oci)
+    : registry_(std::move(registry_dir)), store_(std::move(store_dir)) {
+  if (oci.dir.empty()) return;
+  oci_store_ = std::make_unique<image::ContentStore>(oci.dir);
+  oci_registry_ = std::make_unique<image::RegistryClient>(std::move(oci.registry));
+  puller_ = std::make_unique<image::Puller>(oci_store_.get(), oci_registry_.get());
+}
+
+bool ImageStore::FromFolder(const std::string& image) const {
   auto ref = ParseImageRef(image);
+  if (!ref.ok()) return false;
   std::error_code ec;
-  return ref.ok() && fs::exists(fs::path(store_) / ref->name / (ref->tag + kPulledMark), ec);
+  if (fs::exists(fs::path(store_) / ref->name / (ref->tag + kPulledMark), ec)) return true;
+  return !registry_.empty() && fs::is_directory(fs::path(registry_) / ref->name / ref->tag, ec);
+}
+
+bool ImageStore::Present(const std::string& image) const {
+  if (auto ref = ParseImageRef(image); ref.ok()) {
+    std::error_code ec;
+    if (fs::exists(fs::path(store_) / ref->name / (ref->tag + kPulledMark), ec)) return true;
+  }
+  auto ref = image::ParseReference(image);
+  return puller_ && ref.ok() && puller_->Local(*ref).ok();
+}
+
+absl::StatusOr<Image> ImageStore::OciImage(const image::PulledImage& pulled) {
+  MKUBE_ASSIGN_OR_RETURN(std::string root, oci_store_->Root(pulled.manifest_digest, pulled.layers));
+  const image::ImageConfig& c = pulled.config;
+  Image img{.root = std::move(root),
+            .config = {c.entrypoint, c.cmd, c.env, c.user, c.working_dir},
+            .size_bytes = pulled.size_bytes,
+            .own_root = true};
+  // Named as people write it: "nginx:latest", "127.0.0.1:5000/app:v1".
+  const std::string familiar = pulled.ref.Familiar();
+  const size_t cut = familiar.find('@') != std::string::npos ? familiar.find('@')
+                                                              : familiar.rfind(':');
+  img.ref = {familiar.substr(0, cut), pulled.ref.tag.empty() ? pulled.ref.digest : pulled.ref.tag};
+  return img;
+}
+
+absl::StatusOr<Image> ImageStore::PullOci(const std::string& image, bool always) {
+  auto ref = image::ParseReference(image);
+  if (!ref.ok()) return ref.status();
+  if (!puller_) {
+    return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", image));
+  }
+  if (!always) {
+    if (auto local = puller_->Local(*ref); local.ok()) return OciImage(*local);
+  }
+  MKUBE_ASSIGN_OR_RETURN(image::PulledImage pulled, puller_->Pull(*ref));
+  {
+    absl::MutexLock lock(&pull_mu_);
+    listed_.reset();
+  }
+  return OciImage(pulled);
 }
 
 absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
+  if (!FromFolder(image)) return PullOci(image, always);
   MKUBE_ASSIGN_OR_RETURN(auto ref, ParseImageRef(image));
   absl::MutexLock lock(&pull_mu_);
   const fs::path dest = fs::path(store_) / ref.name / ref.tag;
@@ -188,6 +240,17 @@ std::vector<Image> ImageStore::List() const {
     const fs::path rel = fs::relative(p, store_, ec);
     ImageRef ref{rel.parent_path().string(), rel.stem().string()};
     if (auto img = Load(ref); img.ok()) out.push_back(std::move(*img));
+  }
+  if (puller_) {
+    for (const auto& ref : oci_store_->Tags()) {
+      auto local = puller_->Local(ref);
+      if (!local.ok()) continue;
+      const std::string familiar = ref.Familiar();
+      const size_t colon = familiar.rfind(':');
+      out.push_back(Image{.ref = {familiar.substr(0, colon), ref.tag},
+                          .size_bytes = local->size_bytes,
+                          .own_root = true});
+    }
   }
   listed_ = out;
   return out;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/image/puller.h"
 
 namespace mkube::agent::runtime {
 
@@ -20,12 +22,14 @@ struct ImageRef {
 };
 absl::StatusOr<ImageRef> ParseImageRef(const std::string& image);
 
-// What an image says about running it (its image.json; every field optional).
+// What an image says about running it (its image.json, or an OCI image's config; every field
+// optional).
 struct ImageConfig {
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::vector<std::string> env;  // "NAME=value"
   std::string user;              // "UID" or "UID:GID"; empty: unsaid
+  std::string working_dir;       // empty: unsaid
 };
 
 // A pulled image on this node.
@@ -34,16 +38,25 @@ struct Image {
   std::string root;  // folder holding the image's files
   ImageConfig config;
   int64_t size_bytes = 0;
+  // An OCI image brings its whole file tree: the node's system folders are not added to it.
+  bool own_root = false;
+};
+
+// Where OCI images are kept and fetched from.
+struct OciOptions {
+  std::string dir;  // the content store's folder; empty: registry folder images only
+  image::RegistryOptions registry;
 };
 
 // The node's image store. Images come from a registry folder (<registry>/<name>/<tag>/, with
 // an optional image.json); pulling copies one into the node's own folder, so what a node has
 // pulled is really there (and stays there while the registry changes). A pull of an image the
-// node holds in the same version (same files, sizes and times) copies nothing.
+// node holds in the same version (same files, sizes and times) copies nothing. Any other image
+// is an OCI image: pulled from its registry into the content store, or loaded from an archive,
+// and run from its layers applied into one tree.
 class ImageStore {
  public:
-  ImageStore(std::string registry_dir, std::string store_dir)
-      : registry_(std::move(registry_dir)), store_(std::move(store_dir)) {}
+  ImageStore(std::string registry_dir, std::string store_dir, OciOptions oci = {});
 
   // The image, pulled first when the node does not have it or `always` is set.
   // NotFound when the registry has no such image.
@@ -56,8 +69,15 @@ class ImageStore {
 
  private:
   absl::StatusOr<Image> Load(const ImageRef& ref) const;
+  // Whether `image` is one of the registry folder's (or was pulled from it).
+  bool FromFolder(const std::string& image) const;
+  absl::StatusOr<Image> PullOci(const std::string& image, bool always);
+  absl::StatusOr<Image> OciImage(const image::PulledImage& pulled);
 
   const std::string registry_, store_;
+  std::unique_ptr<image::ContentStore> oci_store_;
+  std::unique_ptr<image::RegistryClient> oci_registry_;
+  std::unique_ptr<image::Puller> puller_;
   // One pull at a time, so two pods starting together do not copy over each other.
   mutable absl::Mutex pull_mu_;
   mutable std::optional<std::vector<Image>> listed_ ABSL_GUARDED_BY(pull_mu_);

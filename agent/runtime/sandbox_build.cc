@@ -140,6 +140,8 @@ void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<Mo
   steps->push_back({Kind::kFile, HostsFile(in.pod_ip, hostname), "/etc/hosts", false});
   steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
   for (const char* name : kHostEtcFiles) {
+    // An OCI image's own libraries and certificates are its; the node's resolver is every pod's.
+    if (in.image->own_root && std::string_view(name) != "resolv.conf") continue;
     const std::string host = Join(in.host_root, std::string("etc/") + name);
     if (Exists(host)) {
       steps->push_back({Kind::kBind, OnNode(host), std::string("/etc/") + name, true});
@@ -301,7 +303,9 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   // With overlayfs the root is the image's files under a writable layer; without it, a tmpfs
   // holding read-only binds of the image's entries.
   if (in.overlay) spec.image_root = in.image->root;
-  AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);
+  // An OCI image brings its own system folders; the demo images borrow the node's.
+  const bool own = in.image->own_root;
+  if (!own) AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);
   if (in.overlay) {
     if (image_entries.contains(kImageConfig)) {
       spec.steps.push_back({Kind::kRemove, "", std::string("/") + kImageConfig, false});
@@ -309,7 +313,7 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   } else {
     std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
     for (const auto& name : image_entries) {
-      if (system.contains(name) || kReserved.contains(name)) continue;
+      if ((!own && system.contains(name)) || kReserved.contains(name)) continue;
       // A link stays a link: bound, it would be followed on the node.
       const std::string path = Join(in.image->root, name);
       if (fs::is_symlink(path, ec)) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/agent/fake_registry.h"
 #include "tests/util/process.h"
 
 namespace mkube::agent::runtime {
@@ -95,6 +96,49 @@ TEST_F(ImageStoreTest, MissingAndBrokenImagesAreErrors) {
   EXPECT_THAT(std::string(broken.status().message()), ::testing::HasSubstr("entrypoint: must be a list of strings"));
   ImageStore no_registry("", store());
   EXPECT_EQ(no_registry.Pull("busybox", false).status().code(), absl::StatusCode::kNotFound);
+}
+
+// An image not in the registry folder is an OCI image: pulled from its registry into the
+// content store and run from its layers applied into one tree, its own system folders and all.
+TEST_F(ImageStoreTest, OtherImagesArePulledFromTheirRegistry) {
+  image::FakeRegistry remote(image::FakeRegistry::Auth::kNone);
+  const std::string layer =
+      image::TarGz({{"bin/sh", "#!static"}, {"etc/passwd", "app:x:10:10::/:/bin/sh\n"}});
+  const std::string config =
+      R"({"os":"linux","architecture":"amd64","config":{"Entrypoint":["/bin/sh"],"Cmd":["-c","true"],)"
+      R"("Env":["PATH=/bin"],"User":"app","WorkingDir":"/srv"}})";
+  const std::string layer_digest = remote.AddBlob(layer), config_digest = remote.AddBlob(config);
+  remote.AddManifest("tools", "v1",
+                       R"({"schemaVersion":2,"config":{"digest":")" + config_digest + R"(","size":)" +
+                           std::to_string(config.size()) + R"(},"layers":[{"digest":")" + layer_digest +
+                           R"(","size":)" + std::to_string(layer.size()) + "}]}");
+  OciOptions oci{.dir = dir_.Sub("oci")};
+  oci.registry.insecure.insert(remote.host());
+  ImageStore images(registry(), store(), oci);
+  const std::string name = remote.host() + "/tools:v1";
+  EXPECT_FALSE(images.Present(name));
+  auto img = images.Pull(name, /*always=*/false);
+  ASSERT_TRUE(img.ok()) << img.status();
+  EXPECT_TRUE(img->own_root);
+  EXPECT_EQ(testing::ReadFile(img->root + "/bin/sh"), "#!static");
+  EXPECT_EQ(img->config.entrypoint, std::vector<std::string>{"/bin/sh"});
+  EXPECT_EQ(img->config.user, "app");
+  EXPECT_EQ(img->config.working_dir, "/srv");
+  EXPECT_EQ(img->ref.String(), name);
+  EXPECT_EQ(img->size_bytes, static_cast<int64_t>(layer.size() + config.size()));
+  EXPECT_TRUE(images.Present(name));
+  // IfNotPresent: the node's copy, without asking the registry.
+  const int asked = remote.blob_requests.load();
+  ASSERT_TRUE(images.Pull(name, false).ok());
+  EXPECT_EQ(remote.blob_requests.load(), asked);
+  // The folder's images are the folder's still; the node lists both.
+  ASSERT_TRUE(images.Pull("soscscs/myapp:v1", false).ok());
+  std::vector<std::string> listed;
+  for (const auto& i : images.List()) listed.push_back(i.ref.String());
+  EXPECT_THAT(listed, ::testing::UnorderedElementsAre("soscscs/myapp:v1", name));
+  auto absent = images.Pull(remote.host() + "/tools:v2", false);
+  EXPECT_EQ(absent.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(absent.status().message()), ::testing::HasSubstr("MANIFEST_UNKNOWN"));
 }
 
 }  // namespace

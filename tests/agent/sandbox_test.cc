@@ -281,6 +281,39 @@ TEST_F(SandboxTest, TheRootIsTheImageUnderAWritableLayerWithTheSystemFolders) {
   EXPECT_NE(Find(*with_users, "/etc/group"), nullptr);
 }
 
+// An OCI image brings its whole tree: nothing of the node's system folders or /etc is added,
+// but the node's resolver.
+TEST_F(SandboxTest, AnOciImageIsTheWholeRoot) {
+  api::Pod pod = PodWith();
+  Write(host() + "/etc/resolv.conf", 0644);
+  image_.own_root = true;
+  auto spec = BuildSandbox(Inputs(pod));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->image_root, image_.root);
+  for (const char* system : {"/bin", "/usr", "/lib"}) {
+    EXPECT_EQ(Find(*spec, system), nullptr) << system;
+  }
+  EXPECT_EQ(Find(*spec, "/etc/ld.so.cache"), nullptr);
+  ASSERT_NE(Find(*spec, "/etc/resolv.conf"), nullptr);
+  EXPECT_EQ(Find(*spec, "/etc/resolv.conf")->source, host() + "/etc/resolv.conf");
+  for (const auto& s : spec->steps) {
+    if (s.kind == Kind::kBind || s.kind == Kind::kOverlay) {
+      EXPECT_TRUE(s.source.rfind("/dev/", 0) == 0 || s.target == "/etc/resolv.conf")
+          << s.source << " at " << s.target;
+    }
+  }
+  // Without overlayfs: every entry of the image bound, its bin and lib too.
+  SandboxInputs plain = Inputs(pod);
+  plain.overlay = false;
+  Write(image_.root + "/lib/libc.so", 0755);
+  auto bound = BuildSandbox(plain);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  ASSERT_NE(Find(*bound, "/bin"), nullptr);
+  EXPECT_EQ(Find(*bound, "/bin")->source, image_.root + "/bin");
+  ASSERT_NE(Find(*bound, "/lib"), nullptr);
+  EXPECT_EQ(Find(*bound, "/lib")->source, image_.root + "/lib");
+}
+
 TEST_F(SandboxTest, AReadOnlyRootHasNoWritableLayerAnywhere) {
   api::Pod pod = PodWith();
   pod.mutable_spec()

@@ -350,7 +350,9 @@ TEST_F(AgentTest, ACrashingContainerIsRestartedWithBackOff) {
 }
 
 TEST_F(AgentTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
-  CreatePod("noimage", "  containers:\n  - {name: c, image: 'nosuch/image:v9'}\n");
+  // Not a demo image, so an OCI image, from a registry that is not there (nothing listens on
+  // loopback's port 9): the pull fails at once, whatever the machine's network.
+  CreatePod("noimage", "  containers:\n  - {name: c, image: '127.0.0.1:9/nosuch/image:v9'}\n");
   ASSERT_TRUE(Eventually([&] {
     auto p = GetPod("noimage");
     return p.ok() && p->status().container_statuses_size() == 1 &&
@@ -363,10 +365,11 @@ TEST_F(AgentTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   auto p = GetPod("noimage");
   EXPECT_EQ(p->status().phase(), "Pending");
   EXPECT_EQ(p->status().container_statuses(0).state().waiting().message(),
-            "Back-off pulling image \"nosuch/image:v9\"");
+            "Back-off pulling image \"127.0.0.1:9/nosuch/image:v9\"");
   ASSERT_TRUE(Eventually([&] {
     const std::string d = Ctl({"describe", "pod", "noimage"}).out;
-    return d.find("Failed to pull image \"nosuch/image:v9\": image \"nosuch/image:v9\" not found in the registry") != std::string::npos &&
+    return d.find("Failed to pull image \"127.0.0.1:9/nosuch/image:v9\": cannot get "
+                  "https://127.0.0.1:9/v2/nosuch/image/manifests/v9: ") != std::string::npos &&
            d.find("Error: ImagePullBackOff") != std::string::npos;
   }));
   auto r = Ctl({"logs", "noimage"});
