@@ -312,11 +312,14 @@ void PodWorkers::RecordStart(runtime::ContainerStart& s, absl::Time now) {
     Log().info("pod {}/{}: {}", run->ns, run->name, c->waiting_message);
     return;
   }
-  events_->Record(
-      *run->pod, "Normal", "Pulled",
-      s.pull ? fmt::format("Successfully pulled image \"{}\" in {}", image,
-                           absl::FormatDuration(absl::Trunc(s.pull_took, absl::Milliseconds(1))))
-             : fmt::format("Container image \"{}\" already present on machine", image));
+  // As the kubelet says it. Pulls here are not queued behind one another, so the time waited
+  // is the pull's own (a pull that joined another's download waited for all of it).
+  const std::string took = absl::FormatDuration(absl::Trunc(s.pull_took, absl::Milliseconds(1)));
+  events_->Record(*run->pod, "Normal", "Pulled",
+                  s.pull ? fmt::format("Successfully pulled image \"{}\" in {} ({} including "
+                                       "waiting). Image size: {} bytes.",
+                                       image, took, took, s.image->size_bytes)
+                         : fmt::format("Container image \"{}\" already present on machine", image));
   c->pull_backoff = absl::ZeroDuration();
   c->image_id = s.image->ref.String();
   if (!s.config.ok()) {
