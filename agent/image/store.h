@@ -33,7 +33,6 @@ class ContentStore {
     ~BlobWriter();
     absl::Status Write(std::string_view bytes);
     absl::Status Commit();
-    int64_t written() const { return written_; }
     // After Commit: the blob's digest.
     const std::string& digest() const { return digest_; }
 

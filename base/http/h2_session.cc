@@ -409,8 +409,7 @@ void H2Session::Close() {
   closed_ = true;
   gone.store(true);
   Drained();
-  auto streams = std::move(streams_);
-  streams_.clear();
+  auto streams = std::exchange(streams_, {});
   for (auto& [id, s] : streams) {
     const bool ended = s->state == H2Stream::State::kEnded;
     s->state = H2Stream::State::kClosed;
