@@ -21,6 +21,7 @@
 #include "agent/runtime/process_runner.h"
 #include "agent/runtime/sandbox.h"
 #include "agent/server/agent_service.h"
+#include "agent/server/images_service.h"
 #include "agent/server/port_forward.h"
 #include "agent/server/serving.h"
 #include "agent/simulated.h"
@@ -53,6 +54,7 @@ struct Flags {
   mkube::http::StatusFlags status;
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::vector<std::string> insecure_registries;
+  std::string registry_credentials;  // empty: <root-dir>/config.json
   agent::server::ServingFlags serving;
   std::string node_labels, taints, log_level = "info";
   int lease_seconds = 40;
@@ -79,6 +81,10 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
   app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
   app->add_option("--image-registry", f->registry_dir,
                   "Folder of images (<name>/<tag>/) to pull from");
+  app->add_option("--registry-credentials", f->registry_credentials,
+                  "Registry credentials as `docker login` writes them ({\"auths\": {\"HOST:PORT\": "
+                  "{\"auth\": base64(user:password)}}}), read again when it changes (default: "
+                  "<root-dir>/config.json, as the kubelet's)");
   app->add_option("--insecure-registry", f->insecure_registries,
                   "A registry (HOST:PORT) spoken to in plain HTTP rather than HTTPS; repeatable");
   app->add_option("--pod-cidr", f->pod_cidr, "Pod addresses come from here")->capture_default_str();
@@ -264,7 +270,8 @@ struct NodeParts {
         usage([this] { return workers.RunningContainers(); }, agent::node::ProcReader(),
               client::RealClock(), getpid()),
         stats(&usage, auth),
-        forward(&workers, auth) {}
+        forward(&workers, auth),
+        image_loads(images, auth) {}
 
   client::Informer<mkube::api::Pod> pods;
   client::EventRecorder events;
@@ -276,6 +283,7 @@ struct NodeParts {
   agent::node::UsageSampler usage;
   agent::server::StatsService stats;
   agent::server::PortForwardService forward;
+  agent::server::ImagesService image_loads;
 };
 
 // The agent's port, serving the agent's services; `port` is the one bound.
@@ -287,6 +295,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& listen,
   builder.RegisterService(&parts->service);
   builder.RegisterService(&parts->stats);
   builder.RegisterService(&parts->forward);
+  builder.RegisterService(&parts->image_loads);
   return builder.BuildAndStart();
 }
 
@@ -393,6 +402,11 @@ int main(int argc, char** argv) {
   client::GrpcClient client(*copts);
   agent::runtime::OciOptions oci{.dir = f.root_dir + "/oci"};
   oci.registry.insecure.insert(f.insecure_registries.begin(), f.insecure_registries.end());
+  auto credentials = std::make_shared<agent::image::CredentialsFile>(
+      f.registry_credentials.empty() ? f.root_dir + "/config.json" : f.registry_credentials);
+  oci.registry.credentials = [credentials](const std::string& registry) {
+    return credentials->For(registry);
+  };
   agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images", std::move(oci));
   if (f.simulated > 0) return RunSimulated(&client, &images, *node, f);
   return RunNode(f, &client, &images, *std::move(node), *serving);

@@ -15,6 +15,7 @@
 #include "apiserver/rest/encoding.h"
 #include "apiserver/rest/front.h"
 #include "apiserver/server/api_service.h"
+#include "apiserver/server/node_images.h"
 #include "apiserver/server/pod_streams.h"
 #include "apiserver/storage/compactor.h"
 #include "apiserver/storage/etcd_storage.h"
@@ -259,12 +260,12 @@ absl::Status StartCache(mkube::apiserver::cache::WatchCache& cache) {
   return started;
 }
 
-// The gRPC server of the API and of the pods' streams, started; null if it cannot listen.
+// The gRPC server of the API and of `more` (the pods' streams, image loads), started; null if
+// it cannot listen.
 std::unique_ptr<grpc::Server> StartServer(const Flags& f,
                                           std::shared_ptr<grpc::ServerCredentials> creds,
                                           mkube::apiserver::server::ApiService& service,
-                                          grpc::Service& streams, grpc::Service& port_forward,
-                                          int* port) {
+                                          std::vector<grpc::Service*> more, int* port) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(f.listen, std::move(creds), port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(f.max_request_bytes));
@@ -272,8 +273,7 @@ std::unique_ptr<grpc::Server> StartServer(const Flags& f,
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   service.Register(&builder);
-  builder.RegisterService(&streams);
-  builder.RegisterService(&port_forward);
+  for (grpc::Service* s : more) builder.RegisterService(s);
   return builder.BuildAndStart();
 }
 
@@ -345,7 +345,9 @@ int main(int argc, char** argv) {
   mkube::apiserver::server::PodPortForwardService port_forward(&streams);
 
   int port = 0;
-  auto server = StartServer(flags, *creds, service, streams, port_forward, &port);
+  mkube::apiserver::server::NodeImagesService node_images(&registry, &gate, &agents);
+  auto server =
+      StartServer(flags, *creds, service, {&streams, &port_forward, &node_images}, &port);
   if (!server || port == 0) return Fail("cannot listen on " + flags.listen);
   service.StartWatches();
   mkube::apiserver::server::SizedWrites writes(&registry,

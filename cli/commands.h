@@ -103,6 +103,18 @@ struct TopFlags {
 absl::Status TopNodes(Session& s, const std::vector<std::string>& names, const TopFlags& f);
 absl::Status TopPods(Session& s, const std::vector<std::string>& names, const TopFlags& f);
 
+struct ImageLoadFlags {
+  std::vector<std::string> nodes;  // empty: every node that runs pods
+};
+// image load FILE|-: a docker save archive or an OCI image layout into the nodes' stores.
+absl::Status ImageLoad(Session& s, const std::string& file, const ImageLoadFlags& f);
+struct ImageListFlags {
+  std::vector<std::string> nodes;
+  bool no_headers = false;
+};
+// image ls: each node's images, from its status.
+absl::Status ImageList(Session& s, const ImageListFlags& f);
+
 struct PatchFlags {
   std::string patch, patch_file, type = "strategic", subresource;
 };

@@ -62,6 +62,7 @@ int Run(int argc, char** argv) {
   AddExplain(w);
   AddCompletion(w);
   AddApiResources(w);
+  AddImage(w);
 
   try {
     ParseCommandLine(app, argc, argv);  // CLI11 reports bad flags and --help by throwing

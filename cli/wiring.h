@@ -67,6 +67,7 @@ void AddClusterInfo(Wiring& w);
 void AddVersion(Wiring& w);
 void AddApiResources(Wiring& w);
 void AddApiVersions(Wiring& w);
+void AddImage(Wiring& w);  // image load|ls
 
 // Troubleshooting (wiring_troubleshooting.cc): what pods do and use.
 void AddDescribe(Wiring& w);

@@ -100,6 +100,36 @@ void AddSchedule(Wiring& w) {
   });
 }
 
+void AddImage(Wiring& w) {
+  struct State {
+    std::string file;
+    ImageLoadFlags load;
+    ImageListFlags list;
+  };
+  auto* st = w.Keep<State>();
+  auto* image = w.app.add_subcommand("image", "Load images into nodes and list their images");
+  image->require_subcommand(1);
+  auto* load = image->add_subcommand(
+      "load", "Load a docker save archive or an OCI image layout (tar, plain or gzip'd) into nodes");
+  load->add_option("file", st->file, "FILE, or - for standard input")->required();
+  load->add_option("--nodes", st->load.nodes, "Only these nodes (default: every node that runs pods)")
+      ->delimiter(',');
+  load->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return ImageLoad(s, st->file, st->load); });
+    };
+  });
+  auto* ls = image->add_subcommand("ls", "List the images each node holds");
+  ls->alias("list");
+  ls->add_option("--nodes", st->list.nodes, "Only these nodes")->delimiter(',');
+  ls->add_flag("--no-headers", st->list.no_headers, "Don't print headers");
+  ls->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g, [&](Session& s) { return ImageList(s, st->list); });
+    };
+  });
+}
+
 void AddClusterInfo(Wiring& w) {
   auto* info = w.app.add_subcommand("cluster-info", "Display cluster information");
   info->callback([&w] {

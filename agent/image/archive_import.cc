@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -70,13 +71,34 @@ absl::Status StoreEntry(archive* in, const std::string& name, ContentStore* stor
   return absl::OkStatus();
 }
 
-absl::StatusOr<Contents> ReadArchive(const std::string& file, ContentStore* store) {
+// libarchive's reader over an ArchiveSource.
+struct Feed {
+  ArchiveSource* source;
+  absl::Status error;
+};
+
+la_ssize_t FeedRead(archive* a, void* data, const void** buffer) {
+  auto* feed = static_cast<Feed*>(data);
+  auto piece = (*feed->source)();
+  if (!piece.ok()) {
+    feed->error = piece.status();
+    archive_set_error(a, EIO, "%s", std::string(piece.status().message()).c_str());
+    return -1;
+  }
+  *buffer = piece->data();
+  return static_cast<la_ssize_t>(piece->size());
+}
+
+absl::StatusOr<Contents> ReadArchive(ArchiveSource source, const std::string& what,
+                                     ContentStore* store) {
   std::unique_ptr<archive, decltype(&archive_read_free)> in(archive_read_new(), archive_read_free);
   archive_read_support_filter_all(in.get());
   archive_read_support_format_tar(in.get());
-  if (archive_read_open_filename(in.get(), file.c_str(), 64 << 10) != ARCHIVE_OK) {
+  Feed feed{&source, absl::OkStatus()};
+  if (archive_read_open(in.get(), &feed, nullptr, FeedRead, nullptr) != ARCHIVE_OK) {
+    if (!feed.error.ok()) return feed.error;
     return absl::InvalidArgumentError(
-        fmt::format("cannot read {}: {}", file, archive_error_string(in.get())));
+        fmt::format("cannot read {}: {}", what, archive_error_string(in.get())));
   }
   Contents c;
   archive_entry* entry = nullptr;
@@ -89,12 +111,15 @@ absl::StatusOr<Contents> ReadArchive(const std::string& file, ContentStore* stor
       const fs::path target = fs::path(name).parent_path() / archive_entry_symlink(entry);
       c.links[name] = target.lexically_normal().string();
     } else if (type == AE_IFREG) {
-      MKUBE_RETURN_IF_ERROR(StoreEntry(in.get(), name, store, &c));
+      if (auto st = StoreEntry(in.get(), name, store, &c); !st.ok()) {
+        return feed.error.ok() ? st : feed.error;
+      }
     }
   }
+  if (!feed.error.ok()) return feed.error;
   if (r != ARCHIVE_EOF) {
     return absl::InvalidArgumentError(
-        fmt::format("{} is not a whole tar archive: {}", file, archive_error_string(in.get())));
+        fmt::format("{} is not a whole tar archive: {}", what, archive_error_string(in.get())));
   }
   return c;
 }
@@ -191,9 +216,30 @@ absl::StatusOr<std::vector<ImportedImage>> FromOciLayout(const Contents& c, Cont
 
 }  // namespace
 
+namespace {
+
+ArchiveSource FileSource(const std::string& file) {
+  auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
+  auto buffer = std::make_shared<std::string>(256 << 10, '\0');
+  return [file, in, buffer]() -> absl::StatusOr<std::string_view> {
+    if (!*in && !in->eof()) return absl::NotFoundError(fmt::format("cannot open {}", file));
+    in->read(buffer->data(), static_cast<std::streamsize>(buffer->size()));
+    if (in->bad()) return absl::DataLossError(fmt::format("cannot read {}", file));
+    return std::string_view(buffer->data(), static_cast<size_t>(in->gcount()));
+  };
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<ImportedImage>> ImportArchive(const std::string& file,
                                                          ContentStore* store) {
-  MKUBE_ASSIGN_OR_RETURN(Contents c, ReadArchive(file, store));
+  return ImportArchive(FileSource(file), file, store);
+}
+
+absl::StatusOr<std::vector<ImportedImage>> ImportArchive(ArchiveSource source,
+                                                         const std::string& file,
+                                                         ContentStore* store) {
+  MKUBE_ASSIGN_OR_RETURN(Contents c, ReadArchive(std::move(source), file, store));
   if (c.meta.count("index.json")) return FromOciLayout(c, store);
   if (c.meta.count("manifest.json")) return FromDockerSave(c, store);
   return absl::InvalidArgumentError(fmt::format(

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,6 +21,14 @@ struct ImportedImage {
 };
 
 absl::StatusOr<std::vector<ImportedImage>> ImportArchive(const std::string& file,
+                                                         ContentStore* store);
+
+// The archive's bytes in turn: each call gives the next piece (valid until the next call),
+// empty at the end; an error ends the import with it.
+using ArchiveSource = std::function<absl::StatusOr<std::string_view>()>;
+// The same from a stream; `what` names it in errors.
+absl::StatusOr<std::vector<ImportedImage>> ImportArchive(ArchiveSource source,
+                                                         const std::string& what,
                                                          ContentStore* store);
 
 }  // namespace mkube::agent::image

@@ -177,11 +177,10 @@ absl::StatusOr<RegistryClient::Answer> RegistryClient::Once(const std::string& u
 absl::StatusOr<std::string> RegistryClient::Authorize(const Reference& ref,
                                                       const std::string& header) {
   const Challenge challenge = ParseChallenge(header);
-  const auto creds = options_.credentials.find(ref.registry);
+  const auto creds =
+      options_.credentials ? options_.credentials(ref.registry) : std::optional<Credentials>();
   const std::string basic =
-      creds == options_.credentials.end()
-          ? ""
-          : "Basic " + Base64(creds->second.username + ":" + creds->second.password);
+      creds ? "Basic " + Base64(creds->username + ":" + creds->password) : std::string();
   if (challenge.scheme == "basic") {
     if (basic.empty()) {
       return absl::PermissionDeniedError(fmt::format(

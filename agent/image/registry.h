@@ -4,11 +4,13 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/image/credentials.h"
 #include "agent/image/reference.h"
 
 // A client of the Distribution API (v2) that registries speak (Docker Hub, registry.k8s.io,
@@ -17,15 +19,12 @@
 // told are insecure; HTTP/1.1 (by libcurl).
 namespace mkube::agent::image {
 
-struct Credentials {
-  std::string username, password;
-};
-
 struct RegistryOptions {
   // Hosts ("HOST:PORT" as references name them) spoken to in plain HTTP.
   std::set<std::string> insecure;
-  // Per registry host: what to answer its requests for credentials with.
-  std::map<std::string, Credentials> credentials;
+  // Per registry host: what to answer its requests for credentials with (asked at each
+  // authentication, so it may change); none when not set.
+  std::function<std::optional<Credentials>(const std::string& registry)> credentials;
   // A file of CA certificates for HTTPS beside the system's; empty: the system's only.
   std::string ca_file;
   std::chrono::seconds connect_timeout{15};

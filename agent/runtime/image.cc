@@ -256,4 +256,29 @@ std::vector<Image> ImageStore::List() const {
   return out;
 }
 
+absl::StatusOr<std::vector<LoadedImage>> ImageStore::LoadArchive(image::ArchiveSource source,
+                                                                 const std::string& what) {
+  if (!oci_store_) {
+    return absl::FailedPreconditionError("this node keeps no OCI images (it has no content store)");
+  }
+  auto imported = image::ImportArchive(std::move(source), what, oci_store_.get());
+  {
+    absl::MutexLock lock(&pull_mu_);
+    listed_.reset();  // blobs may have landed even when the import failed
+  }
+  if (!imported.ok()) return imported.status();
+  std::vector<LoadedImage> out;
+  for (auto& one : *imported) {
+    LoadedImage loaded{.digest = one.digest};
+    for (const auto& name : one.names) {
+      auto ref = image::ParseReference(name);
+      if (!ref.ok()) continue;
+      loaded.names.push_back(ref->Familiar());
+      if (auto local = puller_->Local(*ref); local.ok()) loaded.size_bytes = local->size_bytes;
+    }
+    out.push_back(std::move(loaded));
+  }
+  return out;
+}
+
 }  // namespace mkube::agent::runtime

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/image/archive_import.h"
 #include "agent/image/puller.h"
 
 namespace mkube::agent::runtime {
@@ -42,6 +43,13 @@ struct Image {
   bool own_root = false;
 };
 
+// An image loaded from an archive.
+struct LoadedImage {
+  std::vector<std::string> names;  // as people write them: "app:v1"
+  std::string digest;
+  int64_t size_bytes = 0;
+};
+
 // Where OCI images are kept and fetched from.
 struct OciOptions {
   std::string dir;  // the content store's folder; empty: registry folder images only
@@ -66,6 +74,11 @@ class ImageStore {
   // Every image the node holds, for its status (read from disk again only after a pull
   // changed it).
   std::vector<Image> List() const ABSL_LOCKS_EXCLUDED(pull_mu_);
+  // The images of a `docker save` archive or an OCI image layout, into the content store
+  // (`what` names the archive in errors). FailedPrecondition without a content store.
+  absl::StatusOr<std::vector<LoadedImage>> LoadArchive(image::ArchiveSource source,
+                                                       const std::string& what)
+      ABSL_LOCKS_EXCLUDED(pull_mu_);
 
  private:
   absl::StatusOr<Image> Load(const ImageRef& ref) const;

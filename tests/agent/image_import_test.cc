@@ -112,5 +112,37 @@ TEST_F(ImportTest, WhatIsNotAnImageArchiveIsRefused) {
   EXPECT_FALSE(garbage.ok());
 }
 
+// An archive arriving in pieces (as `mkubectl image load` streams it): pieces of any size make
+// the same import, and a source that fails ends it with the source's error.
+TEST_F(ImportTest, AStreamedArchive) {
+  const std::string archive = Tar({{"cfg.json", config_},
+                                   {"layer.tar", layer_},
+                                   {"manifest.json",
+                                    R"([{"Config":"cfg.json","RepoTags":["streamed:v1"],)"
+                                    R"("Layers":["layer.tar"]}])"}},
+                                  true);
+  size_t offset = 0;
+  auto pieces = [&]() -> absl::StatusOr<std::string_view> {
+    const std::string_view piece = std::string_view(archive).substr(offset, 7);
+    offset += piece.size();
+    return piece;
+  };
+  auto got = ImportArchive(pieces, "the stream", store_.get());
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(Local("streamed:v1").layers, std::vector<std::string>{Sha256Of(layer_)});
+
+  offset = 0;
+  auto cut = [&]() -> absl::StatusOr<std::string_view> {
+    if (offset > archive.size() / 2) return absl::CancelledError("the caller went away");
+    const std::string_view piece = std::string_view(archive).substr(offset, 512);
+    offset += piece.size();
+    return piece;
+  };
+  auto failed = ImportArchive(cut, "the stream", store_.get());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kCancelled) << failed.status();
+  EXPECT_EQ(failed.status().message(), "the caller went away");
+}
+
 }  // namespace
 }  // namespace mkube::agent::image

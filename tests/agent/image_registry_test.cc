@@ -18,7 +18,12 @@ namespace {
 RegistryClient ClientFor(const FakeRegistry& r, bool with_credentials) {
   RegistryOptions o;
   o.insecure.insert(r.host());
-  if (with_credentials) o.credentials[r.host()] = {.username = "user", .password = "pass"};
+  if (with_credentials) {
+    o.credentials = [host = r.host()](const std::string& registry) -> std::optional<Credentials> {
+      if (registry != host) return std::nullopt;
+      return Credentials{.username = "user", .password = "pass"};
+    };
+  }
   return RegistryClient(o);
 }
 

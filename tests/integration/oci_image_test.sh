@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# A pod runs an OCI image pulled from a registry: Debian's docker-registry on loopback, an
-# image the test makes from the node's static busybox (an OCI layout, pushed with skopeo), and
-# a cluster whose agents speak plain HTTP to that registry. The pod runs as the image's user in
-# its working folder with the image's files only; a tag the registry lacks is ErrImagePull.
+# Pods run OCI images pulled from a registry: Debian's docker-registry on loopback, asking for
+# a password (htpasswd), images the test makes from the node's static busybox (OCI layouts,
+# pushed with skopeo), and a cluster whose agents speak plain HTTP to that registry and read
+# its credentials from a file written while they run. Shown: the refusal without credentials
+# then the pull with them; the image's user, working folder, files and nothing of the node's;
+# pulls by tag, by digest and through a manifest list; a whiteout and an opaque folder across
+# layers; args against the image's Entrypoint and Cmd; a corrupted layer refused then pulled
+# once repaired; a tag the registry lacks; Never with an absent image; and `mkubectl image
+# load` of a docker save archive run without any registry.
 # Without docker-registry or skopeo the test fails: they are in deploy/deps.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,10 +34,35 @@ fail() {
   exit 1
 }
 source "$root/tests/lib/checks.sh"
+# completes POD OUTPUT: the pod ran to completion and printed OUTPUT.
+completes() {
+  until_ok 60 shows "^$1 .*Completed" ctl get pod "$1"
+  local out
+  out=$(ctl logs "$1")
+  [ "$out" = "$2" ] || fail "pod $1 said '$out', not '$2'"
+}
+# pod NAME IMAGE [POLICY [ARGS_JSON]]: a pod that runs once.
+pod() {
+  ctl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: $2
+    imagePullPolicy: ${3:-IfNotPresent}
+    args: ${4:-null}
+YAML
+}
 
-# The registry, on a free loopback port.
+# The registry, on a free loopback port, with a user and password.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 registry=127.0.0.1:$port
+python3 -W ignore -c 'import crypt; print("tester:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+  >"$state/htpasswd" 2>/dev/null || htpasswd -Bbn tester s3cret >"$state/htpasswd" ||
+  fail "cannot write a bcrypt htpasswd (python3's crypt or apache2-utils' htpasswd)"
 cat >"$state/registry.yml" <<YAML
 version: 0.1
 log:
@@ -40,42 +70,106 @@ log:
 storage:
   filesystem:
     rootdirectory: $state/registry-data
+auth:
+  htpasswd:
+    realm: mkube-test
+    path: $state/htpasswd
 http:
   addr: $registry
 YAML
 docker-registry serve "$state/registry.yml" >"$state/registry.log" 2>&1 &
 registry_pid=$!
-until_ok 20 curl -sf "http://$registry/v2/"
+until_ok 20 curl -sf -u tester:s3cret "http://$registry/v2/"
 
-python3 "$root/tests/integration/oci_layout.py" "$state/layout" v1 >/dev/null
-skopeo copy --quiet --dest-tls-verify=false "oci:$state/layout:v1" "docker://$registry/tools/busybox:v1" ||
-  fail "skopeo could not push the image"
-pass "an OCI image made from the node's busybox, pushed to docker-registry at $registry"
+push() {  # push LAYOUT_KIND REPOSITORY:TAG (the layout's tag is its own name, dashed)
+  local name=${2//[:\/]/-}
+  python3 "$root/tests/integration/oci_layout.py" "$state/layout-$name" "$name" "$1" >/dev/null
+  skopeo copy --quiet --all --dest-tls-verify=false --dest-creds tester:s3cret \
+    "oci:$state/layout-$name:$name" "docker://$registry/$2" || fail "skopeo could not push $2"
+}
+push plain tools/busybox:v1
+push layers tools/layers:v1
+push index tools/multi:v1
+push layers tools/broken:v1
+digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' \
+  "$state/layout-tools-busybox-v1/index.json")
+pass "four images made from the node's busybox, pushed to docker-registry at $registry"
 
-MKUBE_AGENT_FLAGS="--insecure-registry $registry" "$root/deploy/up.sh" --state-dir "$state/cluster" \
+MKUBE_AGENT_FLAGS="--insecure-registry $registry --registry-credentials $state/credentials.json" \
+  "$root/deploy/up.sh" --state-dir "$state/cluster" \
   --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 \
   --agent-port 0 --address-block $((220 + $$ % 35)) --nodes 1 >"$state/up.log" 2>&1 ||
   { cat "$state/up.log" >&2; fail "up.sh"; }
 
-ctl run oci --image="$registry/tools/busybox:v1" --restart=Never >/dev/null
-until_ok 60 shows '^oci .*Completed' ctl get pod oci
-[ "$(ctl logs oci)" = "ran as app in /data: from the image" ] || fail "the pod said: $(ctl logs oci)"
+# Without credentials the registry refuses; written while the agent runs, they are used at the
+# pull's next try (after the back-off).
+pod oci "$registry/tools/busybox:v1"
+until_ok 60 shows 'ErrImagePull\|ImagePullBackOff' ctl get pod oci
+shows "asks for credentials, and the node has none for it" ctl describe pod oci ||
+  fail "the refusal: $(ctl describe pod oci | tail -8)"
+auth=$(printf 'tester:s3cret' | base64)
+echo "{\"auths\": {\"http://$registry\": {\"auth\": \"$auth\"}}}" >"$state/credentials.json"
+completes oci "ran as app in /data: from the image"
 shows "Successfully pulled image \"$registry/tools/busybox:v1\" in [0-9.]*m\?s ([0-9.]*m\?s including waiting). Image size: [0-9]* bytes." \
   ctl describe pod oci ||
   fail "no Pulled event: $(ctl describe pod oci | tail -8)"
-pass "a pod ran it as the image's user, in its working folder, with its files"
+pass "refused without credentials, then pulled with the node's; run as the image's user, in its working folder"
 
 # The image alone: the node's own folders are not in it.
 ctl run lonely --image="$registry/tools/busybox:v1" --restart=Never --command -- /bin/sh -c \
   'for d in /usr /lib /sbin; do test -e $d || echo "no $d"; done; test -e /etc/resolv.conf && echo resolv' \
   >/dev/null
-until_ok 60 shows '^lonely .*Completed' ctl get pod lonely
-out=$(ctl logs lonely)
-[ "$out" = "$(printf 'no /usr\nno /lib\nno /sbin\nresolv')" ] || fail "the node's folders showed: $out"
-pass "the container's root is the image's files only"
+completes lonely "$(printf 'no /usr\nno /lib\nno /sbin\nresolv')"
+pass "the container's root is the image's files only (command replaces the Entrypoint)"
 
-ctl run missing --image="$registry/tools/busybox:v2" --restart=Never >/dev/null
+pod bydigest "$registry/tools/busybox@$digest" Always
+completes bydigest "ran as app in /data: from the image"
+pass "pulled by digest ($digest)"
+
+pod layers "$registry/tools/layers:v1" IfNotPresent '["echo $(ls /data) $(ls /etc/old.d)"]'
+completes layers "new b"
+pass "a whiteout and an opaque folder in the upper layer hide the lower's files (args replace Cmd)"
+
+pod multi "$registry/tools/multi:v1"
+completes multi "ran as app in /data: from the image"
+pass "a manifest list: the linux/amd64 image of two"
+
+# A layer the registry serves corrupted (same size, other bytes) is refused by its digest; the
+# pull's next try, once the registry has it right, succeeds.
+upper=$(python3 -c '
+import json, sys
+d = sys.argv[1]
+top = json.load(open(d + "/index.json"))["manifests"][0]["digest"][7:]
+print(json.load(open(d + "/blobs/sha256/" + top))["layers"][1]["digest"][7:])' \
+  "$state/layout-tools-broken-v1")
+blob="$state/registry-data/docker/registry/v2/blobs/sha256/${upper:0:2}/$upper/data"
+[ -f "$blob" ] || fail "no blob $blob in the registry's storage"
+cp "$blob" "$state/good-layer"
+python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2] ^= 0xff; open(p,"wb").write(b)' "$blob"
+pod broken "$registry/tools/broken:v1" IfNotPresent '["echo $(ls /data) $(ls /etc/old.d)"]'
+until_ok 60 shows 'ErrImagePull\|ImagePullBackOff' ctl get pod broken
+shows "is corrupt: its content hashes to sha256:" ctl describe pod broken ||
+  fail "the refusal: $(ctl describe pod broken | tail -8)"
+cp "$state/good-layer" "$blob"
+completes broken "new b"
+pass "a corrupted layer refused by its digest, then pulled once the registry had it right"
+
+pod missing "$registry/tools/busybox:v2"
 until_ok 60 shows 'ErrImagePull\|ImagePullBackOff' ctl get pod missing
 shows 'MANIFEST_UNKNOWN' ctl describe pod missing || fail "the pull error: $(ctl describe pod missing | tail -8)"
 pass "a tag the registry lacks is ErrImagePull with the registry's reason"
+
+pod never "$registry/tools/absent:v1" Never
+until_ok 60 shows '^never .*ErrImageNeverPull' ctl get pod never
+pass "Never with an image the node lacks is ErrImageNeverPull"
+
+# A docker save archive loaded into the node, run with no registry involved.
+skopeo copy --quiet "oci:$state/layout-tools-busybox-v1:tools-busybox-v1" "docker-archive:$state/saved.tar:team/app:v7" ||
+  fail "skopeo could not write a docker save archive"
+shows '^Image: "team/app:v7" with ID "sha256:[0-9a-f]\{64\}" loaded into node "node01" (2MB)$' \
+  ctl image load "$state/saved.tar" --nodes node01 || fail "image load"
+pod loaded team/app:v7 Never
+completes loaded "ran as app in /data: from the image"
+until_ok 20 shows '^node01 *team/app:v7 *2MB$' ctl image ls --nodes node01 --no-headers
+pass "mkubectl image load of a docker save archive; the pod runs it with Never; image ls lists it"
 echo "all $passed checks passed"

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Writes an OCI image layout holding a small image made from the node's static busybox:
-/bin/busybox with sh, echo, cat and id linked to it, a user "app" (uid 1000) in its own
-/etc/passwd, and a /data folder with a file; Entrypoint ["/bin/sh", "-c"], a Cmd that prints
-who runs it and where, User app, WorkingDir /data.
+/bin/busybox with sh, echo, cat, id and ls linked to it, a user "app" (uid 1000) in its own
+/etc/passwd, a /data folder with a file and /etc/old.d with a file a; Entrypoint
+["/bin/sh", "-c"], a Cmd that prints who runs it and where, User app, WorkingDir /data.
 
-    oci_layout.py OUT_DIR TAG
+    oci_layout.py OUT_DIR TAG [plain|layers|index]
+
+layers: a second layer above that whites out /data/motd, adds /data/new, and makes /etc/old.d
+opaque holding only b (its /data/new names the tag, so each tag's upper layer is its own). index: an image index of two platforms, linux/arm64 first (its Cmd
+says "wrong platform") and linux/amd64. Prints the digest the tag stands for.
 """
 import gzip
 import hashlib
@@ -22,63 +26,96 @@ def blob(out, data):
     return digest
 
 
-def layer():
+def tar_layer(files):
+    """files: (name, bytes | None for a folder, mode, symlink target or None)."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
-        def add(name, data=None, mode=0o644, link=None, folder=False):
+        for name, data, mode, link in files:
             info = tarfile.TarInfo(name)
             info.mtime = 1700000000
-            if folder:
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                tar.addfile(info)
-            elif link:
+            if link:
                 info.type, info.linkname = tarfile.SYMTYPE, link
+                tar.addfile(info)
+            elif data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
                 tar.addfile(info)
             else:
                 info.size, info.mode = len(data), mode
                 tar.addfile(info, io.BytesIO(data))
-        for d in ("bin", "etc", "data"):
-            add(d, folder=True)
-        with open("/bin/busybox", "rb") as f:
-            add("bin/busybox", f.read(), 0o755)
-        for tool in ("sh", "echo", "cat", "id"):
-            add("bin/" + tool, link="busybox")
-        add("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/data:/bin/sh\n")
-        add("etc/group", b"root:x:0:\napp:x:1000:\n")
-        add("data/motd", b"from the image\n")
     tar_bytes = raw.getvalue()
     return gzip.compress(tar_bytes, mtime=0), "sha256:" + hashlib.sha256(tar_bytes).hexdigest()
 
 
-def main(out, tag):
-    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
-    compressed, diff_id = layer()
-    layer_digest = blob(out, compressed)
+def base_files():
+    with open("/bin/busybox", "rb") as f:
+        busybox = f.read()
+    files = [(d, None, 0, None) for d in ("bin", "etc", "etc/old.d", "data")]
+    files.append(("bin/busybox", busybox, 0o755, None))
+    files += [("bin/" + t, None, 0, "busybox") for t in ("sh", "echo", "cat", "id", "ls")]
+    files += [
+        ("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/data:/bin/sh\n", 0o644, None),
+        ("etc/group", b"root:x:0:\napp:x:1000:\n", 0o644, None),
+        ("etc/old.d/a", b"a\n", 0o644, None),
+        ("data/motd", b"from the image\n", 0o644, None),
+    ]
+    return files
+
+
+def upper_files(tag):
+    return [("data", None, 0, None), ("data/.wh.motd", b"", 0o644, None),
+            ("data/new", ("added above in " + tag + "\n").encode(), 0o644, None), ("etc", None, 0, None),
+            ("etc/old.d", None, 0, None), ("etc/old.d/.wh..wh..opq", b"", 0o644, None),
+            ("etc/old.d/b", b"b\n", 0o644, None)]
+
+
+def image(out, layers, architecture="amd64", cmd="echo ran as $(id -un) in $(pwd): $(cat motd)"):
+    """An image's manifest (written with its config); returns its descriptor."""
+    descriptors, diff_ids = [], []
+    for compressed, diff_id in layers:
+        descriptors.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                            "digest": blob(out, compressed), "size": len(compressed)})
+        diff_ids.append(diff_id)
     config = json.dumps({
-        "architecture": "amd64", "os": "linux",
-        "config": {"Entrypoint": ["/bin/sh", "-c"],
-                   "Cmd": ["echo ran as $(id -un) in $(pwd): $(cat motd)"],
+        "architecture": architecture, "os": "linux",
+        "config": {"Entrypoint": ["/bin/sh", "-c"], "Cmd": [cmd],
                    "Env": ["PATH=/bin"], "User": "app", "WorkingDir": "/data"},
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }).encode()
-    config_digest = blob(out, config)
     manifest = json.dumps({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                   "digest": config_digest, "size": len(config)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                    "digest": layer_digest, "size": len(compressed)}],
+                   "digest": blob(out, config), "size": len(config)},
+        "layers": descriptors,
     }).encode()
-    manifest_digest = blob(out, manifest)
+    return {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": blob(out, manifest), "size": len(manifest),
+            "platform": {"architecture": architecture, "os": "linux"}}
+
+
+def main(out, tag, kind):
+    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+    base = tar_layer(base_files())
+    if kind == "plain":
+        top = image(out, [base])
+    elif kind == "layers":
+        top = image(out, [base, tar_layer(upper_files(tag))])
+    elif kind == "index":
+        manifests = [image(out, [base], "arm64", "echo wrong platform"), image(out, [base])]
+        index = json.dumps({"schemaVersion": 2,
+                            "mediaType": "application/vnd.oci.image.index.v1+json",
+                            "manifests": manifests}).encode()
+        top = {"mediaType": "application/vnd.oci.image.index.v1+json",
+               "digest": blob(out, index), "size": len(index)}
+    else:
+        sys.exit("oci_layout.py: the kind is plain, layers or index, not " + kind)
+    top = {k: v for k, v in top.items() if k != "platform"}
+    top["annotations"] = {"org.opencontainers.image.ref.name": tag}
     with open(os.path.join(out, "index.json"), "w") as f:
-        json.dump({"schemaVersion": 2, "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": manifest_digest, "size": len(manifest),
-            "annotations": {"org.opencontainers.image.ref.name": tag}}]}, f)
+        json.dump({"schemaVersion": 2, "manifests": [top]}, f)
     with open(os.path.join(out, "oci-layout"), "w") as f:
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
-    print(manifest_digest)
+    print(top["digest"])
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "plain")

@@ -1,0 +1,41 @@
+#include "agent/server/images_service.h"
+
+#include "absl/strings/str_join.h"
+#include "base/log.h"
+#include "proto/grpc_status.h"
+
+namespace mkube::agent::server {
+
+grpc::Status ImagesService::Load(grpc::ServerContext* ctx,
+                                 grpc::ServerReader<ImageLoadChunk>* reader,
+                                 ImageLoadReply* reply) {
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
+  // The archive is read as it arrives: nothing of it is kept but the blobs it holds.
+  ImageLoadChunk chunk;
+  int64_t total = 0;
+  auto source = [&]() -> absl::StatusOr<std::string_view> {
+    if (ctx->IsCancelled()) return absl::CancelledError("the caller went away");
+    // An empty piece would end the archive early: a sender's empty message is skipped.
+    do {
+      if (!reader->Read(&chunk)) return std::string_view();
+    } while (chunk.data().empty());
+    total += static_cast<int64_t>(chunk.data().size());
+    return std::string_view(chunk.data());
+  };
+  auto loaded = images_->LoadArchive(source, "the archive");
+  if (!loaded.ok()) return ToGrpc(loaded.status());
+  reply->set_archive_bytes(total);
+  auto& log = log::Logger("images");
+  for (const auto& img : *loaded) {
+    auto* out = reply->add_images();
+    for (const auto& name : img.names) out->add_names(name);
+    out->set_digest(img.digest);
+    out->set_size_bytes(img.size_bytes);
+    log.info("loaded image {} ({}, {} bytes)",
+             img.names.empty() ? "<unnamed>" : absl::StrJoin(img.names, ", "), img.digest,
+             img.size_bytes);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace mkube::agent::server

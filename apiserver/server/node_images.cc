@@ -1,0 +1,47 @@
+#include "apiserver/server/node_images.h"
+
+#include "apiserver/server/metadata.h"
+#include "apiserver/server/pod_streams.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "fmt/format.h"
+#include "proto/api/core.pb.h"
+#include "proto/grpc_status.h"
+
+namespace mkube::apiserver::server {
+
+grpc::Status NodeImagesService::Load(grpc::ServerContext* ctx,
+                                     grpc::ServerReader<agent::ImageLoadChunk>* reader,
+                                     agent::ImageLoadReply* reply) {
+  agent::ImageLoadChunk chunk;
+  if (!reader->Read(&chunk) || chunk.node().empty()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must name the node"};
+  }
+  const std::string node_name = chunk.node();
+  auto caller = gate_->Authenticate(AuthorizationHeader(*ctx));
+  if (!caller.ok()) return ToGrpc(caller.status());
+  if (auto st = gate_->Check(*caller, {"create", "nodes", "proxy", "", node_name, ""}); !st.ok()) {
+    return ToGrpc(st);
+  }
+  auto node = registry_->GetAs<api::Node>("nodes", "", node_name);
+  if (!node.ok()) return ToGrpc(node.status());
+  auto channel = agents_->ChannelTo(*node);
+  if (!channel.ok()) return ToGrpc(channel.status());
+  log::Logger("images").info("{} loads images into node {}", caller->user, node_name);
+
+  auto actx = grpc::ClientContext::FromServerContext(*ctx);
+  agents_->Authorize(actx.get());
+  auto stub = agent::NodeImages::NewStub(*channel);
+  auto writer = stub->Load(actx.get(), reply);
+  bool sent = true;
+  do {
+    if (!writer->Write(chunk)) {
+      sent = false;  // the agent ended the call: its status says why
+      break;
+    }
+  } while (reader->Read(&chunk));
+  if (sent) writer->WritesDone();
+  return FromAgent(writer->Finish(), node_name);
+}
+
+}  // namespace mkube::apiserver::server
