@@ -42,7 +42,8 @@ stop_group() {
   for name in "$@"; do rm -f "$state/run/$name.pid"; done
 }
 
-# Agents first (each stops its pods), then the controllers, the apiserver, the store.
+# Agents first (each stops its pods), then the controllers, the apiserver, the store, and the
+# image registry (up.sh --registry).
 agents=()
 for f in "$state"/run/agent-*.pid; do
   [ -e "$f" ] && agents+=("$(basename "$f" .pid)")
@@ -51,6 +52,7 @@ done
 stop_group scheduler controller-manager
 stop_group apiserver
 stop_group store
+stop_group registry
 
 # Pod processes an agent left (one killed with -9, say): each is recorded with its monitor
 # and start time; those still alive as recorded are killed with their process groups.

@@ -3,11 +3,17 @@
 #   ./deploy/up.sh [--nodes N] [--simulated-nodes N] [--state-dir DIR] [--store mkube|etcd]
 #                  [--store-listen HOST:PORT] [--apiserver-listen HOST:PORT] [--agent-port PORT]
 #                  [--apiserver-http-listen HOST:PORT] [--address-block B]
+#                  [--registry [HOST:PORT]]
 # Agents: master01 (tainted node-role.kubernetes.io/master:NoSchedule), node01 ... nodeN
 # (N=2 by default), each on its own address (127.0.B.1, .2, ...) with pod addresses from
 # 127.B.<i>.0/24 (B=1 unless --address-block says otherwise: two clusters on one machine need
 # different blocks and ports); --simulated-nodes adds one agent holding that many simulated
 # nodes (sim-0000 ...: they run no processes, and report their pods Running at once).
+# --registry starts a local image registry (Debian's docker-registry, plain HTTP, on
+# 127.0.0.1:5000 unless HOST:PORT is given) that the agents trust, for images of your own:
+#   skopeo copy --dest-tls-verify=false docker-archive:app.tar docker://127.0.0.1:5000/app:v1
+# then `image: 127.0.0.1:5000/app:v1`. Its data is kept in the state dir's registry-data
+# (--registry none: a cluster without it again).
 # Every daemon runs under deploy/lib/supervise.sh, which starts it again when it exits (after
 # 0.5 s, doubling up to 8 s while it keeps exiting) and says so in its log. The flags above are
 # kept in the state dir (run/<flag>): a later up.sh without them runs the cluster as it was
@@ -23,6 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 state=${MKUBE_STATE_DIR:-$HOME/.mkube}
 # The cluster's shape, as given (empty when not given).
 store_listen='' apiserver_listen='' apiserver_http_listen='' store_kind='' agent_port='' workers='' simulated='' block=''
+registry=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-dir) state=$2; shift 2 ;;
@@ -43,7 +50,10 @@ while [ $# -gt 0 ]; do
     --simulated-nodes=*) simulated=${1#*=}; shift ;;
     --address-block) block=$2; shift 2 ;;
     --address-block=*) block=${1#*=}; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --registry=*) registry=${1#*=}; shift ;;
+    --registry)
+      if [ $# -gt 1 ] && [[ "$2" != -* ]]; then registry=$2; shift 2; else registry=127.0.0.1:5000; shift; fi ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +75,8 @@ valid() {
         what="a number from 1 to 254" ;;
     agent-port) [[ "$v" =~ ^[0-9]{1,5}$ ]] && [ "$((10#$v))" -le 65535 ] || what="a port number" ;;
     *-listen) [[ "$v" =~ ^.+:[0-9]{1,5}$ ]] || what="HOST:PORT" ;;
+    registry) [[ "$v" == none || "$v" =~ ^[^:/]+:[0-9]{1,5}$ && ! "$v" =~ :0+$ ]] ||
+      what="HOST:PORT with a port (not 0), or none" ;;
   esac
   if [ -n "${what:-}" ]; then
     echo "up.sh: --$2 must be $what, not '$v'" >&2
@@ -105,7 +117,7 @@ shape() {
 flags=(store store_kind mkube  nodes workers 2  simulated-nodes simulated 0
   address-block block 1  store-listen store_listen 127.0.0.1:2379
   apiserver-listen apiserver_listen 127.0.0.1:6443  agent-port agent_port 10250
-  apiserver-http-listen apiserver_http_listen 127.0.0.1:6444)
+  apiserver-http-listen apiserver_http_listen 127.0.0.1:6444  registry registry none)
 for ((f = 0; f < ${#flags[@]}; f += 3)); do
   valid "${flags[f + 1]}" "${flags[f]}"
   shape "${flags[f + 1]}" "${flags[f]}" "${flags[f + 2]}"
@@ -298,6 +310,29 @@ start controller-manager "$state/run/controller-manager.ready" "$bin/mkube-contr
   --metrics-listen 127.0.0.1:0 --metrics-address-file "$state/run/controller-manager.metrics" \
   ${MKUBE_CONTROLLER_MANAGER_FLAGS:-}
 
+# The local image registry (--registry), which the agents speak plain HTTP to.
+registry_flags=()
+if [ "$registry" != none ]; then
+  command -v docker-registry >/dev/null ||
+    { echo "up.sh: --registry needs docker-registry (deploy/deps.sh installs it)" >&2; exit 1; }
+  cat >"$state/registry.yml.tmp" <<YAML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $state/registry-data
+  delete:
+    enabled: true
+http:
+  addr: $registry
+YAML
+  mv -f "$state/registry.yml.tmp" "$state/registry.yml"
+  registry_ready() { curl -sf --max-time 2 "http://$registry/v2/" >/dev/null; }
+  start registry registry_ready "$(command -v docker-registry)" serve "$state/registry.yml"
+  registry_flags=(--insecure-registry "$registry")
+fi
+
 # The node agents, pulling from the demo image registry.
 "$root/deploy/lib/images.sh" "$state/registry" "$bin"
 i=0
@@ -321,7 +356,7 @@ for node in "${nodes[@]}"; do
     --client-ca-file "$pki/ca.crt" --node-name "$node" --node-ip "127.0.$block.$i" \
     --listen "$(listen_on "127.0.$block.$i:$agent_port" "$addr_file")" \
     --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
-    --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" \
+    --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" "${registry_flags[@]}" \
     --metrics-listen "127.0.$block.$i:0" --metrics-address-file "$state/run/agent-$node.metrics" \
     ${MKUBE_AGENT_FLAGS:-}
 done
@@ -409,7 +444,8 @@ mkube is up (state in $state, logs in $state/logs).
   agents: $agent_list (all Ready)
   /metrics, /healthz, /readyz: $metrics_list
   each daemon is started again when it exits (pids: $state/run, supervisors: run/supervisors)
-  images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)
+  images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)$(
+  [ "$registry" = none ] || printf '\n  registry: http://%s (plain HTTP; push with skopeo copy --dest-tls-verify=false ... docker://%s/NAME:TAG, run image: %s/NAME:TAG)' "$registry" "$registry" "$registry")
 Try:
   export PATH=$bin:\$PATH
   ${mkubeconfig_hint}mkubectl get nodes

@@ -95,8 +95,11 @@ digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manife
   "$state/layout-tools-busybox-v1/index.json")
 pass "four images made from the node's busybox, pushed to docker-registry at $registry"
 
+# The cluster has a registry of its own too (up.sh --registry), without a password.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+local_registry=127.0.0.1:$port
 MKUBE_AGENT_FLAGS="--insecure-registry $registry --registry-credentials $state/credentials.json" \
-  "$root/deploy/up.sh" --state-dir "$state/cluster" \
+  "$root/deploy/up.sh" --state-dir "$state/cluster" --registry "$local_registry" \
   --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 \
   --agent-port 0 --address-block $((220 + $$ % 35)) --nodes 1 >"$state/up.log" 2>&1 ||
   { cat "$state/up.log" >&2; fail "up.sh"; }
@@ -162,6 +165,14 @@ pass "a tag the registry lacks is ErrImagePull with the registry's reason"
 pod never "$registry/tools/absent:v1" Never
 until_ok 60 shows '^never .*ErrImageNeverPull' ctl get pod never
 pass "Never with an image the node lacks is ErrImageNeverPull"
+
+# The registry up.sh started: pushed to without credentials, pulled from over plain HTTP.
+grep -q "registry: http://$local_registry (plain HTTP" "$state/up.log" || fail "up.sh did not say where its registry is"
+skopeo copy --quiet --dest-tls-verify=false "oci:$state/layout-tools-busybox-v1:tools-busybox-v1" \
+  "docker://$local_registry/mine/app:v1" || fail "skopeo could not push to up.sh's registry"
+pod mine "$local_registry/mine/app:v1"
+completes mine "ran as app in /data: from the image"
+pass "up.sh --registry $local_registry: pushed to with skopeo, run from"
 
 # A docker save archive loaded into the node, run with no registry involved.
 skopeo copy --quiet "oci:$state/layout-tools-busybox-v1:tools-busybox-v1" "docker-archive:$state/saved.tar:team/app:v7" ||
