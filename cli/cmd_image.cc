@@ -164,11 +164,10 @@ absl::Status ImageList(Session& s, const ImageListFlags& f) {
   t.columns = {"NODE", "IMAGE", "SIZE"};
   for (const auto& node : nodes) {
     std::vector<std::vector<std::string>> rows;
+    // Each image by its first name (the others: its full name, its digest, other tags).
     for (const auto& img : node.status().images()) {
-      for (const auto& name : img.names()) {
-        if (name.find('@') != std::string::npos) continue;  // the digest form of a named one
-        rows.push_back({node.metadata().name(), name, HumanSize(img.size_bytes())});
-      }
+      if (img.names().empty()) continue;
+      rows.push_back({node.metadata().name(), img.names(0), HumanSize(img.size_bytes())});
     }
     std::sort(rows.begin(), rows.end());
     for (auto& r : rows) t.rows.push_back(std::move(r));

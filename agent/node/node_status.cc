@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -15,6 +16,9 @@
 
 namespace mkube::agent::node {
 namespace {
+
+// The kubelet's nodeStatusMaxImages.
+constexpr size_t kMaxStatusImages = 50;
 
 spdlog::logger& Log() {
   static spdlog::logger& log = log::Logger("node");
@@ -116,9 +120,15 @@ api::NodeStatus NodeStatusManager::BuildStatus(absl::Time now) const {
   condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure");
   condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available");
   condition("Ready", "True", "KubeletReady", "kubelet is posting ready status");
-  for (const auto& img : images_->List()) {
+  // The largest images first, at most as many as the kubelet reports (nodeStatusMaxImages).
+  std::vector<runtime::Image> images = images_->List();
+  std::stable_sort(images.begin(), images.end(),
+                   [](const auto& a, const auto& b) { return a.size_bytes > b.size_bytes; });
+  if (images.size() > kMaxStatusImages) images.resize(kMaxStatusImages);
+  for (const auto& img : images) {
     auto* ci = st.add_images();
     ci->add_names(img.ref.String());
+    for (const auto& alias : img.aliases) ci->add_names(alias);
     ci->set_size_bytes(img.size_bytes);
   }
   return st;

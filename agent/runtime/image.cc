@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <system_error>
 
 #include "absl/strings/str_split.h"
@@ -242,14 +243,30 @@ std::vector<Image> ImageStore::List() const {
     if (auto img = Load(ref); img.ok()) out.push_back(std::move(*img));
   }
   if (puller_) {
+    // One image per content: every tag that stands for it is one of its names.
+    std::map<std::string, size_t> by_digest;
     for (const auto& ref : oci_store_->Tags()) {
       auto local = puller_->Local(ref);
       if (!local.ok()) continue;
       const std::string familiar = ref.Familiar();
-      const size_t colon = familiar.rfind(':');
-      out.push_back(Image{.ref = {familiar.substr(0, colon), ref.tag},
-                          .size_bytes = local->size_bytes,
-                          .own_root = true});
+      auto [it, added] = by_digest.emplace(local->digest, out.size());
+      Image& img = added ? out.emplace_back() : out[it->second];
+      if (added) {
+        const size_t colon = familiar.rfind(':');
+        img.ref = {familiar.substr(0, colon), ref.tag};
+        img.size_bytes = local->size_bytes;
+        img.own_root = true;
+      } else {
+        img.aliases.push_back(familiar);
+      }
+      if (ref.String() != familiar) img.aliases.push_back(ref.String());
+      image::Reference in_repository = ref;  // the content's digest in each repository
+      in_repository.tag.clear();
+      in_repository.digest = local->digest;
+      if (std::find(img.aliases.begin(), img.aliases.end(), in_repository.String()) ==
+          img.aliases.end()) {
+        img.aliases.push_back(in_repository.String());
+      }
     }
   }
   listed_ = out;

@@ -41,6 +41,10 @@ struct Image {
   int64_t size_bytes = 0;
   // An OCI image brings its whole file tree: the node's system folders are not added to it.
   bool own_root = false;
+  // The image's other names, for the node's status (as the kubelet reports them, so that a
+  // pod naming it any of these ways finds it there): its other tags, each name in full
+  // ("docker.io/library/nginx:latest"), and its digest form ("docker.io/library/nginx@sha256:..").
+  std::vector<std::string> aliases;
 };
 
 // An image loaded from an archive.

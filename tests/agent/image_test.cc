@@ -141,5 +141,48 @@ TEST_F(ImageStoreTest, OtherImagesArePulledFromTheirRegistry) {
   EXPECT_THAT(std::string(absent.status().message()), ::testing::HasSubstr("MANIFEST_UNKNOWN"));
 }
 
+// Images loaded from an archive: every tag of one content is one image of the node, listed
+// with its other names (its full names and its digest form) for the node's status.
+TEST_F(ImageStoreTest, LoadedImagesAreListedOncePerContent) {
+  ImageStore images(registry(), store(), OciOptions{.dir = dir_.Sub("oci")});
+  const std::string layer = image::Tar({{"bin/app", "app"}}, false);
+  const std::string config = R"({"os":"linux","architecture":"amd64","config":{}})";
+  const std::string archive = image::Tar(
+      {{"cfg.json", config},
+       {"layer.tar", layer},
+       {"manifest.json",
+        R"([{"Config":"cfg.json","RepoTags":["app:v1","127.0.0.1:5000/team/app:v1"],)"
+        R"("Layers":["layer.tar"]}])"}},
+      false);
+  bool given = false;
+  auto loaded = images.LoadArchive(
+      [&]() -> absl::StatusOr<std::string_view> {
+        if (given) return std::string_view();
+        given = true;
+        return std::string_view(archive);
+      },
+      "the archive");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_THAT((*loaded)[0].names,
+              ::testing::ElementsAre("app:v1", "127.0.0.1:5000/team/app:v1"));
+  EXPECT_EQ((*loaded)[0].size_bytes, static_cast<int64_t>(layer.size() + config.size()));
+  EXPECT_TRUE(images.Present("docker.io/library/app:v1"));
+  const auto listed = images.List();
+  ASSERT_EQ(listed.size(), 1u);
+  const std::string digest = (*loaded)[0].digest;
+  std::vector<std::string> names = {listed[0].ref.String()};
+  names.insert(names.end(), listed[0].aliases.begin(), listed[0].aliases.end());
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre(
+                         "127.0.0.1:5000/team/app:v1", "127.0.0.1:5000/team/app@" + digest,
+                         "app:v1", "docker.io/library/app:v1",
+                         "docker.io/library/app@" + digest));
+  // Not an image archive: refused, nothing listed.
+  auto refused = images.LoadArchive(
+      []() -> absl::StatusOr<std::string_view> { return std::string_view(); }, "nothing");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(images.List().size(), 1u);
+}
+
 }  // namespace
 }  // namespace mkube::agent::runtime
