@@ -18,6 +18,7 @@
 #include "agent/pods/pod_workers.h"
 #include "agent/runtime/container_runtime.h"
 #include "agent/runtime/image.h"
+#include "agent/runtime/image_gc.h"
 #include "agent/runtime/process_runner.h"
 #include "agent/runtime/sandbox.h"
 #include "agent/server/agent_service.h"
@@ -55,6 +56,8 @@ struct Flags {
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::vector<std::string> insecure_registries;
   std::string registry_credentials;  // empty: <root-dir>/config.json
+  agent::runtime::ImageGcPolicy image_gc;
+  std::string image_min_age = "2m", image_max_age = "0s", image_gc_period = "5m";
   agent::server::ServingFlags serving;
   std::string node_labels, taints, log_level = "info";
   int lease_seconds = 40;
@@ -85,6 +88,21 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
                   "Registry credentials as `docker login` writes them ({\"auths\": {\"HOST:PORT\": "
                   "{\"auth\": base64(user:password)}}}), read again when it changes (default: "
                   "<root-dir>/config.json, as the kubelet's)");
+  app->add_option("--image-gc-high-threshold", f->image_gc.high_threshold_percent,
+                  "The percent of disk usage at which unused images are removed (100: never)")
+      ->capture_default_str();
+  app->add_option("--image-gc-low-threshold", f->image_gc.low_threshold_percent,
+                  "The percent of disk usage image garbage collection brings usage down to")
+      ->capture_default_str();
+  app->add_option("--minimum-image-ttl-duration", f->image_min_age,
+                  "The minimum age of an unused image before it may be removed")
+      ->capture_default_str();
+  app->add_option("--image-maximum-gc-age", f->image_max_age,
+                  "Unused images are removed after this long, whatever the disk usage (0s: never)")
+      ->capture_default_str();
+  app->add_option("--image-gc-period", f->image_gc_period,
+                  "How often image garbage collection looks at the disk")
+      ->capture_default_str();
   app->add_option("--insecure-registry", f->insecure_registries,
                   "A registry (HOST:PORT) spoken to in plain HTTP rather than HTTPS; repeatable");
   app->add_option("--pod-cidr", f->pod_cidr, "Pod addresses come from here")->capture_default_str();
@@ -327,6 +345,20 @@ void CountRunning(agent::pods::PodWorkers* workers) {
                 });
 }
 
+// The image garbage collector's durations, then the whole policy checked.
+absl::Status ImageGcFromFlags(Flags* f) {
+  for (auto [text, out, flag] :
+       {std::tuple{&f->image_min_age, &f->image_gc.min_age, "--minimum-image-ttl-duration"},
+        std::tuple{&f->image_max_age, &f->image_gc.max_age, "--image-maximum-gc-age"},
+        std::tuple{&f->image_gc_period, &f->image_gc.period, "--image-gc-period"}}) {
+    if (!absl::ParseDuration(*text, out)) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} must be a duration such as 2m or 30s, not \"{}\"", flag, *text));
+    }
+  }
+  return agent::runtime::Validate(f->image_gc);
+}
+
 // A real node: its pods run here, until a signal.
 int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageStore* images,
             agent::node::NodeOptions node, const agent::server::Serving& serving) {
@@ -345,6 +377,15 @@ int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageSto
   const std::string address = f.listen.substr(0, f.listen.rfind(':')) + ":" + std::to_string(port);
 
   agent::node::NodeStatusManager status(client, images, &parts.events, node);
+  mkube::api::Node node_ref;  // what the image garbage collector's events are about
+  node_ref.mutable_metadata()->set_name(f.node_name);
+  node_ref.mutable_metadata()->set_uid(f.node_name);
+  agent::runtime::ImageGc image_gc(
+      images, [&parts] { return parts.workers.ImagesInUse(); },
+      agent::runtime::FilesystemOf(f.root_dir), client::RealClock(), f.image_gc,
+      [&parts, &node_ref](const std::string& reason, const std::string& message) {
+        parts.events.Record(node_ref, "Warning", reason, message);
+      });
   if (auto st = RegisterNode(&status); !st.ok()) {
     return Fail("cannot register the node: " + st.ToString());
   }
@@ -356,6 +397,7 @@ int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageSto
   }
   parts.workers.Start();
   parts.usage.Start(absl::Seconds(f.metrics_resolution));
+  std::thread image_gc_thread([&image_gc] { image_gc.Run(); });
   std::atomic<bool> synced{true};
   CountRunning(&parts.workers);
   auto status_server = mkube::http::StartStatusServer(f.status, mkube::http::DaemonChecks(&synced));
@@ -367,6 +409,8 @@ int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageSto
 
   const int sig = mkube::daemon::WaitForTermination();
   log.info("signal {}: stopping the node's pods and shutting down", sig);
+  image_gc.Stop();
+  image_gc_thread.join();
   parts.pods.Stop();
   parts.usage.Stop();
   parts.workers.Stop();
@@ -398,6 +442,7 @@ int main(int argc, char** argv) {
   if (f.simulated == 0) serving = agent::server::ServingFromFlags(f.serving);
   if (!serving.ok()) return Fail(std::string(serving.status().message()));
   if (auto st = PrepareFolders(&f); !st.ok()) return Fail(std::string(st.message()));
+  if (auto st = ImageGcFromFlags(&f); !st.ok()) return Fail(std::string(st.message()));
 
   client::GrpcClient client(*copts);
   agent::runtime::OciOptions oci{.dir = f.root_dir + "/oci"};

@@ -164,10 +164,13 @@ absl::Status ImageList(Session& s, const ImageListFlags& f) {
   t.columns = {"NODE", "IMAGE", "SIZE"};
   for (const auto& node : nodes) {
     std::vector<std::vector<std::string>> rows;
-    // Each image by its first name (the others: its full name, its digest, other tags).
+    // A row per tag, as people write it: an image's names in full ("docker.io/library/...")
+    // and by digest are other ways of naming the same.
     for (const auto& img : node.status().images()) {
-      if (img.names().empty()) continue;
-      rows.push_back({node.metadata().name(), img.names(0), HumanSize(img.size_bytes())});
+      for (const auto& name : img.names()) {
+        if (name.find('@') != std::string::npos || name.rfind("docker.io/", 0) == 0) continue;
+        rows.push_back({node.metadata().name(), name, HumanSize(img.size_bytes())});
+      }
     }
     std::sort(rows.begin(), rows.end());
     for (auto& r : rows) t.rows.push_back(std::move(r));

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "agent/image/manifest.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::image {
@@ -213,25 +215,103 @@ std::optional<std::string> ContentStore::Ref(const Reference& ref) const {
   return digest;
 }
 
-std::vector<Reference> ContentStore::Tags() const {
-  std::vector<Reference> out;
+std::vector<std::pair<Reference, std::string>> ContentStore::Refs() const {
+  std::vector<std::pair<Reference, std::string>> out;
   const fs::path refs = root_ + "/refs";
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(refs, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
-    // refs/REGISTRY/REPOSITORY.../tags/TAG
+    // refs/REGISTRY/REPOSITORY.../tags/TAG or .../digests/HEX
     const fs::path rel = fs::relative(it->path(), refs, ec);
     std::vector<std::string> parts;
     for (const auto& p : rel) parts.push_back(p.string());
-    if (parts.size() < 4 || parts[parts.size() - 2] != "tags") continue;
-    Reference ref{.registry = parts[0], .tag = parts.back()};
+    if (parts.size() < 4) continue;
+    const std::string& kind = parts[parts.size() - 2];
+    Reference ref{.registry = parts[0]};
+    if (kind == "tags") {
+      ref.tag = parts.back();
+    } else if (kind == "digests") {
+      ref.digest = "sha256:" + parts.back();
+    } else {
+      continue;
+    }
     for (size_t i = 1; i + 2 < parts.size(); ++i) {
       ref.repository += (ref.repository.empty() ? "" : "/") + parts[i];
     }
-    out.push_back(std::move(ref));
+    if (auto digest = Ref(ref)) out.emplace_back(std::move(ref), *digest);
   }
   return out;
+}
+
+std::vector<Reference> ContentStore::Tags() const {
+  std::vector<Reference> out;
+  for (auto& [ref, digest] : Refs()) {
+    if (!ref.tag.empty()) out.push_back(std::move(ref));
+  }
+  return out;
+}
+
+absl::Status ContentStore::RemoveRef(const Reference& ref) {
+  std::error_code ec;
+  fs::remove(RefPath(ref), ec);
+  if (ec) return absl::InternalError(fmt::format("cannot remove {}: {}", RefPath(ref), ec.message()));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Bytes of the files under `path` (or of the file), which is then removed.
+int64_t RemoveCounting(const fs::path& path) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(path, ec))) {
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
+    }
+  } else if (fs::is_regular_file(fs::symlink_status(path, ec))) {
+    bytes = static_cast<int64_t>(fs::file_size(path, ec));
+  }
+  fs::remove_all(path, ec);
+  return bytes;
+}
+
+}  // namespace
+
+int64_t ContentStore::Sweep() {
+  // Marked: every digest a name reaches, through indexes to manifests, and from manifests to
+  // their configs and layers.
+  std::set<std::string> blobs, roots;
+  std::vector<std::string> pending;
+  for (const auto& [ref, digest] : Refs()) pending.push_back(digest);
+  while (!pending.empty()) {
+    const std::string digest = pending.back();
+    pending.pop_back();
+    if (!blobs.insert(DigestHex(digest)).second) continue;
+    auto body = ReadBlob(digest);
+    if (!body.ok()) continue;
+    auto doc = ParseDocument(*body);
+    if (!doc.ok()) continue;
+    if (doc->is_index) {
+      for (const auto& d : doc->index.manifests) pending.push_back(d.digest);
+      continue;
+    }
+    roots.insert(DigestHex(digest));
+    blobs.insert(DigestHex(doc->manifest.config.digest));
+    for (const auto& layer : doc->manifest.layers) blobs.insert(DigestHex(layer.digest));
+  }
+  int64_t freed = 0;
+  auto sweep = [&](const std::string& folder, const std::set<std::string>& keep) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(folder, ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (!keep.count(it->path().filename().string())) freed += RemoveCounting(it->path());
+    }
+  };
+  sweep(root_ + "/blobs/sha256", blobs);
+  sweep(root_ + "/layers/sha256", blobs);
+  sweep(root_ + "/roots", roots);
+  return freed;
 }
 
 }  // namespace mkube::agent::image

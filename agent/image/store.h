@@ -72,6 +72,14 @@ class ContentStore {
   std::optional<std::string> Ref(const Reference& ref) const;
   // Every tagged name the node holds.
   std::vector<Reference> Tags() const;
+  // Every name (tags and digests) with the manifest digest it stands for.
+  std::vector<std::pair<Reference, std::string>> Refs() const;
+  absl::Status RemoveRef(const Reference& ref);
+
+  // Removes whatever no name reaches: blobs (indexes, manifests, configs, layers), unpacked
+  // layers, image roots, and files a crash left half-written. Nothing may be written to the
+  // store meanwhile. Returns the bytes freed.
+  int64_t Sweep();
 
  private:
   std::string RefPath(const Reference& ref) const;

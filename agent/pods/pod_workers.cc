@@ -361,6 +361,17 @@ std::vector<node::RunningContainer> PodWorkers::RunningContainers() {
   return out;
 }
 
+std::vector<std::string> PodWorkers::ImagesInUse() {
+  std::vector<std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [uid, run] : runs_) {
+    if (!run.pod) continue;
+    for (const auto& c : run.pod->spec().init_containers()) out.push_back(c.image());
+    for (const auto& c : run.pod->spec().containers()) out.push_back(c.image());
+  }
+  return out;
+}
+
 std::vector<DueProbe> PodWorkers::DueProbes() {
   std::vector<DueProbe> due;
   absl::MutexLock lock(&mu_);

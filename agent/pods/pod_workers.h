@@ -86,6 +86,9 @@ class PodWorkers final : private ProbedContainers {
                                     const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
   // The containers running now (for the usage sampler).
   std::vector<node::RunningContainer> RunningContainers() ABSL_LOCKS_EXCLUDED(mu_);
+  // The images of every container of the pods this node runs or is stopping (in use, for
+  // the image garbage collector).
+  std::vector<std::string> ImagesInUse() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // A write to the apiserver a sync makes once it has let go of the lock.

@@ -182,6 +182,7 @@ absl::StatusOr<Image> ImageStore::PullOci(const std::string& image, bool always)
   if (!puller_) {
     return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", image));
   }
+  absl::ReaderMutexLock writing(&store_mu_);
   if (!always) {
     if (auto local = puller_->Local(*ref); local.ok()) return OciImage(*local);
   }
@@ -278,6 +279,7 @@ absl::StatusOr<std::vector<LoadedImage>> ImageStore::LoadArchive(image::ArchiveS
   if (!oci_store_) {
     return absl::FailedPreconditionError("this node keeps no OCI images (it has no content store)");
   }
+  absl::ReaderMutexLock writing(&store_mu_);
   auto imported = image::ImportArchive(std::move(source), what, oci_store_.get());
   {
     absl::MutexLock lock(&pull_mu_);
@@ -296,6 +298,45 @@ absl::StatusOr<std::vector<LoadedImage>> ImageStore::LoadArchive(image::ArchiveS
     out.push_back(std::move(loaded));
   }
   return out;
+}
+
+std::vector<StoredImage> ImageStore::StoredImages() const {
+  std::vector<StoredImage> out;
+  if (!puller_) return out;
+  std::map<std::string, size_t> by_digest;
+  for (const auto& [ref, digest] : oci_store_->Refs()) {
+    auto [it, added] = by_digest.emplace(digest, out.size());
+    if (added) {
+      StoredImage img{.digest = digest};
+      if (auto local = puller_->Local(ref); local.ok()) img.size_bytes = local->size_bytes;
+      out.push_back(std::move(img));
+    }
+    out[it->second].names.push_back(ref.Familiar());
+  }
+  return out;
+}
+
+std::set<std::string> ImageStore::DigestsOf(const std::vector<std::string>& names) const {
+  std::set<std::string> out;
+  if (!oci_store_) return out;
+  for (const auto& name : names) {
+    auto ref = image::ParseReference(name);
+    if (!ref.ok()) continue;
+    if (auto digest = oci_store_->Ref(*ref)) out.insert(*digest);
+  }
+  return out;
+}
+
+int64_t ImageStore::Remove(const std::string& digest) {
+  if (!oci_store_) return 0;
+  absl::WriterMutexLock alone(&store_mu_);
+  for (const auto& [ref, named] : oci_store_->Refs()) {
+    if (named == digest) oci_store_->RemoveRef(ref).IgnoreError();
+  }
+  const int64_t freed = oci_store_->Sweep();
+  absl::MutexLock lock(&pull_mu_);
+  listed_.reset();
+  return freed;
 }
 
 }  // namespace mkube::agent::runtime

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,13 @@ struct LoadedImage {
   int64_t size_bytes = 0;
 };
 
+// An OCI image in the node's content store: one content, under every name it has.
+struct StoredImage {
+  std::string digest;  // what the names stand for
+  std::vector<std::string> names;
+  int64_t size_bytes = 0;
+};
+
 // Where OCI images are kept and fetched from.
 struct OciOptions {
   std::string dir;  // the content store's folder; empty: registry folder images only
@@ -84,6 +92,14 @@ class ImageStore {
                                                        const std::string& what)
       ABSL_LOCKS_EXCLUDED(pull_mu_);
 
+  // The content store's images, for garbage collection.
+  std::vector<StoredImage> StoredImages() const;
+  // The contents these image names stand for on this node (names it lacks are left out).
+  std::set<std::string> DigestsOf(const std::vector<std::string>& names) const;
+  // Removes the image `digest` under all its names, and whatever only it used; the bytes
+  // freed on disk. Waits for pulls and loads under way.
+  int64_t Remove(const std::string& digest) ABSL_LOCKS_EXCLUDED(pull_mu_, store_mu_);
+
  private:
   absl::StatusOr<Image> Load(const ImageRef& ref) const;
   // Whether `image` is one of the registry folder's (or was pulled from it).
@@ -98,6 +114,9 @@ class ImageStore {
   // One pull at a time, so two pods starting together do not copy over each other.
   mutable absl::Mutex pull_mu_;
   mutable std::optional<std::vector<Image>> listed_ ABSL_GUARDED_BY(pull_mu_);
+  // Pulls and loads write to the content store together (readers); a removal sweeps it alone
+  // (the writer), so that no blob of a pull under way is taken for garbage.
+  mutable absl::Mutex store_mu_;
 };
 
 }  // namespace mkube::agent::runtime

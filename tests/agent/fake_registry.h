@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/image/archive_import.h"
 #include "agent/image/digest.h"
 #include "agent/image/manifest.h"
 #include "base/http/server.h"
@@ -156,5 +157,16 @@ inline std::string Tar(const std::vector<TarEntry>& files, bool gzip) {
 
 // A gzip'd tar layer's bytes holding `files`.
 inline std::string TarGz(const std::vector<TarEntry>& files) { return Tar(files, true); }
+
+// An archive source giving `bytes` in one piece, then its end.
+inline ArchiveSource WholeArchive(std::string bytes) {
+  auto given = std::make_shared<bool>(false);
+  auto kept = std::make_shared<std::string>(std::move(bytes));
+  return [given, kept]() -> absl::StatusOr<std::string_view> {
+    if (*given) return std::string_view();
+    *given = true;
+    return std::string_view(*kept);
+  };
+}
 
 }  // namespace mkube::agent::image

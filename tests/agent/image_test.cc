@@ -154,14 +154,7 @@ TEST_F(ImageStoreTest, LoadedImagesAreListedOncePerContent) {
         R"([{"Config":"cfg.json","RepoTags":["app:v1","127.0.0.1:5000/team/app:v1"],)"
         R"("Layers":["layer.tar"]}])"}},
       false);
-  bool given = false;
-  auto loaded = images.LoadArchive(
-      [&]() -> absl::StatusOr<std::string_view> {
-        if (given) return std::string_view();
-        given = true;
-        return std::string_view(archive);
-      },
-      "the archive");
+  auto loaded = images.LoadArchive(image::WholeArchive(archive), "the archive");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   ASSERT_EQ(loaded->size(), 1u);
   EXPECT_THAT((*loaded)[0].names,

@@ -98,7 +98,10 @@ pass "four images made from the node's busybox, pushed to docker-registry at $re
 # The cluster has a registry of its own too (up.sh --registry), without a password.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 local_registry=127.0.0.1:$port
-MKUBE_AGENT_FLAGS="--insecure-registry $registry --registry-credentials $state/credentials.json" \
+# Image garbage collection as on a full disk (any usage is over a 1% threshold), for images
+# unused for 20 s, looked at each second.
+gc_flags="--image-gc-high-threshold 1 --image-gc-low-threshold 1 --minimum-image-ttl-duration 20s --image-gc-period 1s"
+MKUBE_AGENT_FLAGS="--insecure-registry $registry --registry-credentials $state/credentials.json $gc_flags" \
   "$root/deploy/up.sh" --state-dir "$state/cluster" --registry "$local_registry" \
   --store-listen 127.0.0.1:0 --apiserver-listen 127.0.0.1:0 --apiserver-http-listen 127.0.0.1:0 \
   --agent-port 0 --address-block $((220 + $$ % 35)) --nodes 1 >"$state/up.log" 2>&1 ||
@@ -183,4 +186,18 @@ pod loaded team/app:v7 Never
 completes loaded "ran as app in /data: from the image"
 until_ok 20 shows '^node01 *team/app:v7 *2MB$' ctl image ls --nodes node01 --no-headers
 pass "mkubectl image load of a docker save archive; the pod runs it with Never; image ls lists it"
+# Garbage collection: every image stays while a pod names it; once the manifest list's pod is
+# gone, its image is removed (and the disk being "full" still, the kubelet's warning is said).
+ctl image ls --nodes node01 --no-headers >"$state/before-gc"
+grep -q "tools/multi:v1" "$state/before-gc" || fail "tools/multi:v1 was not on the node: $(cat "$state/before-gc")"
+ctl delete pod multi >/dev/null
+until_ok 60 bash -c "! MKUBECONFIG=$state/cluster/config $mkubectl image ls --nodes node01 | grep -q tools/multi:v1"
+for image in tools/busybox:v1 tools/layers:v1 tools/broken:v1 mine/app:v1 team/app:v7; do
+  shows "$image" ctl image ls --nodes node01 || fail "$image was removed while a pod names it"
+done
+shows "removed image $registry/tools/multi:v1 (sha256:[0-9a-f]*; [0-9]* bytes freed): disk usage" \
+  cat "$state/cluster/logs/agent-node01.log" || fail "the agent did not log the removal"
+until_ok 30 shows "FreeDiskSpaceFailed.*Failed to garbage collect required amount of images" \
+  ctl get events --field-selector involvedObject.kind=Node
+pass "an image no pod names removed by the image garbage collector; those in use kept"
 echo "all $passed checks passed"
