@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Writes an OCI image layout holding a small image made from the node's static busybox:
-/bin/busybox with sh, echo, cat, id and ls linked to it, a user "app" (uid 1000) in its own
+/bin/busybox with sh, echo, cat, id, ls and sleep linked to it, a user "app" (uid 1000) in its own
 /etc/passwd, a /data folder with a file and /etc/old.d with a file a; Entrypoint
 ["/bin/sh", "-c"], a Cmd that prints who runs it and where, User app, WorkingDir /data.
 
-    oci_layout.py OUT_DIR TAG [plain|layers|index]
+    oci_layout.py OUT_DIR TAG [plain|layers|index|big:MB]
 
 layers: a second layer above that whites out /data/motd, adds /data/new, and makes /etc/old.d
 opaque holding only b (its /data/new names the tag, so each tag's upper layer is its own). index: an image index of two platforms, linux/arm64 first (its Cmd
-says "wrong platform") and linux/amd64. Prints the digest the tag stands for.
+says "wrong platform") and linux/amd64. big:MB: a second layer of MB megabytes of random bytes
+(/data/random), which gzip cannot shrink. Prints the digest the tag stands for.
 """
 import gzip
 import hashlib
@@ -51,7 +52,7 @@ def base_files():
         busybox = f.read()
     files = [(d, None, 0, None) for d in ("bin", "etc", "etc/old.d", "data")]
     files.append(("bin/busybox", busybox, 0o755, None))
-    files += [("bin/" + t, None, 0, "busybox") for t in ("sh", "echo", "cat", "id", "ls")]
+    files += [("bin/" + t, None, 0, "busybox") for t in ("sh", "echo", "cat", "id", "ls", "sleep")]
     files += [
         ("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/data:/bin/sh\n", 0o644, None),
         ("etc/group", b"root:x:0:\napp:x:1000:\n", 0o644, None),
@@ -106,8 +107,11 @@ def main(out, tag, kind):
                             "manifests": manifests}).encode()
         top = {"mediaType": "application/vnd.oci.image.index.v1+json",
                "digest": blob(out, index), "size": len(index)}
+    elif kind.startswith("big:"):
+        noise = os.urandom(int(kind[4:]) << 20)
+        top = image(out, [base, tar_layer([("data", None, 0, None), ("data/random", noise, 0o644, None)])])
     else:
-        sys.exit("oci_layout.py: the kind is plain, layers or index, not " + kind)
+        sys.exit("oci_layout.py: the kind is plain, layers, index or big:MB, not " + kind)
     top = {k: v for k, v in top.items() if k != "platform"}
     top["annotations"] = {"org.opencontainers.image.ref.name": tag}
     with open(os.path.join(out, "index.json"), "w") as f:
