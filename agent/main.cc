@@ -56,6 +56,7 @@ struct Flags {
   std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::vector<std::string> insecure_registries;
   std::string registry_credentials;  // empty: <root-dir>/config.json
+  std::vector<std::string> image_archives;
   agent::runtime::ImageGcPolicy image_gc;
   std::string image_min_age = "2m", image_max_age = "0s", image_gc_period = "5m";
   agent::server::ServingFlags serving;
@@ -84,6 +85,10 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
   app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
   app->add_option("--image-registry", f->registry_dir,
                   "Folder of images (<name>/<tag>/) to pull from");
+  app->add_option("--image-archive", f->image_archives,
+                  "Images the node holds from the start (a docker save archive or an OCI image "
+                  "layout tarball): their names are pulled from here, as from a registry that "
+                  "holds them; repeatable");
   app->add_option("--registry-credentials", f->registry_credentials,
                   "Registry credentials as `docker login` writes them ({\"auths\": {\"HOST:PORT\": "
                   "{\"auth\": base64(user:password)}}}), read again when it changes (default: "
@@ -453,6 +458,11 @@ int main(int argc, char** argv) {
     return credentials->For(registry);
   };
   agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images", std::move(oci));
+  for (const auto& archive : f.image_archives) {
+    if (auto st = images.ServeArchive(archive); !st.ok()) {
+      return Fail(fmt::format("--image-archive {}: {}", archive, std::string(st.message())));
+    }
+  }
   if (f.simulated > 0) return RunSimulated(&client, &images, *node, f);
   return RunNode(f, &client, &images, *std::move(node), *serving);
 }

@@ -333,8 +333,10 @@ YAML
   registry_flags=(--insecure-registry "$registry")
 fi
 
-# The node agents, pulling from the demo image registry.
-"$root/deploy/lib/images.sh" "$state/registry" "$bin"
+# The node agents, holding the demo images (OCI, made by the build) from the start.
+demo_images=${bin%/bin}/images/demo.tar
+[ -s "$demo_images" ] || { echo "up.sh: the build made no demo images ($demo_images): is busybox" \
+  "installed? (deploy/deps.sh installs busybox-static)" >&2; exit 1; }
 i=0
 for node in "${nodes[@]}"; do
   i=$((i + 1))
@@ -356,7 +358,7 @@ for node in "${nodes[@]}"; do
     --client-ca-file "$pki/ca.crt" --node-name "$node" --node-ip "127.0.$block.$i" \
     --listen "$(listen_on "127.0.$block.$i:$agent_port" "$addr_file")" \
     --pod-cidr "127.$block.$i.0/24" --root-dir "$state/nodes/$node" \
-    --image-registry "$state/registry" --address-file "$addr_file" "${extra[@]}" "${registry_flags[@]}" \
+    --image-archive "$demo_images" --address-file "$addr_file" "${extra[@]}" "${registry_flags[@]}" \
     --metrics-listen "127.0.$block.$i:0" --metrics-address-file "$state/run/agent-$node.metrics" \
     ${MKUBE_AGENT_FLAGS:-}
 done
@@ -444,7 +446,7 @@ mkube is up (state in $state, logs in $state/logs).
   agents: $agent_list (all Ready)
   /metrics, /healthz, /readyz: $metrics_list
   each daemon is started again when it exits (pids: $state/run, supervisors: run/supervisors)
-  images: $state/registry (busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2)$(
+  images: busybox, nginx, soscscs/myapp:v1, soscscs/myapp:v2 (OCI images, from $demo_images)$(
   [ "$registry" = none ] || printf '\n  registry: http://%s (plain HTTP; push with skopeo copy --dest-tls-verify=false ... docker://%s/NAME:TAG, run image: %s/NAME:TAG)' "$registry" "$registry" "$registry")
 Try:
   export PATH=$bin:\$PATH

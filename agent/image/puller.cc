@@ -1,9 +1,32 @@
 #include "agent/image/puller.h"
 
+#include <chrono>
+
+#include "base/log.h"
 #include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::image {
+
+struct Puller::Progress {
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kEvery = std::chrono::seconds(5);
+
+  std::string image;
+  int64_t total = 0, done = 0;
+  Clock::time_point began = Clock::now(), said = Clock::now();
+
+  void Add(size_t n) {
+    done += static_cast<int64_t>(n);
+    const auto now = Clock::now();
+    if (now - said < kEvery) return;
+    said = now;
+    const double seconds = std::chrono::duration<double>(now - began).count();
+    log::Logger("images").info("pulling {}: {:.1f} of {:.1f} MB ({:.1f} MB/s)", image,
+                               static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6,
+                               static_cast<double>(done) / 1e6 / seconds);
+  }
+};
 
 absl::StatusOr<PulledImage> Puller::Pull(const Reference& ref) {
   const std::string key = ref.String();
@@ -31,11 +54,15 @@ absl::StatusOr<PulledImage> Puller::Pull(const Reference& ref) {
 }
 
 // Blob `d` into the store, unless it is there: its digest, or the error.
-absl::StatusOr<std::string> Puller::Fetch(const Reference& ref, const Descriptor& d) {
+absl::StatusOr<std::string> Puller::Fetch(const Reference& ref, const Descriptor& d,
+                                          Progress* progress) {
   absl::Status last;
   for (int attempt = 0; attempt < 2 && !store_->HasBlob(d.digest); ++attempt) {
     MKUBE_ASSIGN_OR_RETURN(auto writer, store_->NewBlob(d.digest, d.size > 0 ? d.size : -1));
-    last = registry_->GetBlob(ref, d.digest, [&](std::string_view b) { return writer->Write(b); });
+    last = registry_->GetBlob(ref, d.digest, [&](std::string_view b) {
+      progress->Add(b.size());
+      return writer->Write(b);
+    });
     if (last.ok()) last = writer->Commit();
     if (last.ok()) return d.digest;
     if (last.code() != absl::StatusCode::kDataLoss) break;  // only a corrupt copy is worth another
@@ -60,8 +87,15 @@ absl::StatusOr<PulledImage> Puller::PullOnce(const Reference& ref) {
     }
     manifest = std::move(inner.manifest);
   }
-  MKUBE_RETURN_IF_ERROR(Fetch(ref, manifest.config).status());
-  for (const auto& layer : manifest.layers) MKUBE_RETURN_IF_ERROR(Fetch(ref, layer).status());
+  Progress progress{.image = ref.Familiar()};
+  if (!store_->HasBlob(manifest.config.digest)) progress.total += manifest.config.size;
+  for (const auto& layer : manifest.layers) {
+    if (!store_->HasBlob(layer.digest)) progress.total += layer.size;
+  }
+  MKUBE_RETURN_IF_ERROR(Fetch(ref, manifest.config, &progress).status());
+  for (const auto& layer : manifest.layers) {
+    MKUBE_RETURN_IF_ERROR(Fetch(ref, layer, &progress).status());
+  }
   // The name is recorded last: a name on the node stands for an image that is whole there.
   MKUBE_RETURN_IF_ERROR(store_->SetRef(ref, top.digest));
   return Read(ref, top.digest);
@@ -84,6 +118,7 @@ absl::StatusOr<PulledImage> Puller::Read(const Reference& ref, const std::string
     MKUBE_ASSIGN_OR_RETURN(body, store_->ReadBlob(platform.digest));
     MKUBE_ASSIGN_OR_RETURN(doc, ParseDocument(body));
   }
+  img.config_digest = doc.manifest.config.digest;
   MKUBE_ASSIGN_OR_RETURN(std::string config, store_->ReadBlob(doc.manifest.config.digest));
   MKUBE_ASSIGN_OR_RETURN(img.config, ParseImageConfig(config));
   for (const auto& layer : doc.manifest.layers) {

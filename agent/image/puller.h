@@ -22,6 +22,7 @@ struct PulledImage {
   Reference ref;
   std::string digest;           // what the name stands for: the index's, or the manifest's
   std::string manifest_digest;  // the platform's manifest
+  std::string config_digest;
   ImageConfig config;
   std::vector<std::string> layers;  // blob digests, lowest first
   int64_t size_bytes = 0;           // of the blobs, as registries count an image's size
@@ -37,14 +38,17 @@ class Puller {
         architecture_(std::move(architecture)) {}
 
   // Pulls the image `ref` names; pulls of one name at the same time share one. A layer that
-  // arrives corrupt is fetched once more before the pull fails.
+  // arrives corrupt is fetched once more before the pull fails. A pull that takes a while
+  // says how far it has come in the log every few seconds.
   absl::StatusOr<PulledImage> Pull(const Reference& ref);
   // The image as the node already holds it; NotFound when it does not (or not whole).
   absl::StatusOr<PulledImage> Local(const Reference& ref) const;
 
  private:
   absl::StatusOr<PulledImage> PullOnce(const Reference& ref);
-  absl::StatusOr<std::string> Fetch(const Reference& ref, const Descriptor& d);
+  // What a pull has fetched of what it must, for its progress lines.
+  struct Progress;
+  absl::StatusOr<std::string> Fetch(const Reference& ref, const Descriptor& d, Progress* progress);
   // The platform's manifest and the image's config, from a document the store holds.
   absl::StatusOr<PulledImage> Read(const Reference& ref, const std::string& digest) const;
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "agent/image/manifest.h"
+#include "base/status.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::image {
@@ -116,6 +117,25 @@ absl::Status ContentStore::PutBlob(const std::string& digest, std::string_view b
   if (!w.ok()) return w.status();
   if (auto st = (*w)->Write(bytes); !st.ok()) return st;
   return (*w)->Commit();
+}
+
+absl::Status ContentStore::CopyBlobFrom(const ContentStore& other, const std::string& digest) {
+  if (DigestHex(digest).empty()) return BadDigest(digest);
+  if (HasBlob(digest)) return absl::OkStatus();
+  std::error_code ec;
+  fs::create_directories(root_ + "/blobs/sha256", ec);
+  if (link(other.BlobPath(digest).c_str(), BlobPath(digest).c_str()) == 0 || errno == EEXIST) {
+    return absl::OkStatus();
+  }
+  // Another filesystem: copied, and checked against its digest on the way.
+  std::ifstream in(other.BlobPath(digest), std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("blob {} is not in {}", digest, other.root_));
+  MKUBE_ASSIGN_OR_RETURN(auto writer, NewBlob(digest));
+  char buf[64 << 10];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    MKUBE_RETURN_IF_ERROR(writer->Write(std::string_view(buf, static_cast<size_t>(in.gcount()))));
+  }
+  return writer->Commit();
 }
 
 absl::StatusOr<std::string> ContentStore::ReadBlob(const std::string& digest, size_t max) const {

@@ -54,6 +54,9 @@ class ContentStore {
   absl::StatusOr<std::unique_ptr<BlobWriter>> NewBlob(const std::string& digest, int64_t size = -1);
   absl::Status PutBlob(const std::string& digest, std::string_view bytes);
   bool HasBlob(const std::string& digest) const;
+  // Blob `digest` of `other` into this store (a link to the same file when both are on one
+  // filesystem: blobs are never changed in place), unless this store has it.
+  absl::Status CopyBlobFrom(const ContentStore& other, const std::string& digest);
   std::string BlobPath(const std::string& digest) const;
   // A small blob (a manifest, a config), checked against its digest again.
   absl::StatusOr<std::string> ReadBlob(const std::string& digest, size_t max = 4 << 20) const;

@@ -139,6 +139,7 @@ absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
 ImageStore::ImageStore(std::string registry_dir, std::string store_dir, OciOptions oci)
     : registry_(std::move(registry_dir)), store_(std::move(store_dir)) {
   if (oci.dir.empty()) return;
+  oci_dir_ = oci.dir;
   oci_store_ = std::make_unique<image::ContentStore>(oci.dir);
   oci_registry_ = std::make_unique<image::RegistryClient>(std::move(oci.registry));
   puller_ = std::make_unique<image::Puller>(oci_store_.get(), oci_registry_.get());
@@ -183,6 +184,25 @@ absl::StatusOr<Image> ImageStore::PullOci(const std::string& image, bool always)
     return absl::NotFoundError(fmt::format("image \"{}\" not found in the registry", image));
   }
   absl::ReaderMutexLock writing(&store_mu_);
+  if (served_.count(ref->String())) {
+    if (!always) {
+      if (auto local = puller_->Local(*ref); local.ok()) return OciImage(*local);
+    }
+    // Pulled from the node's archive: its blobs, then its name, as a registry pull lands.
+    MKUBE_ASSIGN_OR_RETURN(image::PulledImage src, served_puller_->Local(*ref));
+    std::set<std::string> blobs = {src.digest, src.manifest_digest, src.config_digest};
+    blobs.insert(src.layers.begin(), src.layers.end());
+    for (const auto& digest : blobs) {
+      MKUBE_RETURN_IF_ERROR(oci_store_->CopyBlobFrom(*served_store_, digest));
+    }
+    MKUBE_RETURN_IF_ERROR(oci_store_->SetRef(*ref, src.digest));
+    {
+      absl::MutexLock lock(&pull_mu_);
+      listed_.reset();
+    }
+    MKUBE_ASSIGN_OR_RETURN(image::PulledImage local, puller_->Local(*ref));
+    return OciImage(local);
+  }
   if (!always) {
     if (auto local = puller_->Local(*ref); local.ok()) return OciImage(*local);
   }
@@ -195,6 +215,9 @@ absl::StatusOr<Image> ImageStore::PullOci(const std::string& image, bool always)
 }
 
 absl::StatusOr<Image> ImageStore::Pull(const std::string& image, bool always) {
+  if (auto ref = image::ParseReference(image); ref.ok() && served_.count(ref->String())) {
+    return PullOci(image, always);
+  }
   if (!FromFolder(image)) return PullOci(image, always);
   MKUBE_ASSIGN_OR_RETURN(auto ref, ParseImageRef(image));
   absl::MutexLock lock(&pull_mu_);
@@ -298,6 +321,21 @@ absl::StatusOr<std::vector<LoadedImage>> ImageStore::LoadArchive(image::ArchiveS
     out.push_back(std::move(loaded));
   }
   return out;
+}
+
+absl::Status ImageStore::ServeArchive(const std::string& file) {
+  if (!oci_store_) return absl::FailedPreconditionError("this node keeps no OCI images");
+  if (!served_store_) {
+    served_store_ = std::make_unique<image::ContentStore>(oci_dir_ + "/served");
+    served_puller_ = std::make_unique<image::Puller>(served_store_.get(), nullptr);
+  }
+  MKUBE_ASSIGN_OR_RETURN(auto imported, image::ImportArchive(file, served_store_.get()));
+  for (const auto& img : imported) {
+    for (const auto& name : img.names) {
+      if (auto ref = image::ParseReference(name); ref.ok()) served_.insert(ref->String());
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<StoredImage> ImageStore::StoredImages() const {

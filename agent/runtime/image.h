@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -92,6 +93,11 @@ class ImageStore {
                                                        const std::string& what)
       ABSL_LOCKS_EXCLUDED(pull_mu_);
 
+  // Images the node can pull without a registry: the archive's images are kept apart, and a
+  // pull of one of their names (Always included) takes it from there as from a registry that
+  // holds it (the events say Pulling and Pulled, as for any pull). Before any pod runs.
+  absl::Status ServeArchive(const std::string& file) ABSL_LOCKS_EXCLUDED(pull_mu_);
+
   // The content store's images, for garbage collection.
   std::vector<StoredImage> StoredImages() const;
   // The contents these image names stand for on this node (names it lacks are left out).
@@ -117,6 +123,12 @@ class ImageStore {
   // Pulls and loads write to the content store together (readers); a removal sweeps it alone
   // (the writer), so that no blob of a pull under way is taken for garbage.
   mutable absl::Mutex store_mu_;
+  // ServeArchive's images: a content store of their own, which pulls of their names (full
+  // references in served_, set before pods run) copy from as from a registry.
+  std::unique_ptr<image::ContentStore> served_store_;
+  std::unique_ptr<image::Puller> served_puller_;
+  std::set<std::string> served_;
+  std::string oci_dir_;
 };
 
 }  // namespace mkube::agent::runtime

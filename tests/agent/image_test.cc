@@ -177,5 +177,34 @@ TEST_F(ImageStoreTest, LoadedImagesAreListedOncePerContent) {
   EXPECT_EQ(images.List().size(), 1u);
 }
 
+// The node's archive (--image-archive) acts as a registry that holds its images: the node has
+// none of them until a pull takes one from there (Always included, with no registry asked),
+// and an image removed since is pulled from there again.
+TEST_F(ImageStoreTest, ServedArchivesArePulledFromLikeARegistry) {
+  const std::string archive = dir_.Sub("demo.tar");
+  std::ofstream(archive, std::ios::binary) << image::Tar(
+      {{"cfg.json", R"({"os":"linux","architecture":"amd64","config":{"Cmd":["sh"]}})"},
+       {"layer.tar", image::Tar({{"bin/sh", "#!static"}}, false)},
+       {"manifest.json",
+        R"([{"Config":"cfg.json","RepoTags":["busybox:latest"],"Layers":["layer.tar"]}])"}},
+      false);
+  // Without a folder registry, with a registry nobody answers at.
+  OciOptions oci{.dir = dir_.Sub("oci")};
+  ImageStore images("", store(), oci);
+  ASSERT_TRUE(images.ServeArchive(archive).ok());
+  EXPECT_FALSE(images.Present("busybox"));
+  EXPECT_TRUE(images.List().empty());
+  auto pulled = images.Pull("busybox", /*always=*/true);
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(testing::ReadFile(pulled->root + "/bin/sh"), "#!static");
+  EXPECT_TRUE(images.Present("docker.io/library/busybox:latest"));
+  ASSERT_EQ(images.List().size(), 1u);
+  EXPECT_GT(images.Remove(*images.DigestsOf({"busybox"}).begin()), 0);
+  EXPECT_FALSE(images.Present("busybox"));
+  ASSERT_TRUE(images.Pull("busybox", false).ok());
+  EXPECT_TRUE(images.Present("busybox"));
+  EXPECT_FALSE(images.ServeArchive(dir_.Sub("missing.tar")).ok());
+}
+
 }  // namespace
 }  // namespace mkube::agent::runtime

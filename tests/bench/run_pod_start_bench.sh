@@ -30,7 +30,6 @@ source "$root/tests/bench/lib.sh"
 } >"$tmp/tokens.csv"
 echo node-token >"$tmp/node.token"
 echo agent-token >"$tmp/agent.token"
-"$root/deploy/lib/images.sh" "$tmp/registry" "$build/bin" >/dev/null
 
 # The agent's TLS: the cluster's certificates and the node's, as up.sh makes them.
 "$root/deploy/lib/certs.sh" "$tmp/pki"
@@ -52,7 +51,7 @@ run() {  # run ROUND ISOLATION LINK
   "$build/bin/mkube-agent" --apiserver "$api" --insecure-plaintext \
     --token-file "$tmp/node.token" "${agent_flags[@]}" --node-name bench-node \
     --node-ip 127.0.0.1 --listen 127.0.0.1:0 --pod-cidr 127.251.0.0/24 --root-dir "$d/agent" \
-    --image-registry "$tmp/registry" --isolation "$2" --ready-file "$d/agent.ready" \
+    --image-archive "$build/images/demo.tar" --isolation "$2" --ready-file "$d/agent.ready" \
     --log-level warn >"$d/agent.log" 2>&1 &
   pids+=($!)
   wait_file "$d/agent.ready"

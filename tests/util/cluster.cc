@@ -124,8 +124,10 @@ absl::Status Cluster::WriteRegistry() const {
     WriteTestRegistry(registry());
     return absl::OkStatus();
   }
-  auto made = RunCommand({DeployLib() + "images.sh", registry(), BinDir()});
-  if (made.exit_code != 0) return absl::InternalError("images.sh failed: " + made.err);
+  // The seeds' images are the build's OCI demo images, which each agent holds from the start.
+  if (!std::filesystem::exists(DemoImages())) {
+    return absl::FailedPreconditionError("the build made no demo images: " + DemoImages());
+  }
   return absl::OkStatus();
 }
 
@@ -156,9 +158,10 @@ AgentProcess::Options Cluster::AgentOptions(const std::string& node) const {
   o.agent_token_file = api_->agent_token_file();
   o.node = node;
   o.registry = registry();
+  if (options_.images == Images::kSeeds) o.extra = {"--image-archive", DemoImages()};
   o.pod_cidr = PodPrefix(node) + "0/24";
   if (options_.node_ips) {
-    o.extra = {"--node-ip", NodeIp(node)};
+    o.extra.insert(o.extra.end(), {"--node-ip", NodeIp(node)});
     o.listen = NodeIp(node) + ":0";
   }
   if (options_.agent_tls) {

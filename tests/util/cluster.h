@@ -32,7 +32,7 @@ class Cluster {
   };
   // The registry the agents pull their images from.
   enum class Images {
-    kSeeds,  // up.sh's (deploy/lib/images.sh): busybox, nginx, soscscs/myapp:v1 and :v2
+    kSeeds,  // up.sh's (the build's OCI demo images): busybox, nginx, soscscs/myapp:v1 and :v2
     kTest,   // WriteTestRegistry's: busybox, tools:v1, appuser:v1, web:v1
   };
   struct Options {

@@ -71,6 +71,8 @@ std::string ReadFile(const std::string& path);
 
 // Where the project's binaries and the peer tools are.
 std::string BinDir();
+// The build's demo images (an OCI image layout tarball up.sh's agents hold from the start).
+std::string DemoImages();
 
 // GET http://ip:port/path (HTTP/1.0): the response's body, or empty when nothing answered.
 std::string HttpGet(const std::string& ip, int port, const std::string& path);
