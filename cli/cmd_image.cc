@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -107,10 +108,21 @@ absl::StatusOr<agent::ImageLoadReply> LoadInto(Session& s, const Archive& archiv
   agent::ImageLoadChunk chunk;
   chunk.set_node(node);
   bool open = writer->Write(chunk);
+  // A large archive says how far it has come, every few seconds.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point began = Clock::now();
+  Clock::time_point said = began;
+  int64_t sent = 0;
   if (open) {
     MKUBE_RETURN_IF_ERROR(archive.Each([&](std::string_view piece) {
       chunk.Clear();
       chunk.set_data(piece.data(), piece.size());
+      sent += static_cast<int64_t>(piece.size());
+      if (Clock::now() - said >= std::chrono::seconds(3)) {
+        said = Clock::now();
+        std::cerr << fmt::format("  {} of {} sent to node \"{}\"\n", HumanSize(sent),
+                                 HumanSize(archive.size()), node);
+      }
       return open = writer->Write(chunk);
     }));
   }
