@@ -1,10 +1,9 @@
 // image load|ls: images put into nodes' stores from archives (as `kind load image-archive`),
 // and what each node holds (as `crictl images`, read from the Nodes' status).
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
