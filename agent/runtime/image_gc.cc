@@ -93,14 +93,17 @@ absl::StatusOr<ImageGc::Round> ImageGc::Collect() {
   }
   seen_ = std::move(seen);
   // The candidates: unused, least recently used first (then the first seen).
-  std::vector<const StoredImage*> unused;
+  std::vector<std::tuple<absl::Time, absl::Time, const StoredImage*>> ranked;
   for (const auto& img : stored) {
-    if (!used.count(img.digest)) unused.push_back(&img);
+    if (used.count(img.digest)) continue;
+    const Seen& s = seen_[img.digest];
+    ranked.emplace_back(s.last_used, s.first_detected, &img);
   }
-  std::sort(unused.begin(), unused.end(), [&](const StoredImage* a, const StoredImage* b) {
-    const Seen &x = seen_[a->digest], &y = seen_[b->digest];
-    return std::tie(x.last_used, x.first_detected) < std::tie(y.last_used, y.first_detected);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
   });
+  std::vector<const StoredImage*> unused;
+  for (const auto& r : ranked) unused.push_back(std::get<2>(r));
   Round round;
   std::vector<const StoredImage*> left;
   for (const StoredImage* img : unused) {
