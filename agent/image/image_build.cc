@@ -152,10 +152,11 @@ class LayerWriter {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<archive, decltype(&archive_write_free)> a_;
+  // Declared before the archive, which writes its last block into it when freed.
   std::string out_;
   std::set<std::string> written_;
   int64_t files_ = 0, bytes_ = 0;
+  std::unique_ptr<archive, decltype(&archive_write_free)> a_;
 };
 
 struct Layer {

@@ -321,7 +321,7 @@ void PodWorkers::RecordStart(runtime::ContainerStart& s, absl::Time now) {
                                        image, took, took, s.image->size_bytes)
                          : fmt::format("Container image \"{}\" already present on machine", image));
   c->pull_backoff = absl::ZeroDuration();
-  c->image_id = s.image->ref.String();
+  c->image_id = s.image->id.empty() ? s.image->ref.String() : s.image->id;
   if (!s.config.ok()) {
     // As the kubelet: the container is not made; the pod is looked at again after a while.
     c->waiting_reason = "CreateContainerConfigError";

@@ -174,6 +174,10 @@ absl::StatusOr<Image> ImageStore::OciImage(const image::PulledImage& pulled) {
   const size_t cut = familiar.find('@') != std::string::npos ? familiar.find('@')
                                                               : familiar.rfind(':');
   img.ref = {familiar.substr(0, cut), pulled.ref.tag.empty() ? pulled.ref.digest : pulled.ref.tag};
+  image::Reference by_digest = pulled.ref;
+  by_digest.tag.clear();
+  by_digest.digest = pulled.digest;
+  img.id = by_digest.String();
   return img;
 }
 

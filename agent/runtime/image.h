@@ -47,6 +47,9 @@ struct Image {
   // pod naming it any of these ways finds it there): its other tags, each name in full
   // ("docker.io/library/nginx:latest"), and its digest form ("docker.io/library/nginx@sha256:..").
   std::vector<std::string> aliases;
+  // What the container statuses' imageID says (the kubelet's): for an OCI image its digest in
+  // its repository ("docker.io/library/nginx@sha256:..."); empty: the name.
+  std::string id;
 };
 
 // An image loaded from an archive.

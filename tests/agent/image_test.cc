@@ -125,6 +125,7 @@ TEST_F(ImageStoreTest, OtherImagesArePulledFromTheirRegistry) {
   EXPECT_EQ(img->config.user, "app");
   EXPECT_EQ(img->config.working_dir, "/srv");
   EXPECT_EQ(img->ref.String(), name);
+  EXPECT_THAT(img->id, ::testing::StartsWith(remote.host() + "/tools@sha256:"));
   EXPECT_EQ(img->size_bytes, static_cast<int64_t>(layer.size() + config.size()));
   EXPECT_TRUE(images.Present(name));
   // IfNotPresent: the node's copy, without asking the registry.

@@ -130,7 +130,9 @@ pass "the container's root is the image's files only (command replaces the Entry
 
 pod bydigest "$registry/tools/busybox@$digest" Always
 completes bydigest "ran as app in /data: from the image"
-pass "pulled by digest ($digest)"
+[ "$(ctl get pod oci -o jsonpath='{.status.containerStatuses[0].imageID}')" = "$registry/tools/busybox@$digest" ] ||
+  fail "the imageID: $(ctl get pod oci -o jsonpath='{.status.containerStatuses[0].imageID}')"
+pass "pulled by digest ($digest); containers' imageID is the repository digest"
 
 pod layers "$registry/tools/layers:v1" IfNotPresent '["echo $(ls /data) $(ls /etc/old.d)"]'
 completes layers "new b"
