@@ -402,11 +402,11 @@ int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageSto
   }
   parts.workers.Start();
   parts.usage.Start(absl::Seconds(f.metrics_resolution));
-  std::thread image_gc_thread([&image_gc] { image_gc.Run(); });
   std::atomic<bool> synced{true};
   CountRunning(&parts.workers);
   auto status_server = mkube::http::StartStatusServer(f.status, mkube::http::DaemonChecks(&synced));
   if (!status_server.ok()) return Fail(std::string(status_server.status().message()));
+  std::thread image_gc_thread([&image_gc] { image_gc.Run(); });
   WriteReadyFile(f.address_file, address);
   WriteReadyFile(f.ready_file, "ready");
   log.info("mkube-agent {} serving on {} ({}), apiserver {}", f.node_name, address,

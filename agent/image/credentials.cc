@@ -33,7 +33,13 @@ absl::StatusOr<std::map<std::string, Credentials>> ParseDockerConfig(const std::
       return absl::InvalidArgumentError(fmt::format("auths[\"{}\"] is not an object", key));
     }
     Credentials c;
-    if (entry.contains("auth") && entry["auth"].is_string()) {
+    for (const char* field : {"auth", "username", "password"}) {
+      if (entry.contains(field) && !entry[field].is_string()) {
+        return absl::InvalidArgumentError(
+            fmt::format("auths[\"{}\"].{} is not a string", key, field));
+      }
+    }
+    if (entry.contains("auth")) {
       std::string decoded;
       const std::string encoded = entry["auth"].get<std::string>();
       const auto colon =
@@ -69,6 +75,8 @@ std::optional<Credentials> CredentialsFile::For(const std::string& registry) {
       if (parsed.ok()) {
         by_host_ = std::move(*parsed);
       } else {
+        // Read again at the next pull (a file caught half-written is whole by then).
+        seen_.reset();
         log::Logger("images").error("registry credentials {}: {}", path_,
                                     std::string(parsed.status().message()));
       }

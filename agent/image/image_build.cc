@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/image/digest.h"
@@ -72,16 +73,29 @@ std::string Quoted(const std::string& path) {
   return q + "'";
 }
 
-// The shared libraries `program` loads (and the dynamic loader), as ldd names them.
-std::vector<std::string> Libraries(const std::string& program) {
+// The shared libraries `program` loads (and the dynamic loader), as ldd names them; none for a
+// static program. A library ldd cannot find, or no answer from ldd, is an error: the image
+// would not run.
+absl::StatusOr<std::vector<std::string>> Libraries(const std::string& program) {
+  const std::string said = Output("ldd " + Quoted(program) + " 2>&1");
+  if (said.find("not a dynamic executable") != std::string::npos ||
+      said.find("statically linked") != std::string::npos) {
+    return std::vector<std::string>{};
+  }
   std::vector<std::string> out;
-  for (absl::string_view line :
-       absl::StrSplit(Output("ldd " + Quoted(program) + " 2>/dev/null"), '\n')) {
+  for (absl::string_view line : absl::StrSplit(said, '\n', absl::SkipWhitespace())) {
     line = absl::StripAsciiWhitespace(line);
+    if (absl::StrContains(line, "not found")) {
+      return absl::NotFoundError(fmt::format("{}: ldd says {}", program, std::string(line)));
+    }
     const size_t arrow = line.find("=> ");
     absl::string_view path = arrow == absl::string_view::npos ? line : line.substr(arrow + 3);
     path = path.substr(0, path.find(' '));
     if (!path.empty() && path[0] == '/') out.emplace_back(path);
+  }
+  if (out.empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("ldd named no library of {} (is ldd installed?): {}", program, said));
   }
   return out;
 }
@@ -169,7 +183,8 @@ absl::StatusOr<Layer> MakeLayer(const ImageSpec& spec) {
   for (const auto& f : spec.files) {
     MKUBE_RETURN_IF_ERROR(w.File(f.to, f.from));
     if (!f.libraries) continue;
-    for (const auto& lib : Libraries(f.from)) {
+    MKUBE_ASSIGN_OR_RETURN(std::vector<std::string> libraries, Libraries(f.from));
+    for (const auto& lib : libraries) {
       std::error_code ec;
       MKUBE_RETURN_IF_ERROR(w.File(lib, fs::canonical(lib, ec).string()));
     }
@@ -230,6 +245,9 @@ absl::StatusOr<std::vector<ImageSpec>> ParseImageSpecs(
           !f.value("to", Json()).is_string()) {
         return bad("each file needs \"from\" and \"to\"");
       }
+      if (f.contains("libraries") && !f["libraries"].is_boolean()) {
+        return bad("a file's \"libraries\" is true or false");
+      }
       spec.files.push_back({f["from"], f["to"], f.value("libraries", false)});
     }
     const Json links = i.value("links", Json::object());
@@ -238,6 +256,7 @@ absl::StatusOr<std::vector<ImageSpec>> ParseImageSpecs(
       if (!target.is_string()) return bad("each link's target is a string");
       spec.links[path] = target.get<std::string>();
     }
+    if (i.contains("busybox") && !i["busybox"].is_string()) return bad("\"busybox\" is a path");
     spec.busybox = i.value("busybox", "");
     spec.config = i.value("config", Json::object());
     if (!spec.config.is_object()) return bad("\"config\" is an object");

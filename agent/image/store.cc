@@ -1,6 +1,7 @@
 #include "agent/image/store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -235,18 +236,24 @@ std::optional<std::string> ContentStore::Ref(const Reference& ref) const {
   return digest;
 }
 
-std::vector<std::pair<Reference, std::string>> ContentStore::Refs() const {
-  std::vector<std::pair<Reference, std::string>> out;
+bool ContentStore::ListRefs(std::vector<std::pair<Reference, std::string>>* out) const {
   const fs::path refs = root_ + "/refs";
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(refs, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    // refs/REGISTRY/REPOSITORY.../tags/TAG or .../digests/HEX
+  std::error_code walk;
+  if (!fs::exists(refs, walk)) return !walk;
+  for (auto it = fs::recursive_directory_iterator(refs, walk); !walk && it != fs::end(it);
+       it.increment(walk)) {
+    std::error_code ec;
+    if (!it->is_regular_file(ec)) {
+      if (ec) return false;
+      continue;
+    }
+    // refs/REGISTRY/REPOSITORY.../tags/TAG or .../digests/HEX; a crash may leave a name's
+    // half-written file beside it (NAME.writing-PID-N), which names nothing.
     const fs::path rel = fs::relative(it->path(), refs, ec);
+    if (ec) return false;
     std::vector<std::string> parts;
     for (const auto& p : rel) parts.push_back(p.string());
-    if (parts.size() < 4) continue;
+    if (parts.size() < 4 || parts.back().find(".writing-") != std::string::npos) continue;
     const std::string& kind = parts[parts.size() - 2];
     Reference ref{.registry = parts[0]};
     if (kind == "tags") {
@@ -259,8 +266,14 @@ std::vector<std::pair<Reference, std::string>> ContentStore::Refs() const {
     for (size_t i = 1; i + 2 < parts.size(); ++i) {
       ref.repository += (ref.repository.empty() ? "" : "/") + parts[i];
     }
-    if (auto digest = Ref(ref)) out.emplace_back(std::move(ref), *digest);
+    if (auto digest = Ref(ref)) out->emplace_back(std::move(ref), *digest);
   }
+  return !walk;
+}
+
+std::vector<std::pair<Reference, std::string>> ContentStore::Refs() const {
+  std::vector<std::pair<Reference, std::string>> out;
+  ListRefs(&out);
   return out;
 }
 
@@ -281,6 +294,14 @@ absl::Status ContentStore::RemoveRef(const Reference& ref) {
 
 namespace {
 
+// The bytes removing the file frees: none while another link to it remains (a blob linked from
+// a served archive's store).
+int64_t Freed(const fs::path& file) {
+  struct stat st {};
+  if (lstat(file.c_str(), &st) != 0 || st.st_nlink > 1) return 0;
+  return static_cast<int64_t>(st.st_size);
+}
+
 // Bytes of the files under `path` (or of the file), which is then removed.
 int64_t RemoveCounting(const fs::path& path) {
   int64_t bytes = 0;
@@ -288,10 +309,10 @@ int64_t RemoveCounting(const fs::path& path) {
   if (fs::is_directory(fs::symlink_status(path, ec))) {
     for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += Freed(it->path());
     }
   } else if (fs::is_regular_file(fs::symlink_status(path, ec))) {
-    bytes = static_cast<int64_t>(fs::file_size(path, ec));
+    bytes = Freed(path);
   }
   fs::remove_all(path, ec);
   return bytes;
@@ -299,20 +320,26 @@ int64_t RemoveCounting(const fs::path& path) {
 
 }  // namespace
 
-int64_t ContentStore::Sweep() {
-  // Marked: every digest a name reaches, through indexes to manifests, and from manifests to
-  // their configs and layers.
+int64_t ContentStore::Sweep(const std::set<std::string>& keep) {
+  // Marked: every digest a name (or `keep`) reaches, through indexes to manifests, and from
+  // manifests to their configs and layers. Anything that cannot be read for certain stops the
+  // sweep before it removes a thing.
   std::set<std::string> blobs, roots;
-  std::vector<std::string> pending;
-  for (const auto& [ref, digest] : Refs()) pending.push_back(digest);
+  std::vector<std::pair<Reference, std::string>> refs;
+  if (!ListRefs(&refs)) return 0;
+  std::vector<std::string> pending(keep.begin(), keep.end());
+  for (const auto& [ref, digest] : refs) pending.push_back(digest);
   while (!pending.empty()) {
     const std::string digest = pending.back();
     pending.pop_back();
     if (!blobs.insert(DigestHex(digest)).second) continue;
     auto body = ReadBlob(digest);
-    if (!body.ok()) continue;
+    if (!body.ok()) {
+      if (HasBlob(digest)) return 0;  // there, but unreadable now: keep everything
+      continue;                       // a name for content the node lacks
+    }
     auto doc = ParseDocument(*body);
-    if (!doc.ok()) continue;
+    if (!doc.ok()) continue;  // a config or a layer named directly
     if (doc->is_index) {
       for (const auto& d : doc->index.manifests) pending.push_back(d.digest);
       continue;

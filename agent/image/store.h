@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,13 +80,17 @@ class ContentStore {
   std::vector<std::pair<Reference, std::string>> Refs() const;
   absl::Status RemoveRef(const Reference& ref);
 
-  // Removes whatever no name reaches: blobs (indexes, manifests, configs, layers), unpacked
+  // Removes whatever no name and no digest of `keep` (images containers still use, whatever
+  // their names stand for now) reaches: blobs (indexes, manifests, configs, layers), unpacked
   // layers, image roots, and files a crash left half-written. Nothing may be written to the
-  // store meanwhile. Returns the bytes freed.
-  int64_t Sweep();
+  // store meanwhile; when the names cannot all be read, nothing is removed. Returns the bytes
+  // freed.
+  int64_t Sweep(const std::set<std::string>& keep = {});
 
  private:
   std::string RefPath(const Reference& ref) const;
+  // Every name, as Refs; false when the folder could not be read whole.
+  bool ListRefs(std::vector<std::pair<Reference, std::string>>* out) const;
   const std::string root_;
 };
 

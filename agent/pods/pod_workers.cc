@@ -365,9 +365,14 @@ std::vector<std::string> PodWorkers::ImagesInUse() {
   std::vector<std::string> out;
   absl::MutexLock lock(&mu_);
   for (const auto& [uid, run] : runs_) {
-    if (!run.pod) continue;
-    for (const auto& c : run.pod->spec().init_containers()) out.push_back(c.image());
-    for (const auto& c : run.pod->spec().containers()) out.push_back(c.image());
+    if (run.pod) {
+      for (const auto& c : run.pod->spec().init_containers()) out.push_back(c.image());
+      for (const auto& c : run.pod->spec().containers()) out.push_back(c.image());
+    }
+    // What each container was started from, whatever its name stands for now.
+    for (const auto& c : run.containers) {
+      if (!c.image_id.empty()) out.push_back(c.image_id);
+    }
   }
   return out;
 }

@@ -364,18 +364,28 @@ std::set<std::string> ImageStore::DigestsOf(const std::vector<std::string>& name
   for (const auto& name : names) {
     auto ref = image::ParseReference(name);
     if (!ref.ok()) continue;
+    if (!ref->digest.empty()) out.insert(ref->digest);
     if (auto digest = oci_store_->Ref(*ref)) out.insert(*digest);
   }
   return out;
 }
 
-int64_t ImageStore::Remove(const std::string& digest) {
+absl::StatusOr<int64_t> ImageStore::Remove(
+    const std::string& digest, const std::function<std::vector<std::string>()>& in_use) {
   if (!oci_store_) return 0;
-  absl::WriterMutexLock alone(&store_mu_);
-  for (const auto& [ref, named] : oci_store_->Refs()) {
-    if (named == digest) oci_store_->RemoveRef(ref).IgnoreError();
+  if (!store_mu_.TryLock()) return absl::UnavailableError("pulls or loads are under way");
+  int64_t freed = 0;
+  // Asked with pulls held off: a pod that found its image since the caller looked is seen.
+  const std::set<std::string> used = DigestsOf(in_use ? in_use() : std::vector<std::string>{});
+  const bool wanted = used.count(digest) > 0;
+  if (!wanted) {
+    for (const auto& [ref, named] : oci_store_->Refs()) {
+      if (named == digest) oci_store_->RemoveRef(ref).IgnoreError();
+    }
+    freed = oci_store_->Sweep(used);
   }
-  const int64_t freed = oci_store_->Sweep();
+  store_mu_.Unlock();
+  if (wanted) return absl::FailedPreconditionError("a container uses it now");
   absl::MutexLock lock(&pull_mu_);
   listed_.reset();
   return freed;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -103,11 +104,16 @@ class ImageStore {
 
   // The content store's images, for garbage collection.
   std::vector<StoredImage> StoredImages() const;
-  // The contents these image names stand for on this node (names it lacks are left out).
+  // The contents these image names stand for on this node (names it lacks are left out; a
+  // name with a digest stands for that digest).
   std::set<std::string> DigestsOf(const std::vector<std::string>& names) const;
-  // Removes the image `digest` under all its names, and whatever only it used; the bytes
-  // freed on disk. Waits for pulls and loads under way.
-  int64_t Remove(const std::string& digest) ABSL_LOCKS_EXCLUDED(pull_mu_, store_mu_);
+  // Removes the image `digest` under all its names, and whatever only it used, unless
+  // `in_use` names it (FailedPrecondition): the images its names stand for (and the digests they
+  // give) are asked for once no pull or load is under way, and kept. The bytes freed on disk;
+  // Unavailable, without waiting, while a pull or load is under way (ask again later).
+  absl::StatusOr<int64_t> Remove(const std::string& digest,
+                                 const std::function<std::vector<std::string>()>& in_use)
+      ABSL_LOCKS_EXCLUDED(pull_mu_, store_mu_);
 
  private:
   absl::StatusOr<Image> Load(const ImageRef& ref) const;

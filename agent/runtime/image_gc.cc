@@ -70,12 +70,19 @@ ImageGc::ImageGc(ImageStore* images, std::function<std::vector<std::string>()> i
       policy_(policy),
       failed_(std::move(failed)) {}
 
-void ImageGc::Remove(const StoredImage& img, const char* why, Round* round) {
-  const int64_t freed = images_->Remove(img.digest);
+bool ImageGc::Remove(const StoredImage& img, const char* why, Round* round) {
+  auto freed = images_->Remove(img.digest, in_use_);
+  if (freed.status().code() == absl::StatusCode::kFailedPrecondition) return true;
+  if (!freed.ok()) {
+    Log().info("image garbage collection waits for the next round: {}",
+               std::string(freed.status().message()));
+    return false;
+  }
   const std::string name = img.names.empty() ? img.digest : img.names[0];
-  Log().info("removed image {} ({}; {} bytes freed): {}", name, img.digest, freed, why);
-  round->freed_bytes += freed;
+  Log().info("removed image {} ({}; {} bytes freed): {}", name, img.digest, *freed, why);
+  round->freed_bytes += *freed;
   round->removed.push_back(name);
+  return true;
 }
 
 absl::StatusOr<ImageGc::Round> ImageGc::Collect() {
@@ -109,7 +116,7 @@ absl::StatusOr<ImageGc::Round> ImageGc::Collect() {
   for (const StoredImage* img : unused) {
     if (policy_.max_age > absl::ZeroDuration() &&
         now - seen_[img->digest].last_used > policy_.max_age) {
-      Remove(*img, "unused for longer than the maximum age", &round);
+      if (!Remove(*img, "unused for longer than the maximum age", &round)) return round;
       seen_.erase(img->digest);
     } else {
       left.push_back(img);
@@ -129,7 +136,7 @@ absl::StatusOr<ImageGc::Round> ImageGc::Collect() {
     if (freed >= round.wanted_bytes) break;
     if (now - seen_[img->digest].first_detected < policy_.min_age) continue;
     const int64_t before = round.freed_bytes;
-    Remove(*img, why.c_str(), &round);
+    if (!Remove(*img, why.c_str(), &round)) return round;  // pulls under way: next round
     freed += round.freed_bytes - before;
     seen_.erase(img->digest);
   }

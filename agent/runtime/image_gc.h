@@ -63,8 +63,9 @@ class ImageGc {
     absl::Time first_detected;
     absl::Time last_used;
   };
-  // Removes `digest`, counting it in `round`.
-  void Remove(const StoredImage& img, const char* why, Round* round);
+  // Removes `img`, counting it in `round` (unless a container has come to use it); false when
+  // pulls under way held it off.
+  bool Remove(const StoredImage& img, const char* why, Round* round);
 
   ImageStore* const images_;
   const std::function<std::vector<std::string>()> in_use_;

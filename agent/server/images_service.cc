@@ -17,7 +17,11 @@ grpc::Status ImagesService::Load(grpc::ServerContext* ctx,
     if (ctx->IsCancelled()) return absl::CancelledError("the caller went away");
     // An empty piece would end the archive early: a sender's empty message is skipped.
     do {
-      if (!reader->Read(&chunk)) return std::string_view();
+      if (!reader->Read(&chunk)) {
+        // A cancelled call is a cut archive, not its end.
+        if (ctx->IsCancelled()) return absl::CancelledError("the caller went away");
+        return std::string_view();
+      }
     } while (chunk.data().empty());
     total += static_cast<int64_t>(chunk.data().size());
     return std::string_view(chunk.data());

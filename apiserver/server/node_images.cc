@@ -13,13 +13,14 @@ namespace mkube::apiserver::server {
 grpc::Status NodeImagesService::Load(grpc::ServerContext* ctx,
                                      grpc::ServerReader<agent::ImageLoadChunk>* reader,
                                      agent::ImageLoadReply* reply) {
+  // Who asks, before anything of what they send is read.
+  auto caller = gate_->Authenticate(AuthorizationHeader(*ctx));
+  if (!caller.ok()) return ToGrpc(caller.status());
   agent::ImageLoadChunk chunk;
   if (!reader->Read(&chunk) || chunk.node().empty()) {
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must name the node"};
   }
   const std::string node_name = chunk.node();
-  auto caller = gate_->Authenticate(AuthorizationHeader(*ctx));
-  if (!caller.ok()) return ToGrpc(caller.status());
   if (auto st = gate_->Check(*caller, {"create", "nodes", "proxy", "", node_name, ""}); !st.ok()) {
     return ToGrpc(st);
   }
@@ -40,6 +41,12 @@ grpc::Status NodeImagesService::Load(grpc::ServerContext* ctx,
       break;
     }
   } while (reader->Read(&chunk));
+  if (ctx->IsCancelled()) {
+    // The caller went away mid-archive: the agent must not take a cut archive for a whole one.
+    actx->TryCancel();
+    writer->Finish();
+    return {grpc::StatusCode::CANCELLED, "the caller went away"};
+  }
   if (sent) writer->WritesDone();
   return FromAgent(writer->Finish(), node_name);
 }

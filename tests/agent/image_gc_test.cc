@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "client/testing/fake_clock.h"
 #include "tests/agent/fake_registry.h"
 #include "tests/util/process.h"
@@ -125,12 +127,35 @@ TEST_F(ImageGcTest, ALayerTwoImagesShareStaysWhileEitherDoes) {
   auto stored = images_.StoredImages();
   ASSERT_EQ(stored.size(), 2u);
   const std::string first = images_.DigestsOf({"first:v1"}).begin()->data();
-  EXPECT_GT(images_.Remove(first), 0);
+  EXPECT_GT(images_.Remove(first, {}).value_or(0), 0);
   EXPECT_FALSE(images_.Present("first:v1"));
   ASSERT_TRUE(images_.Present("second:v1"));
   auto second = images_.Pull("second:v1", /*always=*/false);  // its layers are whole
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(testing::ReadFile(second->root + "/data"), "shared");
+}
+
+// A tag that moved (a newer app:v1 loaded) leaves the old content without a name; a container
+// started from it still names it by digest, and no removal takes it while it does. Nor is an
+// image removed that a container came to use after the collector looked.
+TEST_F(ImageGcTest, WhatContainersUseStaysWhateverTheirNamesStandForNow) {
+  Load("app:v1", "old");
+  const std::string old_digest = *images_.DigestsOf({"app:v1"}).begin();
+  auto old_image = images_.Pull("app:v1", /*always=*/false);
+  ASSERT_TRUE(old_image.ok()) << old_image.status();
+  Load("app:v1", "new");  // the tag moves
+  Load("other:v1", "other");
+  const std::string running = "docker.io/library/app@" + old_digest;
+  auto in_use = [&] { return std::vector<std::string>{running}; };
+  auto other = images_.Remove(*images_.DigestsOf({"other:v1"}).begin(), in_use);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(testing::ReadFile(old_image->root + "/data"), "old");  // its tree is still there
+  EXPECT_EQ(images_.Remove(old_digest, in_use).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Once no container names it, the next removal sweeps it.
+  auto swept = images_.Remove(*images_.DigestsOf({"app:v1"}).begin(), {});
+  ASSERT_TRUE(swept.ok());
+  EXPECT_FALSE(std::filesystem::exists(old_image->root));
 }
 
 }  // namespace
