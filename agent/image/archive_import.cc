@@ -216,6 +216,9 @@ absl::StatusOr<std::vector<ImportedImage>> FromOciLayout(const Contents& c, Cont
 
 }  // namespace
 
+namespace {
+
+// A file's bytes as an archive source.
 ArchiveSource FileSource(const std::string& file) {
   auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
   auto buffer = std::make_shared<std::string>(256 << 10, '\0');
@@ -226,6 +229,8 @@ ArchiveSource FileSource(const std::string& file) {
     return std::string_view(buffer->data(), static_cast<size_t>(in->gcount()));
   };
 }
+
+}  // namespace
 
 absl::StatusOr<std::vector<ImportedImage>> ImportArchive(const std::string& file,
                                                          ContentStore* store) {

@@ -26,8 +26,6 @@ absl::StatusOr<std::vector<ImportedImage>> ImportArchive(const std::string& file
 // The archive's bytes in turn: each call gives the next piece (valid until the next call),
 // empty at the end; an error ends the import with it.
 using ArchiveSource = std::function<absl::StatusOr<std::string_view>()>;
-// A file's bytes as an archive source.
-ArchiveSource FileSource(const std::string& file);
 // The same from a stream; `what` names it in errors.
 absl::StatusOr<std::vector<ImportedImage>> ImportArchive(ArchiveSource source,
                                                          const std::string& what,
