@@ -366,13 +366,13 @@ absl::Status ImageGcFromFlags(Flags* f) {
 
 // A real node: its pods run here, until a signal.
 int RunNode(const Flags& f, client::GrpcClient* client, agent::runtime::ImageStore* images,
-            agent::node::NodeOptions node, const agent::server::Serving& serving) {
+            agent::node::NodeOptions node, const agent::server::Serving& serving,
+            const agent::runtime::HostIsolation& isolation) {
   spdlog::logger& log = mkube::log::Logger("main");
   // The node's folder holds its pods' files and its token: its owner's alone.
   std::error_code ec;
   std::filesystem::permissions(f.root_dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
-  const agent::runtime::HostIsolation isolation = HostIsolationFromFlags(f, &node);
   NodeParts parts(f, client, images, isolation, &serving.auth);
   // The agent's server first: the Node must say where it is.
   int port = 0;
@@ -450,7 +450,10 @@ int main(int argc, char** argv) {
   if (auto st = ImageGcFromFlags(&f); !st.ok()) return Fail(std::string(st.message()));
 
   client::GrpcClient client(*copts);
-  agent::runtime::OciOptions oci{.dir = f.root_dir + "/oci"};
+  agent::runtime::HostIsolation isolation;
+  if (f.simulated == 0) isolation = HostIsolationFromFlags(f, &*node);
+  // Containers' roots stack the layers' own folders where overlayfs can.
+  agent::runtime::OciOptions oci{.dir = f.root_dir + "/oci", .layered = isolation.overlay};
   oci.registry.insecure.insert(f.insecure_registries.begin(), f.insecure_registries.end());
   auto credentials = std::make_shared<agent::image::CredentialsFile>(
       f.registry_credentials.empty() ? f.root_dir + "/config.json" : f.registry_credentials);
@@ -464,5 +467,5 @@ int main(int argc, char** argv) {
     }
   }
   if (f.simulated > 0) return RunSimulated(&client, &images, *node, f);
-  return RunNode(f, &client, &images, *std::move(node), *serving);
+  return RunNode(f, &client, &images, *std::move(node), *serving, isolation);
 }

@@ -9,13 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <memory>
 #include <set>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/image/layer_view.h"
 #include "fmt/format.h"
 
 namespace mkube::agent::image {
@@ -49,33 +49,13 @@ std::string CleanPath(std::string_view path) {
 // ".." no higher than it. So "lib/x" with lib -> usr/lib is "usr/lib/x" (images whose /lib
 // links to /usr/lib), and no link leads out of the image.
 absl::StatusOr<std::string> ResolveIn(const std::string& root, const std::string& rel) {
-  std::vector<std::string> done;
-  std::deque<std::string> todo;
-  for (absl::string_view p : absl::StrSplit(rel, '/', absl::SkipEmpty())) todo.emplace_back(p);
-  int links = 0;
-  while (!todo.empty()) {
-    std::string part = std::move(todo.front());
-    todo.pop_front();
-    if (part == ".") continue;
-    if (part == "..") {
-      if (!done.empty()) done.pop_back();
-      continue;
-    }
-    done.push_back(part);
-    const std::string on_disk = root + "/" + absl::StrJoin(done, "/");
-    struct stat st {};
-    if (lstat(on_disk.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) continue;
-    if (++links > 40) {
-      return absl::InvalidArgumentError(fmt::format("too many symbolic links under \"{}\"", rel));
-    }
-    std::error_code ec;
-    const std::string target = fs::read_symlink(on_disk, ec).string();
-    done.pop_back();
-    if (!target.empty() && target.front() == '/') done.clear();
-    std::vector<std::string> parts = absl::StrSplit(target, '/', absl::SkipEmpty());
-    todo.insert(todo.begin(), parts.begin(), parts.end());
+  auto parts = ResolveLinks(rel, true, true, [&root](const std::vector<std::string>& p) {
+    return std::optional<std::string>(root + "/" + absl::StrJoin(p, "/"));
+  });
+  if (!parts) {
+    return absl::InvalidArgumentError(fmt::format("too many symbolic links under \"{}\"", rel));
   }
-  return absl::StrJoin(done, "/");
+  return absl::StrJoin(*parts, "/");
 }
 
 // `path`'s folder resolved under `root` (as ResolveIn), and its last name.

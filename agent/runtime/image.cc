@@ -109,6 +109,7 @@ absl::StatusOr<Image> ImageStore::Load(const ImageRef& ref) const {
   Image img;
   img.ref = ref;
   img.root = (fs::path(store_) / ref.name / ref.tag).string();
+  img.layers = {img.root};
   const fs::path config = fs::path(img.root) / kConfigFile;
   std::error_code ec;
   if (fs::exists(config, ec)) {
@@ -140,6 +141,7 @@ ImageStore::ImageStore(std::string registry_dir, std::string store_dir, OciOptio
     : registry_(std::move(registry_dir)), store_(std::move(store_dir)) {
   if (oci.dir.empty()) return;
   oci_dir_ = oci.dir;
+  layered_ = oci.layered;
   oci_store_ = std::make_unique<image::ContentStore>(oci.dir);
   oci_registry_ = std::make_unique<image::RegistryClient>(std::move(oci.registry));
   puller_ = std::make_unique<image::Puller>(oci_store_.get(), oci_registry_.get());
@@ -163,9 +165,25 @@ bool ImageStore::Present(const std::string& image) const {
 }
 
 absl::StatusOr<Image> ImageStore::OciImage(const image::PulledImage& pulled) {
-  MKUBE_ASSIGN_OR_RETURN(std::string root, oci_store_->Root(pulled.manifest_digest, pulled.layers));
+  std::vector<std::string> layers;
+  std::string root;
+  if (layered_) {
+    for (auto it = pulled.layers.rbegin(); it != pulled.layers.rend(); ++it) {
+      MKUBE_ASSIGN_OR_RETURN(layers.emplace_back(),
+                             oci_store_->Layer(*it, image::Whiteouts::kOverlay));
+    }
+    // overlayfs stacks one folder at least: an image of no layers is an empty one.
+    if (layers.empty()) {
+      MKUBE_ASSIGN_OR_RETURN(root, oci_store_->Root(pulled.manifest_digest, {}));
+      layers = {root};
+    }
+  } else {
+    MKUBE_ASSIGN_OR_RETURN(root, oci_store_->Root(pulled.manifest_digest, pulled.layers));
+    layers = {root};
+  }
   const image::ImageConfig& c = pulled.config;
-  Image img{.root = std::move(root),
+  Image img{.layers = std::move(layers),
+            .root = std::move(root),
             .config = {c.entrypoint, c.cmd, c.env, c.user, c.working_dir},
             .size_bytes = pulled.size_bytes,
             .own_root = true};

@@ -39,7 +39,10 @@ struct ImageConfig {
 // A pulled image on this node.
 struct Image {
   ImageRef ref;
-  std::string root;  // folder holding the image's files
+  // The image's file tree as folders stacked, the topmost first (image::LayerView): an OCI
+  // image's layers where containers' roots are overlays of them, else one folder, `root`.
+  std::vector<std::string> layers;
+  std::string root;  // the one folder holding the image's files; empty when layered
   ImageConfig config;
   int64_t size_bytes = 0;
   // An OCI image brings its whole file tree: the node's system folders are not added to it.
@@ -70,6 +73,9 @@ struct StoredImage {
 // Where OCI images are kept and fetched from.
 struct OciOptions {
   std::string dir;  // the content store's folder; empty: registry folder images only
+  // Images are run from their layers' own folders, stacked by overlayfs (which needs root);
+  // else each is applied into one folder first.
+  bool layered = false;
   image::RegistryOptions registry;
 };
 
@@ -78,7 +84,7 @@ struct OciOptions {
 // pulled is really there (and stays there while the registry changes). A pull of an image the
 // node holds in the same version (same files, sizes and times) copies nothing. Any other image
 // is an OCI image: pulled from its registry into the content store, or loaded from an archive,
-// and run from its layers applied into one tree.
+// and run from its layers (stacked, or applied into one tree).
 class ImageStore {
  public:
   ImageStore(std::string registry_dir, std::string store_dir, OciOptions oci = {});
@@ -138,6 +144,7 @@ class ImageStore {
   std::unique_ptr<image::Puller> served_puller_;
   std::set<std::string> served_;
   std::string oci_dir_;
+  bool layered_ = false;
 };
 
 }  // namespace mkube::agent::runtime

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/image/layer_view.h"
 #include "base/status.h"
 #include "fmt/format.h"
 
@@ -110,17 +111,15 @@ bool IsNumber(const std::string& s) {
 
 // The lines of an image's /etc/passwd or /etc/group, each split at ':'.
 using Table = std::vector<std::vector<std::string>>;
-Table Entries(const std::string& root, const std::string& name) {
+Table Entries(const Image& image, const std::string& name) {
   Table out;
-  // Only a file of the image's own, of a sane size: not one a link leads to elsewhere.
+  // Only a file of the image's own (its links followed inside it), of a sane size.
+  const auto path = image::LayerView(image.layers).Find(name);
   std::error_code ec;
-  const fs::path path = fs::canonical(fs::path(root) / name, ec);
-  const fs::path top = fs::canonical(root, ec);
-  if (ec || path.string().rfind(top.string() + "/", 0) != 0 || !fs::is_regular_file(path, ec) ||
-      fs::file_size(path, ec) > (1 << 20)) {
+  if (!path || !fs::is_regular_file(*path, ec) || fs::file_size(*path, ec) > (1 << 20)) {
     return out;
   }
-  std::ifstream in(path);
+  std::ifstream in(*path);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     out.push_back(absl::StrSplit(line, ':'));
@@ -142,8 +141,8 @@ absl::StatusOr<ImageUser> ResolveImageUser(const Image& image, const std::string
   if (user.empty()) return out;
   std::vector<std::string> parts = absl::StrSplit(user, absl::MaxSplits(':', 1));
   // (An image without files has no users.)
-  const auto passwd = image.root.empty() ? Table() : Entries(image.root, "etc/passwd");
-  const auto group = image.root.empty() ? Table() : Entries(image.root, "etc/group");
+  const auto passwd = Entries(image, "/etc/passwd");
+  const auto group = Entries(image, "/etc/group");
   int64_t n = 0;
   std::string name;
   const bool numeric = absl::SimpleAtoi(parts[0], &n);
@@ -216,6 +215,7 @@ bool HasFilesystem(const std::string& name) {
 std::string HostIsolation::Describe() const {
   std::vector<std::string> on;
   if (mount_ns) on.push_back("mount+uts namespaces (own root filesystem)");
+  if (overlay) on.push_back("overlayfs (images' layers stacked)");
   if (root) on.push_back("users and capabilities");
   if (cgroups.Any()) on.push_back("cgroup v1 limits (" + cgroups.Describe() + ")");
   std::string out = on.empty() ? "none" : absl::StrJoin(on, ", ");

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_split.h"
+#include "agent/image/layer_view.h"
 #include "agent/runtime/process.h"
 #include "agent/runtime/sandbox.h"
 #include "base/status.h"
@@ -125,8 +126,9 @@ void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& imag
 // /etc: the image's own when the root is layered, with the pod's hosts and hostname, the users
 // root and nobody where the image names none, and the host's files programs need to start.
 void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<MountStep>* steps) {
+  const image::LayerView files(in.image->layers);
   auto image_has = [&](const char* name) {
-    return in.overlay && Exists(Join(in.image->root, std::string("etc/") + name));
+    return in.overlay && files.Find(std::string("/etc/") + name, false).has_value();
   };
   if (!image_has("passwd")) {
     steps->push_back({Kind::kFile,
@@ -207,8 +209,9 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& r
     if (under && (!best || s.target.size() >= best->target.size())) best = &s;
   }
   if (!best) {
-    return spec.image_root.empty() ? std::vector<std::string>{}
-                                   : std::vector{Join(spec.image_root, path)};
+    // The image's own file, its links followed inside the image.
+    auto found = image::LayerView(spec.image_layers).Find(path);
+    return found ? std::vector{*found} : std::vector<std::string>{};
   }
   const std::string rest = path.substr(best->target.size());
   switch (best->kind) {
@@ -295,14 +298,22 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   const api::Container& c = *in.container;
   spec.read_only_root =
       c.has_security_context() && c.security_context().read_only_root_filesystem();
-  std::set<std::string> image_entries;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(in.image->root, ec)) {
-    image_entries.insert(e.path().filename().string());
-  }
+  const std::set<std::string> image_entries = image::LayerView(in.image->layers).List("");
   // With overlayfs the root is the image's files under a writable layer; without it, a tmpfs
-  // holding read-only binds of the image's entries.
-  if (in.overlay) spec.image_root = in.image->root;
+  // holding read-only binds of the entries of the image's one folder.
+  if (in.overlay) {
+    for (const auto& layer : in.image->layers) {
+      if (layer.find_first_of(":,") != std::string::npos) {
+        return absl::FailedPreconditionError(fmt::format(
+            "overlayfs cannot stack the image's folder {}: its path holds ':' or ','", layer));
+      }
+    }
+    spec.image_layers = in.image->layers;
+  } else if (in.image->root.empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("image {} is in layers, which only overlayfs stacks", in.image->ref.String()));
+  }
+  std::error_code ec;
   // An OCI image brings its own system folders; the demo images borrow the node's.
   const bool own = in.image->own_root;
   if (!own) AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);

@@ -17,6 +17,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
 
 namespace mkube::agent::runtime {
 namespace fs = std::filesystem;
@@ -136,6 +139,10 @@ bool MakeMountPoint(const std::string& source, const std::string& path, std::str
   return true;
 }
 
+// The longest list of lower folders named whole in an overlay's options (one page holds them
+// with the upper and work folders).
+constexpr size_t kMaxLowerDirs = 3072;
+
 // An overlay of `lower` (folders joined by ':', each under `host`, where the node's root is) at
 // `path`; writable through a fresh layer of upper and work folders under `layer` (under `host`
 // too) unless read-only. The upper folder takes the first lower folder's mode and owner, which
@@ -143,11 +150,31 @@ bool MakeMountPoint(const std::string& source, const std::string& path, std::str
 bool Overlay(const std::string& host, const std::string& lower, const std::string& path,
              const std::string& layer, bool read_only, std::string* error) {
   if (!MakeDirs(path, error)) return false;
-  std::string lowers;
+  std::vector<std::string> folders;
   for (size_t at = 0; at != std::string::npos;) {
     const size_t colon = lower.find(':', at);
-    lowers += (lowers.empty() ? "" : ":") + host + lower.substr(at, colon - at);
+    folders.push_back(host + lower.substr(at, colon - at));
     at = colon == std::string::npos ? colon : colon + 1;
+  }
+  std::string lowers = absl::StrJoin(folders, ":");
+  // mount(2) reads one page of options: the folders of an image of many layers are named
+  // through short links (0, 1, ...) in its layer's folder, the current one while it mounts.
+  if (lowers.size() > kMaxLowerDirs) {
+    const std::string links = host + layer + "/lower";
+    if (!MakeDirs(links, error)) return false;
+    std::vector<std::string> names;
+    for (const auto& f : folders) {
+      names.push_back(std::to_string(names.size()));
+      if (symlink(f.c_str(), (links + "/" + names.back()).c_str()) != 0) {
+        *error = Errno("link the lower folder " + f);
+        return false;
+      }
+    }
+    if (chdir(links.c_str()) != 0) {
+      *error = Errno("enter " + links);
+      return false;
+    }
+    lowers = absl::StrJoin(names, ":");
   }
   std::string options = "lowerdir=" + lowers;
   if (!read_only) {
@@ -299,9 +326,10 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
       return false;
     }
     std::string root = spec.root;
-    if (!spec.image_root.empty()) {
+    if (!spec.image_layers.empty()) {
       root = spec.root + "/root";
-      if (!Overlay("", spec.image_root, root, spec.root + "/layers/root", false, error)) {
+      const std::string lower = absl::StrJoin(spec.image_layers, ":");
+      if (!Overlay("", lower, root, spec.root + "/layers/root", false, error)) {
         return false;
       }
     }

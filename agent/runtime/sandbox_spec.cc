@@ -37,7 +37,7 @@ nlohmann::json ToJson(const SandboxSpec& spec) {
   }
   return {{"isolated", spec.isolated},
           {"root", spec.root},
-          {"imageRoot", spec.image_root},
+          {"imageLayers", spec.image_layers},
           {"hostname", spec.hostname},
           {"steps", steps},
           {"readOnlyRoot", spec.read_only_root},
@@ -56,7 +56,7 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
   try {
     spec.isolated = j.value("isolated", false);
     spec.root = j.value("root", "");
-    spec.image_root = j.value("imageRoot", "");
+    spec.image_layers = j.value("imageLayers", std::vector<std::string>{});
     spec.hostname = j.value("hostname", "");
     spec.read_only_root = j.value("readOnlyRoot", false);
     spec.identity = IdentityFromJson(j.value("identity", nlohmann::json::object()));

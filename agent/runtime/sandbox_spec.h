@@ -37,13 +37,14 @@ struct MountStep {
 
 // A container's sandbox: a mount namespace whose root is built by `steps` at `root` (an empty
 // host folder), a hostname of its own, and an identity. The root is the image's files under a
-// writable layer when `image_root` is set (overlayfs), else a fresh tmpfs. Writable layers live
+// writable layer when `image_layers` are set (overlayfs stacks them, the topmost first), else a
+// fresh tmpfs. Writable layers live
 // in memory that the container's mount namespace alone holds: each start of a container begins
 // from its image again, as in Kubernetes.
 struct SandboxSpec {
   bool isolated = false;  // false: runs in the node's filesystem (the host offers nothing)
   std::string root;
-  std::string image_root;
+  std::vector<std::string> image_layers;
   std::string hostname;
   std::vector<MountStep> steps;
   bool read_only_root = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/image/layer.h"
+#include "agent/image/layer_view.h"
 
 namespace mkube::agent::image {
 namespace {
@@ -196,6 +197,64 @@ TEST_F(LayerTest, OverlayWhiteoutsAreDevicesAndOpaqueMarks) {
   EXPECT_EQ(getxattr((root + "/d").c_str(), "trusted.overlay.opaque", value, sizeof value), 1);
   EXPECT_EQ(value[0], 'y');
   EXPECT_EQ(Read(root + "/d/kept"), "k");
+}
+
+// Layers kept apart and read as overlayfs stacks them show the same tree as the same layers
+// applied into one folder: the same names in each folder, the same bytes in each file.
+TEST_F(LayerTest, StackedLayersReadAsTheAppliedTree) {
+  if (geteuid() != 0) GTEST_SKIP() << "overlay whiteouts need root";
+  const std::vector<std::vector<Item>> layers = {
+      {{Item::kDir, "usr/bin/"},
+       {Item::kFile, "usr/bin/env", "env"},
+       {Item::kSymlink, "bin", "usr/bin"},
+       {Item::kFile, "etc/passwd", "root:x:0:0::/:/bin/sh"},
+       {Item::kFile, "etc/old", "old"},
+       {Item::kFile, "opt/app/a", "a1"},
+       {Item::kFile, "opt/app/b", "b1"},
+       {Item::kFile, "data/d", "d"},
+       {Item::kSymlink, "loop", "loop2"},
+       {Item::kSymlink, "loop2", "/loop"}},
+      {{Item::kFile, "usr/bin/sh", "sh"},
+       {Item::kFile, "etc/.wh.old"},
+       {Item::kFile, "opt/app/.wh..wh..opq"},
+       {Item::kFile, "opt/app/c", "c2"},
+       {Item::kSymlink, "etc/users", "/etc/passwd"},
+       {Item::kFile, ".wh.data"}},
+      {{Item::kFile, "opt/app/b", "b3"}, {Item::kFile, "data/new", "n"}},
+  };
+  const std::string applied = dir_ + "/applied";
+  std::vector<std::string> stacked;  // the topmost first
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string blob = Layer("l" + std::to_string(i), layers[i]);
+    ASSERT_TRUE(UnpackLayer(blob, applied, Whiteouts::kApply).ok());
+    const std::string own = dir_ + "/layer" + std::to_string(i);
+    ASSERT_TRUE(UnpackLayer(blob, own, Whiteouts::kOverlay).ok());
+    stacked.insert(stacked.begin(), own);
+  }
+  const LayerView view(stacked), one({applied});
+  for (const char* folder : {"", "/", "usr/bin", "/bin", "etc", "opt/app", "data", "absent"}) {
+    EXPECT_EQ(view.List(folder), one.List(folder)) << folder;
+  }
+  EXPECT_EQ(view.List("opt/app"), (std::set<std::string>{"b", "c"}));
+  EXPECT_EQ(view.List("data"), std::set<std::string>{"new"});
+  for (const char* path : {"/bin/sh", "bin/env", "/etc/passwd", "etc/users", "opt/app/b",
+                           "opt/app/c", "data/new", "/usr/bin/../bin/sh", "/../../etc/passwd"}) {
+    auto got = view.Find(path);
+    ASSERT_TRUE(got.has_value()) << path;
+    auto want = one.Find(path);
+    ASSERT_TRUE(want.has_value()) << path;
+    EXPECT_EQ(Read(*got), Read(*want)) << path;
+  }
+  EXPECT_EQ(Read(*view.Find("opt/app/b")), "b3");
+  EXPECT_EQ(*view.Find("/bin/sh"), stacked[1] + "/usr/bin/sh");
+  for (const char* gone : {"etc/old", "opt/app/a", "data/d", "loop", "missing", "bin/missing",
+                           "etc/passwd/x"}) {
+    EXPECT_FALSE(view.Find(gone).has_value()) << gone;
+    EXPECT_FALSE(one.Find(gone).has_value()) << gone;
+  }
+  // Not following the last link: the link itself.
+  ASSERT_TRUE(view.Find("bin", false).has_value());
+  EXPECT_EQ(*view.Find("bin", false), stacked[2] + "/bin");
 }
 
 }  // namespace

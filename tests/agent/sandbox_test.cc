@@ -143,6 +143,7 @@ TEST(ResolveIdentity, ImageUsersByNameComeFromTheImagesOwnFiles) {
     api::Pod pod = PodWith();
     Image image;
     image.root = root.string();
+    image.layers = {image.root};
     image.config.user = c.user;
     auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
     if (!c.error.empty()) {
@@ -165,6 +166,7 @@ TEST(ResolveIdentity, ImageUsersByNameComeFromTheImagesOwnFiles) {
   pod.mutable_spec()->mutable_security_context()->set_run_as_user(1000);
   Image image;
   image.root = root.string();
+  image.layers = {image.root};
   image.config.user = "root";
   auto id = ResolveIdentity(pod, pod.spec().containers(0), image, Root());
   ASSERT_TRUE(id.ok()) << id.status();
@@ -194,6 +196,7 @@ class SandboxTest : public ::testing::Test {
     Write(host() + "/etc/ld.so.cache", 0644);
     Write(host() + "/etc/shadow", 0600);
     fs::create_symlink("usr/bin", host() + "/bin");
+    image_.layers = {image_.root};
     Write(image_.root + "/bin/myapp", 0755);
     Write(image_.root + "/data/page.html", 0644);
     Write(image_.root + "/image.json", 0644);
@@ -236,7 +239,7 @@ TEST_F(SandboxTest, TheRootIsTheImageUnderAWritableLayerWithTheSystemFolders) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->isolated);
   EXPECT_EQ(spec->hostname, "web");
-  EXPECT_EQ(spec->image_root, image_.root);
+  EXPECT_EQ(spec->image_layers, image_.layers);
   EXPECT_FALSE(spec->read_only_root);
   // The image's bin merged over the host's (bin -> usr/bin), writable through its own layer.
   const MountStep* bin = Find(*spec, "/bin");
@@ -289,7 +292,7 @@ TEST_F(SandboxTest, AnOciImageIsTheWholeRoot) {
   image_.own_root = true;
   auto spec = BuildSandbox(Inputs(pod));
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->image_root, image_.root);
+  EXPECT_EQ(spec->image_layers, image_.layers);
   for (const char* system : {"/bin", "/usr", "/lib"}) {
     EXPECT_EQ(Find(*spec, system), nullptr) << system;
   }
@@ -323,7 +326,7 @@ TEST_F(SandboxTest, AReadOnlyRootHasNoWritableLayerAnywhere) {
   auto spec = BuildSandbox(Inputs(pod));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->read_only_root);
-  EXPECT_EQ(spec->image_root, image_.root);
+  EXPECT_EQ(spec->image_layers, image_.layers);
   EXPECT_TRUE(Find(*spec, "/bin")->read_only);
   for (const char* system : {"/usr", "/lib"}) {
     EXPECT_EQ(Find(*spec, system)->kind, Kind::kBind) << system;
@@ -337,7 +340,7 @@ TEST_F(SandboxTest, WithoutOverlayfsTheImagesEntriesAreBoundReadOnly) {
   plain.overlay = false;
   auto spec = BuildSandbox(plain);
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_TRUE(spec->image_root.empty());
+  EXPECT_TRUE(spec->image_layers.empty());
   EXPECT_EQ(Find(*spec, "/bin")->kind, Kind::kBind);
   EXPECT_EQ(Find(*spec, "/bin")->source, image_.root + "/bin");
   EXPECT_EQ(Find(*spec, "/usr")->kind, Kind::kBind);

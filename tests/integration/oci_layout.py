@@ -4,12 +4,13 @@
 /etc/passwd, a /data folder with a file and /etc/old.d with a file a; Entrypoint
 ["/bin/sh", "-c"], a Cmd that prints who runs it and where, User app, WorkingDir /data.
 
-    oci_layout.py OUT_DIR TAG [plain|layers|index|big:MB]
+    oci_layout.py OUT_DIR TAG [plain|layers|index|big:MB|many:N]
 
 layers: a second layer above that whites out /data/motd, adds /data/new, and makes /etc/old.d
 opaque holding only b (its /data/new names the tag, so each tag's upper layer is its own). index: an image index of two platforms, linux/arm64 first (its Cmd
 says "wrong platform") and linux/amd64. big:MB: a second layer of MB megabytes of random bytes
-(/data/random), which gzip cannot shrink. Prints the digest the tag stands for.
+(/data/random), which gzip cannot shrink. many:N: N layers above, the i-th adding /data/lI
+(I in three digits) that says "layer I". Prints the digest the tag stands for.
 """
 import gzip
 import hashlib
@@ -110,8 +111,13 @@ def main(out, tag, kind):
     elif kind.startswith("big:"):
         noise = os.urandom(int(kind[4:]) << 20)
         top = image(out, [base, tar_layer([("data", None, 0, None), ("data/random", noise, 0o644, None)])])
+    elif kind.startswith("many:"):
+        uppers = [tar_layer([("data", None, 0, None),
+                             ("data/l%03d" % i, ("layer %d\n" % i).encode(), 0o644, None)])
+                  for i in range(int(kind[5:]))]
+        top = image(out, [base] + uppers)
     else:
-        sys.exit("oci_layout.py: the kind is plain, layers, index or big:MB, not " + kind)
+        sys.exit("oci_layout.py: the kind is plain, layers, index, big:MB or many:N, not " + kind)
     top = {k: v for k, v in top.items() if k != "platform"}
     top["annotations"] = {"org.opencontainers.image.ref.name": tag}
     with open(os.path.join(out, "index.json"), "w") as f:
