@@ -53,7 +53,7 @@ struct Flags {
   std::string node_name = mkube::daemon::Hostname(), node_ip = "127.0.0.1", listen, address_file;
   std::string ready_file;
   mkube::http::StatusFlags status;
-  std::string root_dir, registry_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
+  std::string root_dir, pod_cidr = "127.1.0.0/24", agent_token_file;
   std::vector<std::string> insecure_registries;
   std::string registry_credentials;  // empty: <root-dir>/config.json
   std::vector<std::string> image_archives;
@@ -83,8 +83,6 @@ void AddNodeFlags(CLI::App* app, Flags* f) {
   app->add_option("--ready-file", f->ready_file,
                   "Write \"ready\" to this file once the node is registered and runs its pods");
   app->add_option("--root-dir", f->root_dir, "The node's folder: pods, images, logs")->required();
-  app->add_option("--image-registry", f->registry_dir,
-                  "Folder of images (<name>/<tag>/) to pull from");
   app->add_option("--image-archive", f->image_archives,
                   "Images the node holds from the start (a docker save archive or an OCI image "
                   "layout tarball): their names are pulled from here, as from a registry that "
@@ -214,7 +212,7 @@ absl::StatusOr<agent::node::NodeOptions> NodeFromFlags(const Flags& f) {
   return node;
 }
 
-// --root-dir made (and absolute), --image-registry absolute.
+// --root-dir made (and absolute).
 absl::Status PrepareFolders(Flags* f) {
   std::error_code ec;
   std::filesystem::create_directories(f->root_dir, ec);
@@ -223,9 +221,6 @@ absl::Status PrepareFolders(Flags* f) {
         fmt::format("cannot create --root-dir {}: {}", f->root_dir, ec.message()));
   }
   f->root_dir = std::filesystem::absolute(f->root_dir).string();
-  if (!f->registry_dir.empty()) {
-    f->registry_dir = std::filesystem::absolute(f->registry_dir).string();
-  }
   return absl::OkStatus();
 }
 
@@ -460,7 +455,7 @@ int main(int argc, char** argv) {
   oci.registry.credentials = [credentials](const std::string& registry) {
     return credentials->For(registry);
   };
-  agent::runtime::ImageStore images(f.registry_dir, f.root_dir + "/images", std::move(oci));
+  agent::runtime::ImageStore images(std::move(oci));
   for (const auto& archive : f.image_archives) {
     if (auto st = images.ServeArchive(archive); !st.ok()) {
       return Fail(fmt::format("--image-archive {}: {}", archive, std::string(st.message())));

@@ -16,18 +16,14 @@
 
 namespace mkube::agent::runtime {
 
-// An image reference split as a registry path: "soscscs/myapp:v1" → {"soscscs/myapp", "v1"};
-// the tag defaults to "latest"; "docker.io/" and "library/" prefixes are dropped, so "nginx",
-// "library/nginx" and "docker.io/library/nginx:latest" name the same image.
+// An image's name as people write it: "nginx" and "latest", "127.0.0.1:5000/app" and "v1".
 struct ImageRef {
   std::string name;
-  std::string tag;
+  std::string tag;  // or the digest ("sha256:...") of an image named by it
   std::string String() const { return name + ":" + tag; }
 };
-absl::StatusOr<ImageRef> ParseImageRef(const std::string& image);
 
-// What an image says about running it (its image.json, or an OCI image's config; every field
-// optional).
+// What an image's config says about running it (every field optional).
 struct ImageConfig {
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
@@ -39,20 +35,18 @@ struct ImageConfig {
 // A pulled image on this node.
 struct Image {
   ImageRef ref;
-  // The image's file tree as folders stacked, the topmost first (image::LayerView): an OCI
-  // image's layers where containers' roots are overlays of them, else one folder, `root`.
+  // The image's file tree as folders stacked, the topmost first (image::LayerView): its layers
+  // where containers' roots are overlays of them, else one folder, `root`.
   std::vector<std::string> layers;
-  std::string root;  // the one folder holding the image's files; empty when layered
+  std::string root;  // the one folder its layers were applied into; empty when layered
   ImageConfig config;
   int64_t size_bytes = 0;
-  // An OCI image brings its whole file tree: the node's system folders are not added to it.
-  bool own_root = false;
   // The image's other names, for the node's status (as the kubelet reports them, so that a
   // pod naming it any of these ways finds it there): its other tags, each name in full
   // ("docker.io/library/nginx:latest"), and its digest form ("docker.io/library/nginx@sha256:..").
   std::vector<std::string> aliases;
-  // What the container statuses' imageID says (the kubelet's): for an OCI image its digest in
-  // its repository ("docker.io/library/nginx@sha256:..."); empty: the name.
+  // What the container statuses' imageID says (the kubelet's): its digest in its repository
+  // ("docker.io/library/nginx@sha256:...").
   std::string id;
 };
 
@@ -70,43 +64,40 @@ struct StoredImage {
   int64_t size_bytes = 0;
 };
 
-// Where OCI images are kept and fetched from.
+// Where images are kept and fetched from.
 struct OciOptions {
-  std::string dir;  // the content store's folder; empty: registry folder images only
+  std::string dir;  // the content store's folder
   // Images are run from their layers' own folders, stacked by overlayfs (which needs root);
   // else each is applied into one folder first.
   bool layered = false;
   image::RegistryOptions registry;
 };
 
-// The node's image store. Images come from a registry folder (<registry>/<name>/<tag>/, with
-// an optional image.json); pulling copies one into the node's own folder, so what a node has
-// pulled is really there (and stays there while the registry changes). A pull of an image the
-// node holds in the same version (same files, sizes and times) copies nothing. Any other image
-// is an OCI image: pulled from its registry into the content store, or loaded from an archive,
-// and run from its layers (stacked, or applied into one tree).
+// The node's images: OCI images pulled from their registries (or from the node's served
+// archives) into its content store, or loaded from archives, and run from their layers
+// (stacked, or applied into one tree).
 class ImageStore {
  public:
-  ImageStore(std::string registry_dir, std::string store_dir, OciOptions oci = {});
+  explicit ImageStore(OciOptions oci);
 
   // The image, pulled first when the node does not have it or `always` is set.
-  // NotFound when the registry has no such image.
-  absl::StatusOr<Image> Pull(const std::string& image, bool always) ABSL_LOCKS_EXCLUDED(pull_mu_);
+  // NotFound when the registry has no such image (the registry's reason in the message).
+  absl::StatusOr<Image> Pull(const std::string& image, bool always) ABSL_LOCKS_EXCLUDED(list_mu_);
   // Whether the node holds the image.
   bool Present(const std::string& image) const;
-  // Every image the node holds, for its status (read from disk again only after a pull
-  // changed it).
-  std::vector<Image> List() const ABSL_LOCKS_EXCLUDED(pull_mu_);
+  // Every image the node holds, one per content under all its names, for its status (read
+  // from disk again only after a pull, load or removal changed it).
+  std::vector<Image> List() const ABSL_LOCKS_EXCLUDED(list_mu_);
   // The images of a `docker save` archive or an OCI image layout, into the content store
-  // (`what` names the archive in errors). FailedPrecondition without a content store.
+  // (`what` names the archive in errors).
   absl::StatusOr<std::vector<LoadedImage>> LoadArchive(image::ArchiveSource source,
                                                        const std::string& what)
-      ABSL_LOCKS_EXCLUDED(pull_mu_);
+      ABSL_LOCKS_EXCLUDED(list_mu_);
 
   // Images the node can pull without a registry: the archive's images are kept apart, and a
   // pull of one of their names (Always included) takes it from there as from a registry that
   // holds it (the events say Pulling and Pulled, as for any pull). Before any pod runs.
-  absl::Status ServeArchive(const std::string& file) ABSL_LOCKS_EXCLUDED(pull_mu_);
+  absl::Status ServeArchive(const std::string& file) ABSL_LOCKS_EXCLUDED(list_mu_);
 
   // The content store's images, for garbage collection.
   std::vector<StoredImage> StoredImages() const;
@@ -119,22 +110,17 @@ class ImageStore {
   // Unavailable, without waiting, while a pull or load is under way (ask again later).
   absl::StatusOr<int64_t> Remove(const std::string& digest,
                                  const std::function<std::vector<std::string>()>& in_use)
-      ABSL_LOCKS_EXCLUDED(pull_mu_, store_mu_);
+      ABSL_LOCKS_EXCLUDED(list_mu_, store_mu_);
 
  private:
-  absl::StatusOr<Image> Load(const ImageRef& ref) const;
-  // Whether `image` is one of the registry folder's (or was pulled from it).
-  bool FromFolder(const std::string& image) const;
-  absl::StatusOr<Image> PullOci(const std::string& image, bool always);
   absl::StatusOr<Image> OciImage(const image::PulledImage& pulled);
 
-  const std::string registry_, store_;
   std::unique_ptr<image::ContentStore> oci_store_;
   std::unique_ptr<image::RegistryClient> oci_registry_;
   std::unique_ptr<image::Puller> puller_;
-  // One pull at a time, so two pods starting together do not copy over each other.
-  mutable absl::Mutex pull_mu_;
-  mutable std::optional<std::vector<Image>> listed_ ABSL_GUARDED_BY(pull_mu_);
+  // Guards the listing kept between changes.
+  mutable absl::Mutex list_mu_;
+  mutable std::optional<std::vector<Image>> listed_ ABSL_GUARDED_BY(list_mu_);
   // Pulls and loads write to the content store together (readers); a removal sweeps it alone
   // (the writer), so that no blob of a pull under way is taken for garbage.
   mutable absl::Mutex store_mu_;

@@ -47,9 +47,9 @@ struct ConfigError {
 absl::StatusOr<Identity> ResolveIdentity(const api::Pod& pod, const api::Container& container,
                                          const Image& image, const HostIsolation& host);
 
-// Everything that goes into a container's root: the image's files, the host's system folders
-// read-only, generated /etc files, /proc, a minimal /dev, a private /tmp and the pod's
-// volumes. `volumes_dir` holds the pod's emptyDirs; `root` is where the root is assembled.
+// Everything that goes into a container's root: the image's files, generated /etc files and
+// the node's resolver, /proc, a minimal /dev, a private /tmp and the pod's volumes.
+// `volumes_dir` holds the pod's emptyDirs; `root` is where the root is assembled.
 struct SandboxInputs {
   const api::Pod* pod = nullptr;
   const api::Container* container = nullptr;
@@ -58,7 +58,7 @@ struct SandboxInputs {
   std::string volumes_dir;
   std::string pod_ip;
   Identity identity;
-  std::string host_root = "/";  // where the host's system folders are looked up (tests)
+  std::string host_root = "/";  // where the node's files are looked up (tests)
   bool overlay = true;
 };
 absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in);

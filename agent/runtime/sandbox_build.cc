@@ -22,16 +22,8 @@ namespace {
 
 using Kind = MountStep::Kind;
 
-// The host's folders every container sees read-only: its programs and libraries.
-constexpr const char* kSystemFolders[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr"};
-// The image's config, beside its files (image.h): not one of them.
-constexpr const char* kImageConfig = "image.json";
 // Names at the top of a tmpfs root the sandbox makes itself; an image's own are not used.
-const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run", kImageConfig};
-// Files of the host's /etc that programs need to start and resolve names (bound read-only when
-// the host has them).
-constexpr const char* kHostEtcFiles[] = {"ld.so.cache", "resolv.conf",  "nsswitch.conf",
-                                         "localtime",   "alternatives", "ssl"};
+const std::set<std::string> kReserved = {"etc", "proc", "dev", "tmp", "sys", "run"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 std::string Join(const std::string& a, const std::string& b) {
@@ -67,64 +59,8 @@ std::string Hostname(const api::Pod& pod) {
   return h;
 }
 
-// The image's folder of that name merged over the host's, or the image's alone where
-// overlayfs is missing (read-only then).
-MountStep Merged(const std::string& image_dir, const std::string& host_dir,
-                 const std::string& target, bool overlay, bool writable) {
-  if (!overlay) return {Kind::kBind, image_dir, target, true};
-  return {Kind::kOverlay, image_dir + ":" + host_dir, target, !writable};
-}
-
-// The host's system folders, each merged with the image's folder of that name when it has one;
-// under a writable layer of their own unless the root is read-only (or overlayfs is missing).
-void AddSystemFolders(const SandboxInputs& in, const std::set<std::string>& image_entries,
-                      bool writable, std::vector<MountStep>* steps) {
-  const std::string& image_root = in.image->root;
-  for (const char* name : kSystemFolders) {
-    const std::string host = Join(in.host_root, name);
-    const std::string target = std::string("/") + name;
-    // An image's link of that name is left to lead where it does inside the root.
-    const bool in_image = image_entries.contains(name);
-    struct stat st;
-    if (in_image && lstat(Join(image_root, name).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      if (!in.overlay) {
-        std::error_code ec;
-        steps->push_back(
-            {Kind::kSymlink, fs::read_symlink(Join(image_root, name), ec).string(), target, false});
-      }
-      continue;
-    }
-    if (lstat(host.c_str(), &st) != 0) {
-      // The layered root shows the image's own already.
-      if (in_image && !in.overlay) {
-        steps->push_back({Kind::kBind, Join(image_root, name), target, true});
-      }
-      continue;
-    }
-    if (S_ISLNK(st.st_mode)) {
-      std::error_code ec;
-      const fs::path resolved = fs::canonical(host, ec);
-      if (in_image && !ec) {
-        steps->push_back(
-            Merged(Join(image_root, name), resolved.string(), target, in.overlay, writable));
-      } else {
-        steps->push_back({Kind::kSymlink, fs::read_symlink(host, ec).string(), target, false});
-      }
-    } else if (S_ISDIR(st.st_mode)) {
-      if (in_image) {
-        steps->push_back(
-            Merged(Join(image_root, name), OnNode(host), target, in.overlay, writable));
-      } else if (writable) {
-        steps->push_back({Kind::kOverlay, OnNode(host), target, false});
-      } else {
-        steps->push_back({Kind::kBind, OnNode(host), target, true});
-      }
-    }
-  }
-}
-
 // /etc: the image's own when the root is layered, with the pod's hosts and hostname, the users
-// root and nobody where the image names none, and the host's files programs need to start.
+// root and nobody where the image names none, and the node's resolver.
 void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<MountStep>* steps) {
   const image::LayerView files(in.image->layers);
   auto image_has = [&](const char* name) {
@@ -141,14 +77,8 @@ void AddEtc(const SandboxInputs& in, const std::string& hostname, std::vector<Mo
   }
   steps->push_back({Kind::kFile, HostsFile(in.pod_ip, hostname), "/etc/hosts", false});
   steps->push_back({Kind::kFile, hostname + "\n", "/etc/hostname", false});
-  for (const char* name : kHostEtcFiles) {
-    // An OCI image's own libraries and certificates are its; the node's resolver is every pod's.
-    if (in.image->own_root && std::string_view(name) != "resolv.conf") continue;
-    const std::string host = Join(in.host_root, std::string("etc/") + name);
-    if (Exists(host)) {
-      steps->push_back({Kind::kBind, OnNode(host), std::string("/etc/") + name, true});
-    }
-  }
+  const std::string resolver = Join(in.host_root, "etc/resolv.conf");
+  if (Exists(resolver)) steps->push_back({Kind::kBind, OnNode(resolver), "/etc/resolv.conf", true});
 }
 
 void AddDev(std::vector<MountStep>* steps) {
@@ -298,10 +228,8 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   const api::Container& c = *in.container;
   spec.read_only_root =
       c.has_security_context() && c.security_context().read_only_root_filesystem();
-  const std::set<std::string> image_entries = image::LayerView(in.image->layers).List("");
-  // With overlayfs the root is the image's files under a writable layer; without it, a tmpfs
-  // holding read-only binds of the entries of the image's one folder.
   if (in.overlay) {
+    // The root is the image's layers under a writable layer.
     for (const auto& layer : in.image->layers) {
       if (layer.find_first_of(":,") != std::string::npos) {
         return absl::FailedPreconditionError(fmt::format(
@@ -312,25 +240,17 @@ absl::StatusOr<SandboxSpec> BuildSandbox(const SandboxInputs& in) {
   } else if (in.image->root.empty()) {
     return absl::FailedPreconditionError(
         fmt::format("image {} is in layers, which only overlayfs stacks", in.image->ref.String()));
-  }
-  std::error_code ec;
-  // An OCI image brings its own system folders; the demo images borrow the node's.
-  const bool own = in.image->own_root;
-  if (!own) AddSystemFolders(in, image_entries, in.overlay && !spec.read_only_root, &spec.steps);
-  if (in.overlay) {
-    if (image_entries.contains(kImageConfig)) {
-      spec.steps.push_back({Kind::kRemove, "", std::string("/") + kImageConfig, false});
-    }
   } else {
-    std::set<std::string> system(std::begin(kSystemFolders), std::end(kSystemFolders));
-    for (const auto& name : image_entries) {
-      if ((!own && system.contains(name)) || kReserved.contains(name)) continue;
+    // Without overlayfs, a tmpfs holding read-only binds of the entries of the image's folder.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(in.image->root, ec)) {
+      const std::string name = e.path().filename().string();
+      if (kReserved.contains(name)) continue;
       // A link stays a link: bound, it would be followed on the node.
-      const std::string path = Join(in.image->root, name);
-      if (fs::is_symlink(path, ec)) {
-        spec.steps.push_back({Kind::kSymlink, fs::read_symlink(path, ec).string(), "/" + name});
+      if (e.is_symlink(ec)) {
+        spec.steps.push_back({Kind::kSymlink, fs::read_symlink(e.path(), ec).string(), "/" + name});
       } else {
-        spec.steps.push_back({Kind::kBind, path, "/" + name, true});
+        spec.steps.push_back({Kind::kBind, e.path().string(), "/" + name, true});
       }
     }
   }

@@ -53,6 +53,9 @@ class FakeRegistry {
     blobs_[Sha256Of(bytes)] = bytes;
     return Sha256Of(bytes);
   }
+  // Adds a small image (one layer: bin/sh and etc/passwd with a user app; Entrypoint /bin/sh,
+  // User app, WorkingDir /srv) under `repo:tag`; returns its manifest's digest.
+  std::string AddImage(const std::string& repo, const std::string& tag);
   bool lie_about_digests = false;
   std::atomic<int> token_requests{0};
   std::atomic<int> blob_requests{0};
@@ -157,6 +160,30 @@ inline std::string Tar(const std::vector<TarEntry>& files, bool gzip) {
 
 // A gzip'd tar layer's bytes holding `files`.
 inline std::string TarGz(const std::vector<TarEntry>& files) { return Tar(files, true); }
+
+inline std::string FakeRegistry::AddImage(const std::string& repo, const std::string& tag) {
+  const std::string layer =
+      TarGz({{"bin/sh", "#!static"}, {"etc/passwd", "app:x:10:10::/:/bin/sh\n"}});
+  const std::string config =
+      R"({"os":"linux","architecture":"amd64","config":{"Entrypoint":["/bin/sh"],)"
+      R"("Cmd":["-c","true"],"Env":["PATH=/bin"],"User":"app","WorkingDir":"/srv"}})";
+  const std::string layer_digest = AddBlob(layer), config_digest = AddBlob(config);
+  return AddManifest(repo, tag,
+                     R"({"schemaVersion":2,"config":{"digest":")" + config_digest + R"(","size":)" +
+                         std::to_string(config.size()) + R"(},"layers":[{"digest":")" +
+                         layer_digest + R"(","size":)" + std::to_string(layer.size()) + "}]}");
+}
+
+// A `docker save` archive of one small image (bin/sh; Cmd sh) under each of `names`.
+inline std::string ImageArchive(const std::vector<std::string>& names) {
+  std::string tags;
+  for (const auto& n : names) tags += (tags.empty() ? "\"" : ",\"") + n + "\"";
+  return Tar({{"cfg.json", R"({"os":"linux","architecture":"amd64","config":{"Cmd":["sh"]}})"},
+              {"layer.tar", Tar({{"bin/sh", "#!static"}}, false)},
+              {"manifest.json",
+               R"([{"Config":"cfg.json","RepoTags":[)" + tags + R"(],"Layers":["layer.tar"]}])"}},
+             false);
+}
 
 // An archive source giving `bytes` in one piece, then its end.
 inline ArchiveSource WholeArchive(std::string bytes) {

@@ -50,7 +50,7 @@ class ImageGcTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  ImageStore images_{"", dir_.Sub("images"), OciOptions{.dir = dir_.Sub("oci")}};
+  ImageStore images_{OciOptions{.dir = dir_.Sub("oci")}};
   client::testing::FakeClock clock_;
   std::vector<std::string> in_use_;
   int64_t available_ = kCapacity / 2;

@@ -10,6 +10,7 @@
 
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
+#include "tests/agent/fake_registry.h"
 #include "tests/util/process.h"
 
 namespace mkube::agent::node {
@@ -18,8 +19,9 @@ namespace {
 class NodeStatusTest : public ::testing::Test {
  protected:
   NodeStatusTest() {
-    std::filesystem::create_directories(dir_.Sub("registry/busybox/latest"));
-    std::ofstream(dir_.Sub("registry/busybox/latest/image.json")) << R"({"entrypoint": ["sh"]})";
+    std::ofstream(dir_.Sub("busybox.tar"), std::ios::binary)
+        << agent::image::ImageArchive({"busybox:latest"});
+    EXPECT_TRUE(images_.ServeArchive(dir_.Sub("busybox.tar")).ok());
     options_.name = "node01";
     options_.ip = "127.1.2.1";
     options_.labels = {{"disktype", "ssd"}, {"zone", "a"}, {"rack", "r1"}};
@@ -39,7 +41,7 @@ class NodeStatusTest : public ::testing::Test {
   client::testing::FakeClock clock_;
   client::testing::FakeClient fake_{&clock_};
   client::EventRecorder events_{&fake_, "kubelet", "node01", 1000, &clock_};
-  runtime::ImageStore images_{dir_.Sub("registry"), dir_.Sub("images")};
+  runtime::ImageStore images_{runtime::OciOptions{.dir = dir_.Sub("node/oci")}};
   NodeOptions options_;
 };
 

@@ -12,6 +12,7 @@
 #include "agent/testing/fake_process_runner.h"
 #include "client/testing/fake_client.h"
 #include "client/testing/fake_clock.h"
+#include "tests/agent/fake_registry.h"
 #include "tests/util/eventually.h"
 #include "tests/util/process.h"
 
@@ -23,8 +24,9 @@ using mkube::testing::Eventually;
 class PodWorkersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::filesystem::create_directories(dir_.Sub("registry/busybox/latest"));
-    std::ofstream(dir_.Sub("registry/busybox/latest/image.json")) << R"({"entrypoint": ["sh"]})";
+    std::ofstream(dir_.Sub("busybox.tar"), std::ios::binary)
+        << agent::image::ImageArchive({"busybox:latest"});
+    EXPECT_TRUE(images_.ServeArchive(dir_.Sub("busybox.tar")).ok());
   }
   void TearDown() override {
     if (workers_) workers_->Stop(absl::ZeroDuration());
@@ -113,7 +115,12 @@ class PodWorkersTest : public ::testing::Test {
   // when the informer has seen every write.
   client::testing::FakeClient event_sink_{&clock_};
   client::EventRecorder events_{&event_sink_, "kubelet", "node01", 1000, &clock_};
-  runtime::ImageStore images_{dir_.Sub("registry"), dir_.Sub("node/images")};
+  agent::image::FakeRegistry remote_{agent::image::FakeRegistry::Auth::kNone};
+  runtime::ImageStore images_{[this] {
+    runtime::OciOptions oci{.dir = dir_.Sub("node/oci")};
+    oci.registry.insecure.insert(remote_.host());
+    return oci;
+  }()};
   testing::FakeProcessRunner runner_;
   std::unique_ptr<client::Informer<api::Pod>> pods_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
@@ -256,7 +263,7 @@ TEST_F(PodWorkersTest, WhatAnEarlierAgentLeftRunningIsAdoptedNotStartedAgain) {
 
 TEST_F(PodWorkersTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   ASSERT_NO_FATAL_FAILURE(Start());
-  Create("nope", "Always", "no/such:image");
+  Create("nope", "Always", remote_.host() + "/no/such:image");
   ASSERT_TRUE(Settle());
   ASSERT_TRUE(Settle());
   EXPECT_EQ(Waiting("nope"), "ErrImagePull");
@@ -264,7 +271,7 @@ TEST_F(PodWorkersTest, AMissingImageIsErrImagePullThenImagePullBackOff) {
   ASSERT_TRUE(Advance(absl::Seconds(1)));
   EXPECT_EQ(Waiting("nope"), "ImagePullBackOff");
   // The image appears in the registry: pulled at the end of the back-off.
-  std::filesystem::create_directories(dir_.Sub("registry/no/such/image"));
+  remote_.AddImage("no/such", "image");
   ASSERT_TRUE(Advance(absl::Seconds(10)));
   EXPECT_EQ(runner_.Running("nope-c"), 1);
 }

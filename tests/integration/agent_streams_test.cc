@@ -44,7 +44,8 @@ TEST_F(AgentTest, RunsAPodAndServesItsLogsAndExec) {
   ASSERT_EQ(st.container_statuses_size(), 1);
   EXPECT_TRUE(st.container_statuses(0).state().has_running());
   EXPECT_TRUE(st.container_statuses(0).ready());
-  EXPECT_EQ(st.container_statuses(0).image_id(), "busybox:latest");
+  EXPECT_THAT(st.container_statuses(0).image_id(),
+              StartsWith("docker.io/library/busybox@sha256:"));
   EXPECT_THAT(Ctl({"get", "pod", "web"}).out, ::testing::ContainsRegex("web +1/1 +Running +0 "));
   // The kubelet's events, as describe shows them.
   ASSERT_TRUE(Eventually([&] {

@@ -26,12 +26,8 @@ class SchedulerTest : public ClusterSuite {
  protected:
   static void SetUpTestSuite() {
     // Each node on an address of its own, as hostPorts are forwarded from it.
-    StartCluster({.node_ips = true, .images = Cluster::Images::kTest, .controller_manager = false});
-    // The seeds' image: the demo web server (on the pod's port 8080).
-    const std::string registry = cluster_->registry();
-    std::filesystem::create_directories(registry + "/soscscs/myapp");
-    std::filesystem::copy(registry + "/web/v1", registry + "/soscscs/myapp/v1",
-                          std::filesystem::copy_options::recursive);
+    // The seeds' images: soscscs/myapp:v1 is the demo web server (on the pod's port 80).
+    StartCluster({.node_ips = true, .controller_manager = false});
   }
   void TearDown() override {
     Ctl({"delete", "pods", "--all", "--grace-period=0", "--force"});
@@ -271,7 +267,7 @@ TEST_F(SchedulerTest, TwoPodsWithOneHostPortNeverShareANodeAndTheNodeForwardsIt)
   auto pod = [port](const std::string& name) {
     return fmt::format(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\nspec:\n  containers:\n  - name: c\n"
-        "    image: soscscs/myapp:v1\n    ports: [{{containerPort: 8080, hostPort: {}}}]\n",
+        "    image: soscscs/myapp:v1\n    ports: [{{containerPort: 80, hostPort: {}}}]\n",
         name, port);
   };
   for (const char* name : {"hp1", "hp2"}) {

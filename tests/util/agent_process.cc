@@ -24,8 +24,6 @@ absl::Status AgentProcess::Start() {
                                    o_.listen,
                                    "--root-dir",
                                    root(),
-                                   "--image-registry",
-                                   o_.registry,
                                    "--pod-cidr",
                                    o_.pod_cidr,
                                    "--address-file",
@@ -80,30 +78,6 @@ void SimulatedAgentProcess::Stop() {
   if (!proc_ || !proc_->Running()) return;
   proc_->Signal(SIGTERM);
   if (!proc_->Wait(std::chrono::seconds(20))) proc_->Kill();
-}
-
-void WriteTestRegistry(const std::string& dir) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir + "/busybox/latest");
-  std::ofstream(dir + "/busybox/latest/image.json") << R"({"cmd": ["sh"]})";
-  fs::create_directories(dir + "/tools/v1/bin");
-  std::ofstream(dir + "/tools/v1/image.json")
-      << R"({"entrypoint": ["greet"], "cmd": ["world"], "env": ["GREETING=hello"]})";
-  const std::string greet = dir + "/tools/v1/bin/greet";
-  std::ofstream(greet) << "#!/bin/sh\necho \"$GREETING $1 from $IMAGE_ROOT\"\n";
-  // Runnable by any user: containers do not run as root.
-  fs::permissions(greet, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
-  // An image with users of its own, run as one of them by name.
-  fs::create_directories(dir + "/appuser/v1/etc");
-  std::ofstream(dir + "/appuser/v1/image.json") << R"({"cmd": ["sleep", "3600"], "user": "app"})";
-  std::ofstream(dir + "/appuser/v1/etc/passwd")
-      << "root:x:0:0:root:/root:/bin/sh\napp:x:1500:1600:app:/home/app:/bin/sh\n";
-  std::ofstream(dir + "/appuser/v1/etc/group") << "root:x:0:\napp:x:1600:\nstaff:x:50:app\n";
-  fs::create_directories(dir + "/web/v1/bin");
-  std::ofstream(dir + "/web/v1/image.json") << R"({"entrypoint": ["web"], "env": ["PORT=8080"]})";
-  fs::copy_file(BinDir() + "/mkube-demo-server", dir + "/web/v1/bin/web",
-                fs::copy_options::overwrite_existing);
 }
 
 }  // namespace mkube::testing

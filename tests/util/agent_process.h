@@ -17,7 +17,6 @@ class AgentProcess {
     std::string apiserver;
     std::string agent_token_file;  // plaintext; "": the TLS flags are in `extra`
     std::string node = "node01";
-    std::string registry;  // image registry folder
     std::string pod_cidr = "127.1.0.0/24";
     // Where it serves logs and exec; the apiserver reaches it at the node's address (the
     // --node-ip in `extra`, 127.0.0.1 without one) on this port.
@@ -67,10 +66,5 @@ class SimulatedAgentProcess {
   std::vector<std::string> extra_;
   std::unique_ptr<Subprocess> proc_;
 };
-
-// A registry folder with the images tests use: busybox (the host's shell tools), tools:v1
-// (a program of its own, with an entrypoint, a cmd and env) and web:v1 (the demo HTTP server
-// on the pod's port 8080).
-void WriteTestRegistry(const std::string& dir);
 
 }  // namespace mkube::testing

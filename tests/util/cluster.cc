@@ -95,7 +95,7 @@ absl::Status Cluster::RestartApiserver(const std::string& listen) {
 absl::Status Cluster::StartNodes() {
   // (Simulated nodes pull nothing.)
   if (!options_.nodes.empty()) {
-    if (auto st = WriteRegistry(); !st.ok()) return st;
+    if (auto st = CheckImages(); !st.ok()) return st;
   }
   for (const std::string& node : options_.nodes) {
     if (options_.agent_tls) {
@@ -119,14 +119,12 @@ absl::Status Cluster::StartNodes() {
   return absl::OkStatus();
 }
 
-absl::Status Cluster::WriteRegistry() const {
-  if (options_.images == Images::kTest) {
-    WriteTestRegistry(registry());
-    return absl::OkStatus();
-  }
-  // The seeds' images are the build's OCI demo images, which each agent holds from the start.
-  if (!std::filesystem::exists(DemoImages())) {
-    return absl::FailedPreconditionError("the build made no demo images: " + DemoImages());
+absl::Status Cluster::CheckImages() const {
+  for (const std::string& archive : {DemoImages(), TestImages()}) {
+    if (!std::filesystem::exists(archive)) {
+      return absl::FailedPreconditionError("the build made no images at " + archive +
+                                           " (is busybox installed?)");
+    }
   }
   return absl::OkStatus();
 }
@@ -157,8 +155,8 @@ AgentProcess::Options Cluster::AgentOptions(const std::string& node) const {
   o.apiserver = api_->address();
   o.agent_token_file = api_->agent_token_file();
   o.node = node;
-  o.registry = registry();
-  if (options_.images == Images::kSeeds) o.extra = {"--image-archive", DemoImages()};
+  o.extra = {"--image-archive", DemoImages()};
+  if (options_.images == Images::kTest) o.extra.insert(o.extra.end(), {"--image-archive", TestImages()});
   o.pod_cidr = PodPrefix(node) + "0/24";
   if (options_.node_ips) {
     o.extra.insert(o.extra.end(), {"--node-ip", NodeIp(node)});

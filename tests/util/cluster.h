@@ -30,10 +30,10 @@ class Cluster {
     kMkube,  // mkube-store
     kEtcd,   // a real etcd, the peer
   };
-  // The registry the agents pull their images from.
+  // The images the agents hold from the start (--image-archive).
   enum class Images {
-    kSeeds,  // up.sh's (the build's OCI demo images): busybox, nginx, soscscs/myapp:v1 and :v2
-    kTest,   // WriteTestRegistry's: busybox, tools:v1, appuser:v1, web:v1
+    kSeeds,  // up.sh's (the build's demo images): busybox, nginx, soscscs/myapp:v1 and :v2
+    kTest,   // those and the tests' own (TestImages): tools:v1, appuser:v1, web:v1
   };
   struct Options {
     Store store = Store::kMkube;
@@ -90,7 +90,6 @@ class Cluster {
   // What a client of the apiserver with `token` (of kTokens) is made with.
   client::ClientOptions ClientOptionsFor(const std::string& token) const;
   const TempDir& dir() const { return dir_; }
-  std::string registry() const { return dir_.Sub("registry"); }
   // The CA and certificates of agent_tls: ca.crt, apiserver-agent-client.{crt,key}, and
   // nodes/<node>/agent.{crt,key}.
   std::string pki() const { return dir_.Sub("pki"); }
@@ -126,9 +125,9 @@ class Cluster {
  private:
   absl::Status StartStore();
   absl::Status StartApiserver();
-  // The registry, the agents and the simulated nodes.
+  // The agents and the simulated nodes.
   absl::Status StartNodes();
-  absl::Status WriteRegistry() const;
+  absl::Status CheckImages() const;
   absl::Status MakeAgentCertificate(const std::string& node) const;
 
   TempDir dir_;

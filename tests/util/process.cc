@@ -166,6 +166,7 @@ std::string ReadFile(const std::string& path) {
 
 std::string BinDir() { return MKUBE_BIN_DIR; }
 std::string DemoImages() { return std::string(MKUBE_BIN_DIR) + "/../images/demo.tar"; }
+std::string TestImages() { return std::string(MKUBE_BIN_DIR) + "/../images/test.tar"; }
 std::string EtcdctlPath() { return MKUBE_ETCDCTL; }
 std::string EtcdPath() { return MKUBE_ETCD; }
 

@@ -73,6 +73,8 @@ std::string ReadFile(const std::string& path);
 std::string BinDir();
 // The build's demo images (an OCI image layout tarball up.sh's agents hold from the start).
 std::string DemoImages();
+// The tests' own images (tests/images/test.json): tools:v1, appuser:v1 and web:v1.
+std::string TestImages();
 
 // GET http://ip:port/path (HTTP/1.0): the response's body, or empty when nothing answered.
 std::string HttpGet(const std::string& ip, int port, const std::string& path);
