@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds mkube with Ninja and ccache into build/ (or $MKUBE_BUILD_DIR).
+# Configures and builds mkube with Ninja and ccache into build/ (or $MKUBE_BUILD_DIR): the
+# targets given (build.sh [TARGET...]), else all of it, tests included.
 # The configuration asked for (MKUBE_BUILD_TYPE, MKUBE_CMAKE_ARGS) is recorded in the build
 # folder; a folder configured otherwise is configured again from a fresh cache, so that a
 # reused folder never builds with options other than those asked for (a sanitizer lane
@@ -29,4 +30,4 @@ if [ ! -f "$build/build.ninja" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted"
   cmake -S "$root" -B "$build" "${args[@]}" >/dev/null
   printf '%s\n' "$wanted" >"$stamp"
 fi
-ninja -C "$build" ${MKUBE_NINJA_ARGS:-}
+ninja -C "$build" ${MKUBE_NINJA_ARGS:-} "$@"

@@ -58,6 +58,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 source "$root/deploy/lib/proc.sh"
+source "$root/deploy/lib/registry.sh"
 [ ! -d "$state" ] || state=$(cd "$state" && pwd)
 
 # valid VAR FLAG: VAR (a flag's value; empty is let through) is one the flag takes; numbers are
@@ -132,7 +133,10 @@ nodes=(master01)
 for i in $(seq 1 "$workers"); do nodes+=("$(printf 'node%02d' "$i")"); done
 
 "$root/deploy/deps.sh"
-"$root/deploy/build.sh" >/dev/null
+# Only what the cluster runs is built (./deploy/test.sh builds the rest); the build's progress
+# goes to stderr, stdout being the cluster's.
+"$root/deploy/build.sh" mkube-store mkube-apiserver mkube-controller-manager mkube-scheduler \
+  mkube-agent mkube-monitor mkubectl mkube-demo-images >&2
 bin=${MKUBE_BUILD_DIR:-$root/build}/bin
 mkdir -p "$state/run/supervisors" "$state/logs" "$state/store"
 state=$(cd "$state" && pwd)
@@ -315,20 +319,8 @@ registry_flags=()
 if [ "$registry" != none ]; then
   command -v docker-registry >/dev/null ||
     { echo "up.sh: --registry needs docker-registry (deploy/deps.sh installs it)" >&2; exit 1; }
-  cat >"$state/registry.yml.tmp" <<YAML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $state/registry-data
-  delete:
-    enabled: true
-http:
-  addr: $registry
-YAML
-  mv -f "$state/registry.yml.tmp" "$state/registry.yml"
-  registry_ready() { curl -sf --max-time 2 "http://$registry/v2/" >/dev/null; }
+  registry_config "$state/registry.yml" "$registry" "$state/registry-data"
+  registry_ready() { registry_answers "$registry"; }
   start registry registry_ready "$(command -v docker-registry)" serve "$state/registry.yml"
   registry_flags=(--insecure-registry "$registry")
 fi

@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "agent/image/digest.h"
 #include "agent/image/reference.h"
+#include "base/platform.h"
 #include "base/status.h"
 #include "fmt/format.h"
 
@@ -273,7 +274,7 @@ absl::StatusOr<std::vector<BuiltImage>> WriteImageLayout(const std::vector<Image
   for (const auto& spec : images) {
     MKUBE_ASSIGN_OR_RETURN(Layer layer, MakeLayer(spec));
     const std::string layer_digest = Sha256Of(layer.tar);
-    const std::string config = Json{{"architecture", "amd64"},
+    const std::string config = Json{{"architecture", HostArchitecture()},
                                     {"os", "linux"},
                                     {"config", spec.config},
                                     {"rootfs", {{"type", "layers"}, {"diff_ids", {layer_digest}}}}}

@@ -12,6 +12,7 @@
 #include "agent/image/reference.h"
 #include "agent/image/registry.h"
 #include "agent/image/store.h"
+#include "base/platform.h"
 
 // Images pulled into the node's content store: the manifest a name stands for (through an
 // index, the node's platform's), its config and its layers, each blob fetched only when the
@@ -31,7 +32,7 @@ struct PulledImage {
 class Puller {
  public:
   Puller(ContentStore* store, RegistryClient* registry, std::string os = "linux",
-         std::string architecture = "amd64")
+         std::string architecture = HostArchitecture())
       : store_(store),
         registry_(registry),
         os_(std::move(os)),

@@ -9,6 +9,7 @@
 
 #include "api/object.h"
 #include "base/log.h"
+#include "base/platform.h"
 #include "base/status.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -98,7 +99,7 @@ static api::NodeStatus MachineStatus(const NodeOptions& o) {
   info->set_kubelet_version(o.version);
   info->set_kube_proxy_version(o.version);
   info->set_operating_system("linux");
-  info->set_architecture("amd64");
+  info->set_architecture(HostArchitecture());
   return st;
 }
 
@@ -154,9 +155,9 @@ absl::Status NodeStatusManager::Register() {
   auto& labels = *node.mutable_metadata()->mutable_labels();
   labels["kubernetes.io/hostname"] = options_.name;
   labels["kubernetes.io/os"] = "linux";
-  labels["kubernetes.io/arch"] = "amd64";
+  labels["kubernetes.io/arch"] = HostArchitecture();
   labels["beta.kubernetes.io/os"] = "linux";
-  labels["beta.kubernetes.io/arch"] = "amd64";
+  labels["beta.kubernetes.io/arch"] = HostArchitecture();
   for (const auto& [k, v] : options_.labels) labels[k] = v;
   for (const auto& t : options_.taints) *node.mutable_spec()->add_taints() = t;
   node.mutable_spec()->set_pod_cidr(options_.pod_cidr);

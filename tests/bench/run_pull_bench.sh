@@ -27,6 +27,7 @@ for tool in docker-registry skopeo curl python3; do
   command -v "$tool" >/dev/null || { echo "run_pull_bench.sh: $tool is not on PATH" >&2; exit 1; }
 done
 source "$root/tests/bench/lib.sh"
+source "$root/deploy/lib/registry.sh"
 {
   echo 'bench-token,bench,1,"system:masters"'
   echo 'node-token,system:node:bench-node,2,"system:nodes"'
@@ -35,20 +36,11 @@ echo node-token >"$tmp/node.token"
 echo agent-token >"$tmp/agent.token"
 
 registry=127.0.0.1:$(free_port)
-cat >"$tmp/registry.yml" <<YAML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $tmp/registry-data
-http:
-  addr: $registry
-YAML
+registry_config "$tmp/registry.yml" "$registry" "$tmp/registry-data"
 docker-registry serve "$tmp/registry.yml" >"$tmp/registry.log" 2>&1 &
 registry_pid=$!
 pids+=($registry_pid)
-for _ in $(seq 1 100); do curl -sf "http://$registry/v2/" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 100); do registry_answers "$registry" && break; sleep 0.1; done
 echo "making and pushing a $mb MB image to $registry ..." >&2
 python3 "$root/tests/integration/oci_layout.py" "$tmp/layout" big "big:$mb" >/dev/null
 skopeo copy --quiet --dest-tls-verify=false "oci:$tmp/layout:big" "docker://$registry/bench/big:v1"

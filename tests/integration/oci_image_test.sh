@@ -34,6 +34,7 @@ fail() {
   exit 1
 }
 source "$root/tests/lib/checks.sh"
+source "$root/deploy/lib/registry.sh"
 # completes POD OUTPUT: the pod ran to completion and printed OUTPUT.
 completes() {
   until_ok 60 shows "^$1 .*Completed" ctl get pod "$1"
@@ -65,20 +66,7 @@ registry=127.0.0.1:$port
 python3 -W ignore -c 'import crypt; print("tester:" + crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))' \
   >"$state/htpasswd" 2>/dev/null || htpasswd -Bbn -C 4 tester s3cret >"$state/htpasswd" ||
   fail "cannot write a bcrypt htpasswd (python3's crypt or apache2-utils' htpasswd)"
-cat >"$state/registry.yml" <<YAML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $state/registry-data
-auth:
-  htpasswd:
-    realm: mkube-test
-    path: $state/htpasswd
-http:
-  addr: $registry
-YAML
+registry_config "$state/registry.yml" "$registry" "$state/registry-data" "$state/htpasswd"
 docker-registry serve "$state/registry.yml" >"$state/registry.log" 2>&1 &
 registry_pid=$!
 until_ok 20 curl -sf -u tester:s3cret "http://$registry/v2/"
