@@ -203,7 +203,16 @@ absl::StatusOr<std::string> DescribeOne(Session& s, const api::KindInfo& kind,
                                         const MessagePtr& obj) {
   const absl::Time now = absl::Now();
   auto events = EventsFor(s, kind, *obj);
-  if (kind.kind == "Pod") return DescribePod(static_cast<const api::Pod&>(*obj), events, now);
+  if (kind.kind == "Pod") {
+    const auto& pod = static_cast<const api::Pod&>(*obj);
+    // The ports each started container's image exposes, as its node holds the image.
+    std::map<std::string, std::vector<std::string>> image_ports;
+    for (const auto& cs : pod.status().container_statuses()) {
+      if (pod.spec().node_name().empty() || cs.image_id().empty()) continue;
+      image_ports[cs.name()] = ImageExposedPorts(s, pod.spec().node_name(), cs.image());
+    }
+    return DescribePod(pod, events, now, image_ports);
+  }
   if (kind.kind == "Node") {
     const auto& node = static_cast<const api::Node&>(*obj);
     std::vector<api::Pod> pods;

@@ -1,5 +1,6 @@
-// image load|ls: images put into nodes' stores from archives (as `kind load image-archive`),
-// and what each node holds (as `crictl images`, read from the Nodes' status).
+// image load|ls|inspect: images put into nodes' stores from archives (as `kind load
+// image-archive`), what each node holds (as `crictl images`, read from the Nodes' status), and
+// what an image says of itself (as `crictl inspecti`, asked of the node's agent).
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "api/printers.h"
 #include "cli/commands.h"
 #include "client/channel.h"
@@ -192,6 +194,84 @@ absl::Status ImageList(Session& s, const ImageListFlags& f) {
   }
   std::cout << api::RenderTable(t, !f.no_headers);
   return absl::OkStatus();
+}
+
+namespace {
+
+absl::StatusOr<agent::ImageInspectReply> InspectOn(Session& s, const std::string& node,
+                                                   const std::string& image,
+                                                   std::chrono::seconds deadline) {
+  auto stub = agent::NodeImages::NewStub(client::NewChannel(s.client_options()));
+  grpc::ClientContext ctx;
+  if (!s.client_options().token.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + s.client_options().token);
+  }
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  agent::ImageInspectRequest req;
+  req.set_node(node);
+  req.set_image(image);
+  agent::ImageInspectReply reply;
+  if (auto st = stub->Inspect(&ctx, req, &reply); !st.ok()) return FromGrpc(st);
+  return reply;
+}
+
+std::string Listed(const google::protobuf::RepeatedPtrField<std::string>& items,
+                   const std::string& sep = ", ") {
+  return items.empty() ? "<none>" : absl::StrJoin(items, sep);
+}
+
+}  // namespace
+
+absl::Status ImageInspect(Session& s, const std::string& image, const ImageInspectFlags& f) {
+  MKUBE_ASSIGN_OR_RETURN(auto nodes, Nodes(s, f.nodes));
+  bool found = false, failed = false;
+  for (const auto& node : nodes) {
+    const std::string& name = node.metadata().name();
+    // Every node that runs pods is asked, unless nodes are named.
+    const bool named = !f.nodes.empty();
+    if (!named && node.status().daemon_endpoints().kubelet_endpoint().port() <= 0) continue;
+    auto reply = InspectOn(s, name, image, std::chrono::seconds(30));
+    if (!named && absl::IsNotFound(reply.status())) continue;
+    if (!reply.ok()) {
+      std::cerr << fmt::format("error: node \"{}\": {}\n", name,
+                               std::string(reply.status().message()));
+      failed = true;
+      continue;
+    }
+    if (found) std::cout << "\n";
+    found = true;
+    const auto& img = reply->image();
+    const std::string platform = reply->os().empty() && reply->architecture().empty()
+                                     ? "<none>"
+                                     : reply->os() + "/" + reply->architecture();
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {"Node", name},
+        {"Image", image},
+        {"Names", Listed(img.names(), "\n               ")},
+        {"ID", img.digest()},
+        {"Size", HumanSize(img.size_bytes())},
+        {"Platform", platform},
+        {"Layers", std::to_string(reply->layers())},
+        {"Entrypoint", Listed(reply->entrypoint(), " ")},
+        {"Cmd", Listed(reply->cmd(), " ")},
+        {"Env", Listed(reply->env(), "\n               ")},
+        {"User", reply->user().empty() ? "<none>" : reply->user()},
+        {"WorkingDir", reply->working_dir().empty() ? "<none>" : reply->working_dir()},
+        {"Exposed Ports", Listed(reply->exposed_ports())},
+    };
+    for (const auto& [k, v] : fields) std::cout << fmt::format("{:<15}{}\n", k + ":", v);
+  }
+  if (!found && !failed) {
+    return UserError(fmt::format("error: no node holds image \"{}\"", image));
+  }
+  return failed ? Reported() : absl::OkStatus();
+}
+
+std::vector<std::string> ImageExposedPorts(Session& s, const std::string& node,
+                                           const std::string& image) {
+  auto reply = InspectOn(s, node, image, std::chrono::seconds(2));
+  if (!reply.ok()) return {};
+  return {reply->exposed_ports().begin(), reply->exposed_ports().end()};
 }
 
 }  // namespace mkube::cli

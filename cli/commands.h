@@ -114,6 +114,16 @@ struct ImageListFlags {
 };
 // image ls: each node's images, from its status.
 absl::Status ImageList(Session& s, const ImageListFlags& f);
+struct ImageInspectFlags {
+  std::vector<std::string> nodes;  // empty: every node that runs pods and holds the image
+};
+// image inspect IMAGE: what the image says of itself on each node that holds it (as crictl
+// inspecti): its names, size, platform, Entrypoint, Cmd, Env, User, WorkingDir, exposed ports.
+absl::Status ImageInspect(Session& s, const std::string& image, const ImageInspectFlags& f);
+// The ports the image `image` exposes ("80/tcp") as node `node` holds it; empty when the node
+// cannot say within a moment (describe shows them beside a container's own).
+std::vector<std::string> ImageExposedPorts(Session& s, const std::string& node,
+                                           const std::string& image);
 
 struct PatchFlags {
   std::string patch, patch_file, type = "strategic", subresource;

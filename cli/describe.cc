@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "api/codec.h"
@@ -288,7 +289,8 @@ void PodFields(Out& out, const api::Pod& pod, absl::Time now) {
 }
 
 // One container of the pod, with its status.
-void ContainerFields(Out& out, const api::Container& c, const api::PodStatus& st) {
+void ContainerFields(Out& out, const api::Container& c, const api::PodStatus& st,
+                     const std::vector<std::string>& image_ports) {
   out.Line("  " + c.name() + ":");
   const api::ContainerStatus* cs = nullptr;
   for (const auto& s : st.container_statuses()) {
@@ -307,6 +309,10 @@ void ContainerFields(Out& out, const api::Container& c, const api::PodStatus& st
       {2, "Port", ports.empty() ? "<none>" : absl::StrJoin(ports, ", ")},
       {2, "Host Port", host_ports.empty() ? "<none>" : absl::StrJoin(host_ports, ", ")},
   };
+  // (mkube's own: what the image's config declares, which a Service may target.)
+  std::vector<std::string> exposed;
+  for (const auto& p : image_ports) exposed.push_back(absl::AsciiStrToUpper(p));
+  if (!exposed.empty()) cf.push_back({2, "Image Ports", absl::StrJoin(exposed, ", ")});
   if (!c.command().empty()) cf.push_back({2, "Command", absl::StrJoin(c.command(), "\n")});
   if (!c.args().empty()) cf.push_back({2, "Args", absl::StrJoin(c.args(), "\n")});
   AddState(cs ? cs->state() : api::ContainerState(), 2, "State", &cf);
@@ -353,11 +359,16 @@ void PodConditionsAndVolumes(Out& out, const api::Pod& pod) {
 }  // namespace
 
 std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events,
-                        absl::Time now) {
+                        absl::Time now,
+                        const std::map<std::string, std::vector<std::string>>& image_ports) {
   Out out;
   PodFields(out, pod, now);
   out.Line("Containers:");
-  for (const auto& c : pod.spec().containers()) ContainerFields(out, c, pod.status());
+  for (const auto& c : pod.spec().containers()) {
+    auto it = image_ports.find(c.name());
+    ContainerFields(out, c, pod.status(),
+                    it == image_ports.end() ? std::vector<std::string>{} : it->second);
+  }
   PodConditionsAndVolumes(out, pod);
   EventsBlock(out, events, now);
   return out.str();

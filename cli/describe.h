@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@
 namespace mkube::cli {
 
 // `mkubectl describe`'s text, as kubectl lays it out. Events are the object's own, any order.
-std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events, absl::Time now);
+// `image_ports`: by container name, the ports its image exposes (shown as Image Ports).
+std::string DescribePod(const api::Pod& pod, const std::vector<api::Event>& events, absl::Time now,
+                        const std::map<std::string, std::vector<std::string>>& image_ports = {});
 // `pods` are the node's non-terminated pods; `lease` its heartbeat lease, when it has one.
 std::string DescribeNode(const api::Node& node, const api::Lease* lease,
                          const std::vector<api::Pod>& pods, const std::vector<api::Event>& events,

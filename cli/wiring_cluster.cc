@@ -105,9 +105,12 @@ void AddImage(Wiring& w) {
     std::string file;
     ImageLoadFlags load;
     ImageListFlags list;
+    std::string image;
+    ImageInspectFlags inspect;
   };
   auto* st = w.Keep<State>();
-  auto* image = w.app.add_subcommand("image", "Load images into nodes and list their images");
+  auto* image =
+      w.app.add_subcommand("image", "Load images into nodes, list and inspect their images");
   image->require_subcommand(1);
   auto* load = image->add_subcommand(
       "load", "Load a docker save archive or an OCI image layout (tar, plain or gzip'd) into nodes");
@@ -126,6 +129,16 @@ void AddImage(Wiring& w) {
   ls->callback([&w, st] {
     w.action = [&w, st] {
       return WithSession(w.g, [&](Session& s) { return ImageList(s, st->list); });
+    };
+  });
+  auto* inspect = image->add_subcommand("inspect", "Show an image's config as nodes hold it");
+  inspect->add_option("image", st->image, "IMAGE, as a pod names it")->required();
+  inspect->add_option("--nodes", st->inspect.nodes, "Only these nodes (default: every node that holds it)")
+      ->delimiter(',');
+  inspect->callback([&w, st] {
+    w.action = [&w, st] {
+      return WithSession(w.g,
+                         [&](Session& s) { return ImageInspect(s, st->image, st->inspect); });
     };
   });
 }

@@ -170,6 +170,15 @@ absl::Status ImageStore::ServeArchive(const std::string& file) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<image::PulledImage> ImageStore::Inspect(const std::string& image) const {
+  MKUBE_ASSIGN_OR_RETURN(image::Reference ref, image::ParseReference(image));
+  auto local = puller_->Local(ref);
+  if (!local.ok() && absl::IsNotFound(local.status())) {
+    return absl::NotFoundError(fmt::format("no image \"{}\" on this node", image));
+  }
+  return local;
+}
+
 std::vector<StoredImage> ImageStore::StoredImages() const {
   std::vector<StoredImage> out;
   std::map<std::string, size_t> by_digest;

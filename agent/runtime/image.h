@@ -99,6 +99,10 @@ class ImageStore {
   // holds it (the events say Pulling and Pulled, as for any pull). Before any pod runs.
   absl::Status ServeArchive(const std::string& file) ABSL_LOCKS_EXCLUDED(list_mu_);
 
+  // The image the node holds under `image` (its name as a pod gives it), with its config;
+  // NotFound when it has none.
+  absl::StatusOr<image::PulledImage> Inspect(const std::string& image) const;
+
   // The content store's images, for garbage collection.
   std::vector<StoredImage> StoredImages() const;
   // The contents these image names stand for on this node (names it lacks are left out; a

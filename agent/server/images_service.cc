@@ -42,4 +42,29 @@ grpc::Status ImagesService::Load(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status ImagesService::Inspect(grpc::ServerContext* ctx, const ImageInspectRequest* req,
+                                    ImageInspectReply* reply) {
+  if (auto st = auth_->Check(ctx); !st.ok()) return st;
+  auto found = images_->Inspect(req->image());
+  if (!found.ok()) return ToGrpc(found.status());
+  auto* img = reply->mutable_image();
+  for (const auto& stored : images_->StoredImages()) {
+    if (stored.digest != found->digest) continue;
+    for (const auto& name : stored.names) img->add_names(name);
+  }
+  img->set_digest(found->digest);
+  img->set_size_bytes(found->size_bytes);
+  const image::ImageConfig& c = found->config;
+  reply->mutable_entrypoint()->Assign(c.entrypoint.begin(), c.entrypoint.end());
+  reply->mutable_cmd()->Assign(c.cmd.begin(), c.cmd.end());
+  reply->mutable_env()->Assign(c.env.begin(), c.env.end());
+  reply->set_user(c.user);
+  reply->set_working_dir(c.working_dir);
+  reply->mutable_exposed_ports()->Assign(c.exposed_ports.begin(), c.exposed_ports.end());
+  reply->set_os(c.os);
+  reply->set_architecture(c.architecture);
+  reply->set_layers(static_cast<int32_t>(found->layers.size()));
+  return grpc::Status::OK;
+}
+
 }  // namespace mkube::agent::server

@@ -6,7 +6,8 @@
 
 namespace mkube::agent::server {
 
-// Images loaded into this node's store from an archive the apiserver relays.
+// Images loaded into this node's store from an archive the apiserver relays, and what one of
+// them says of itself.
 class ImagesService final : public NodeImages::Service {
  public:
   ImagesService(runtime::ImageStore* images, const ApiserverAuth* auth)
@@ -14,6 +15,8 @@ class ImagesService final : public NodeImages::Service {
 
   grpc::Status Load(grpc::ServerContext* ctx, grpc::ServerReader<ImageLoadChunk>* reader,
                     ImageLoadReply* reply) override;
+  grpc::Status Inspect(grpc::ServerContext* ctx, const ImageInspectRequest* req,
+                       ImageInspectReply* reply) override;
 
  private:
   runtime::ImageStore* images_;

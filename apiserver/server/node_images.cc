@@ -51,4 +51,23 @@ grpc::Status NodeImagesService::Load(grpc::ServerContext* ctx,
   return FromAgent(writer->Finish(), node_name);
 }
 
+grpc::Status NodeImagesService::Inspect(grpc::ServerContext* ctx,
+                                        const agent::ImageInspectRequest* req,
+                                        agent::ImageInspectReply* reply) {
+  auto caller = gate_->Authenticate(AuthorizationHeader(*ctx));
+  if (!caller.ok()) return ToGrpc(caller.status());
+  if (req->node().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no node named"};
+  if (auto st = gate_->Check(*caller, {"get", "nodes", "proxy", "", req->node(), ""}); !st.ok()) {
+    return ToGrpc(st);
+  }
+  auto node = registry_->GetAs<api::Node>("nodes", "", req->node());
+  if (!node.ok()) return ToGrpc(node.status());
+  auto channel = agents_->ChannelTo(*node);
+  if (!channel.ok()) return ToGrpc(channel.status());
+  auto actx = grpc::ClientContext::FromServerContext(*ctx);
+  agents_->Authorize(actx.get());
+  return FromAgent(agent::NodeImages::NewStub(*channel)->Inspect(actx.get(), *req, reply),
+                   req->node());
+}
+
 }  // namespace mkube::apiserver::server

@@ -156,6 +156,28 @@ pod multi "$registry/tools/multi:v1"
 completes multi "ran as app in /data: from the image"
 pass "a manifest list: the linux/amd64 image of two"
 
+# What an image says of itself, asked of the node that holds it: image inspect, and describe's
+# Image Ports beside the container's own.
+inspected=$(ctl image inspect "$registry/tools/multi:v1") || fail "image inspect: $inspected"
+for line in "Node: *node01" "Platform: *linux/amd64" "User: *app" "WorkingDir: */data" \
+  "Entrypoint: */bin/sh -c"; do
+  grep -q "^$line" <<<"$inspected" || fail "image inspect lacks '$line': $inspected"
+done
+ctl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: exposed}
+spec:
+  containers: [{name: c, image: nginx}]
+YAML
+until_ok 60 shows "^exposed .*Running" ctl get pod exposed
+shows "Image Ports: *80/TCP" ctl describe pod exposed || fail "describe: $(ctl describe pod exposed)"
+shows "^Exposed Ports: *80/tcp" ctl image inspect nginx || fail "$(ctl image inspect nginx)"
+if out=$(ctl image inspect nosuch:v1 2>&1); then fail "image inspect of an absent image: $out"; fi
+grep -q 'no node holds image "nosuch:v1"' <<<"$out" || fail "image inspect said: $out"
+ctl delete pod exposed --grace-period=0 >/dev/null
+pass "image inspect shows an image's config as its node holds it; describe its exposed ports"
+
 # A layer the registry serves corrupted (same size, other bytes) is refused by its digest; the
 # pull's next try, once the registry has it right, succeeds.
 upper=$(python3 -c '
