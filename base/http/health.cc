@@ -1,5 +1,6 @@
 #include "base/http/health.h"
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "base/daemon.h"
 #include "base/log.h"

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "base/http/server.h"
 #include "base/metrics.h"
@@ -14,6 +13,10 @@
 // What every daemon serves for probes and Prometheus, as Kubernetes' daemons do: /healthz,
 // /livez and /readyz (each check also alone at /readyz/<name>; ?verbose lists them), and
 // /metrics in the text exposition format.
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace mkube::http {
 
 struct HealthCheck {
