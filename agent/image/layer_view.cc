@@ -1,15 +1,12 @@
 #include "agent/image/layer_view.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
-#include <unistd.h>
 
 #include <deque>
 #include <filesystem>
 
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace mkube::agent::image {
@@ -22,6 +19,16 @@ bool IsOpaque(const std::string& dir) {
   char value[2] = {};
   return getxattr(dir.c_str(), "trusted.overlay.opaque", value, sizeof(value)) == 1 &&
          value[0] == 'y';
+}
+
+// overlayfs' whiteout: a 0:0 character device.
+bool IsWhiteout(const struct stat& st) {
+  return S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+}
+
+bool IsWhiteout(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0 && IsWhiteout(st);
 }
 
 std::string Under(const std::string& layer, const std::vector<std::string>& parts, size_t n) {
@@ -43,7 +50,7 @@ Walk WalkLayer(const std::string& layer, const std::vector<std::string>& parts) 
     const std::string at = Under(layer, parts, depth);
     struct stat st;
     if (lstat(at.c_str(), &st) != 0) return w;  // not in this layer
-    if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
+    if (IsWhiteout(st)) {
       w.hidden = true;
       return w;
     }
@@ -61,11 +68,6 @@ Walk WalkLayer(const std::string& layer, const std::vector<std::string>& parts) 
 }
 
 }  // namespace
-
-bool IsWhiteout(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
-}
 
 std::optional<std::string> LayerView::Lookup(const std::vector<std::string>& parts) const {
   for (const auto& layer : layers_) {

@@ -45,7 +45,4 @@ using NodePathOf = std::function<std::optional<std::string>(const std::vector<st
 std::optional<std::vector<std::string>> ResolveLinks(std::string_view path, bool follow,
                                                      bool missing_ok, const NodePathOf& at);
 
-// Whether the node's file at `path` is overlayfs' whiteout.
-bool IsWhiteout(const std::string& path);
-
 }  // namespace mkube::agent::image

@@ -8,7 +8,6 @@
 #include <map>
 #include <set>
 
-#include "absl/strings/str_split.h"
 #include "agent/image/layer_view.h"
 #include "agent/runtime/process.h"
 #include "agent/runtime/sandbox.h"
@@ -134,7 +133,7 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& r
   const std::string path = fs::path(raw).lexically_normal().string();
   const MountStep* best = nullptr;
   for (const auto& s : spec.steps) {
-    if (s.kind == Kind::kFile || s.kind == Kind::kRemove) continue;
+    if (s.kind == Kind::kFile) continue;
     const bool under = path == s.target || (path.rfind(s.target + "/", 0) == 0);
     if (under && (!best || s.target.size() >= best->target.size())) best = &s;
   }
@@ -147,13 +146,6 @@ std::vector<std::string> HostPaths(const SandboxSpec& spec, const std::string& r
   switch (best->kind) {
     case Kind::kBind:
       return {best->source + rest};
-    case Kind::kOverlay: {
-      std::vector<std::string> out;
-      for (absl::string_view dir : absl::StrSplit(best->source, ':')) {
-        out.push_back(std::string(dir) + rest);
-      }
-      return out;
-    }
     case Kind::kSymlink: {  // followed from where it is
       const fs::path link(best->source);
       const std::string to = link.is_absolute()

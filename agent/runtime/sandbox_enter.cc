@@ -143,27 +143,20 @@ bool MakeMountPoint(const std::string& source, const std::string& path, std::str
 // with the upper and work folders).
 constexpr size_t kMaxLowerDirs = 3072;
 
-// An overlay of `lower` (folders joined by ':', each under `host`, where the node's root is) at
-// `path`; writable through a fresh layer of upper and work folders under `layer` (under `host`
-// too) unless read-only. The upper folder takes the first lower folder's mode and owner, which
-// the merged folder shows.
-bool Overlay(const std::string& host, const std::string& lower, const std::string& path,
-             const std::string& layer, bool read_only, std::string* error) {
+// The image's layers (`lower`, the topmost first) stacked by overlayfs at `path`, under a fresh
+// writable layer of upper and work folders in `layer`. The upper folder takes the topmost
+// layer's mode and owner, which the merged folder shows.
+bool Overlay(const std::vector<std::string>& lower, const std::string& path,
+             const std::string& layer, std::string* error) {
   if (!MakeDirs(path, error)) return false;
-  std::vector<std::string> folders;
-  for (size_t at = 0; at != std::string::npos;) {
-    const size_t colon = lower.find(':', at);
-    folders.push_back(host + lower.substr(at, colon - at));
-    at = colon == std::string::npos ? colon : colon + 1;
-  }
-  std::string lowers = absl::StrJoin(folders, ":");
+  std::string lowers = absl::StrJoin(lower, ":");
   // mount(2) reads one page of options: the folders of an image of many layers are named
   // through short links (0, 1, ...) in its layer's folder, the current one while it mounts.
   if (lowers.size() > kMaxLowerDirs) {
-    const std::string links = host + layer + "/lower";
+    const std::string links = layer + "/lower";
     if (!MakeDirs(links, error)) return false;
     std::vector<std::string> names;
-    for (const auto& f : folders) {
+    for (const auto& f : lower) {
       names.push_back(std::to_string(names.size()));
       if (symlink(f.c_str(), (links + "/" + names.back()).c_str()) != 0) {
         *error = Errno("link the lower folder " + f);
@@ -176,31 +169,26 @@ bool Overlay(const std::string& host, const std::string& lower, const std::strin
     }
     lowers = absl::StrJoin(names, ":");
   }
-  std::string options = "lowerdir=" + lowers;
-  if (!read_only) {
-    const std::string upper = host + layer + "/upper", work = host + layer + "/work";
-    if (!MakeDirs(upper, error) || !MakeDirs(work, error)) return false;
-    struct stat st;
-    const std::string first = host + lower.substr(0, lower.find(':'));
-    if (stat(first.c_str(), &st) == 0 && (chmod(upper.c_str(), st.st_mode & 07777) != 0 ||
-                                          chown(upper.c_str(), st.st_uid, st.st_gid) != 0)) {
-      *error = Errno("set the mode of " + path + "'s layer");
-      return false;
-    }
-    options += ",upperdir=" + upper + ",workdir=" + work;
+  const std::string upper = layer + "/upper", work = layer + "/work";
+  if (!MakeDirs(upper, error) || !MakeDirs(work, error)) return false;
+  struct stat st;
+  if (stat(lower.front().c_str(), &st) == 0 && (chmod(upper.c_str(), st.st_mode & 07777) != 0 ||
+                                                chown(upper.c_str(), st.st_uid, st.st_gid) != 0)) {
+    *error = Errno("set the mode of " + path + "'s layer");
+    return false;
   }
-  const unsigned long flags = MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
-  if (mount("overlay", path.c_str(), "overlay", flags, options.c_str()) != 0) {
-    *error = Errno("overlay " + lower + " at " + path);
+  const std::string options = "lowerdir=" + lowers + ",upperdir=" + upper + ",workdir=" + work;
+  if (mount("overlay", path.c_str(), "overlay", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    *error = Errno("overlay " + absl::StrJoin(lower, ":") + " at " + path);
     return false;
   }
   return true;
 }
 
 // Carries out one step at `path`, inside the container's root; the node's files are under
-// `host`, and `layer` (under `host` too) is an empty folder for a writable overlay's layer.
+// `host`.
 bool ApplyMountStep(const MountStep& s, const std::string& path, const std::string& host,
-                    const std::string& layer, std::string* error) {
+                    std::string* error) {
   using Kind = MountStep::Kind;
   switch (s.kind) {
     case Kind::kBind:
@@ -229,14 +217,6 @@ bool ApplyMountStep(const MountStep& s, const std::string& path, const std::stri
       if (!MakeDirs(path, error)) return false;
       if (mount("proc", path.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
         *error = Errno("mount /proc");
-        return false;
-      }
-      return true;
-    case Kind::kOverlay:
-      return Overlay(host, s.source, path, layer, s.read_only, error);
-    case Kind::kRemove:
-      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-        *error = Errno("remove " + s.target);
         return false;
       }
       return true;
@@ -328,8 +308,7 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     std::string root = spec.root;
     if (!spec.image_layers.empty()) {
       root = spec.root + "/root";
-      const std::string lower = absl::StrJoin(spec.image_layers, ":");
-      if (!Overlay("", lower, root, spec.root + "/layers/root", false, error)) {
+      if (!Overlay(spec.image_layers, root, spec.root + "/layers/root", error)) {
         return false;
       }
     }
@@ -344,8 +323,7 @@ bool EnterSandbox(const SandboxSpec& spec, std::string* error) {
     }
     for (size_t i = 0; i < spec.steps.size(); ++i) {
       const MountStep& s = spec.steps[i];
-      const std::string layer = spec.root + "/layers/" + std::to_string(i);
-      if (!ApplyMountStep(s, s.target, host, layer, error)) return false;
+      if (!ApplyMountStep(s, s.target, host, error)) return false;
       if (s.kind == MountStep::Kind::kProc && !spec.identity.keep_all &&
           !MaskProc(s.target, host, error)) {
         return false;

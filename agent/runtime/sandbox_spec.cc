@@ -65,7 +65,7 @@ bool SandboxFromJson(const nlohmann::json& j, SandboxSpec* out, std::string* err
     spec.join_pid_ns = j.value("joinPidNs", "");
     for (const auto& s : j["steps"]) {
       const int kind = s.at("kind").get<int>();
-      if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kRemove)) {
+      if (kind < 0 || kind > static_cast<int>(MountStep::Kind::kDevice)) {
         *error = "unknown sandbox step kind " + std::to_string(kind);
         return false;
       }

@@ -25,13 +25,11 @@ struct Identity {
 
 // One step of building a container's root, in order.
 struct MountStep {
-  // kRemove: deletes what the image has at `target` (the root's layer keeps the deletion).
-  enum class Kind { kBind, kTmpfs, kProc, kOverlay, kSymlink, kFile, kDevice, kRemove };
+  enum class Kind { kBind, kTmpfs, kProc, kSymlink, kFile, kDevice };
   Kind kind = Kind::kBind;
-  std::string source;  // bind/device: host path; overlay: lowerdirs (a:b); symlink: its target;
-                       // file: its contents; tmpfs: mount options
+  std::string source;  // bind/device: host path; symlink: its target; file: its contents;
+                       // tmpfs: mount options
   std::string target;  // absolute path inside the container
-  // An overlay that is not read-only gets a writable layer of its own, as the root does.
   bool read_only = false;
 };
 
